@@ -1,0 +1,227 @@
+"""The `duckprof` command line (typer). Every failure a user can cause prints
+one line naming the file and the problem and exits with code 2."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import tempfile
+import time
+from typing import List, Optional
+
+import duckdb
+import typer
+
+from . import render
+from .errors import DuckprofError, TraceError
+from .reporting import open_data
+from .session import Session
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="PyTorch profiler (Kineto) traces in DuckDB: load them, query them with SQL, "
+                       "get standard reports.")
+report_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                         help="Standard reports (each answers one question).")
+app.add_typer(report_app, name="report")
+
+FormatOpt = typer.Option("table", "--format", "-f", help="table, csv, json, markdown or parquet")
+OutputOpt = typer.Option(None, "--output", "-o", help="write to FILE instead of the terminal")
+DbOpt = typer.Option(None, "--db", help="persistent DuckDB database file")
+
+
+def fail(msg: str, code: int = 2):
+    typer.echo(f"duckprof: {msg}", err=True)
+    raise typer.Exit(code)
+
+
+def friendly_errors(fn):
+    """Turn expected failures into one line on stderr and exit code 2."""
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            return fn(*a, **kw)
+        except (TraceError, DuckprofError) as e:
+            fail(str(e))
+        except duckdb.Error as e:
+            fail(str(e).splitlines()[0])
+        except (ValueError, OSError) as e:
+            fail(str(e))
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+    return wrapper
+
+
+class Progress:
+    """One status line on stderr, shown only when a load takes more than a moment."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet or not sys.stderr.isatty()
+        self.t0 = time.monotonic()
+        self.shown = False
+
+    def __call__(self, msg: str):
+        if self.quiet:
+            return
+        if time.monotonic() - self.t0 > 0.5 or self.shown:
+            self.shown = True
+            sys.stderr.write(f"\r\033[K{msg[-120:]}")
+            sys.stderr.flush()
+
+    def done(self):
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def check_format(fmt: str, output: Optional[str]):
+    if fmt not in render.FORMATS:
+        raise DuckprofError(f"unknown --format {fmt!r}; choose one of {', '.join(render.FORMATS)}")
+    if fmt == "parquet" and not output:
+        raise DuckprofError("--format parquet needs --output FILE")
+
+
+@app.command()
+@friendly_errors
+def load(paths: List[str] = typer.Argument(..., help="trace files (.json, .json.gz), directories or globs"),
+         db: Optional[str] = DbOpt,
+         run: str = typer.Option("default", "--run", "-r", help="run label (one run = the ranks of one job)"),
+         salvage: bool = typer.Option(False, "--salvage", help="load the complete events of a truncated trace"),
+         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress line")):
+    """Load traces into a database (in memory without --db: a validity check).
+
+    Example: duckprof load run1/*.json.gz --db runs.duckdb --run baseline
+    """
+    progress = Progress(quiet)
+    with Session(db) as s:
+        report = s.load(paths, run=run, salvage=salvage, progress=progress)
+    progress.done()
+    typer.echo(report.summary())
+
+
+@app.command()
+@friendly_errors
+def query(sql: str = typer.Argument(..., help="SQL over the tables and views (see `duckprof schema`)"),
+          traces: Optional[List[str]] = typer.Argument(None, help="trace files to load into memory first"),
+          db: Optional[str] = DbOpt,
+          fmt: str = FormatOpt, output: Optional[str] = OutputOpt,
+          name_width: int = typer.Option(80, "--name-width", help="truncate long text cells in tables"),
+          salvage: bool = typer.Option(False, "--salvage", help="load the complete events of a truncated trace")):
+    """Run SQL over traces (loaded into memory) or over a --db database (opened read-only).
+
+    Example: duckprof query "select name, count(*), sum(dur_ns)/1e6 as ms from kernels
+    group by 1 order by 3 desc limit 10" --db runs.duckdb
+    """
+    check_format(fmt, output)
+    with open_data(traces, db, salvage=salvage) as s:
+        render.emit(s.sql(sql), fmt, output, name_width=name_width)
+
+
+@app.command()
+@friendly_errors
+def runs(db: str = typer.Option(..., "--db", help="persistent DuckDB database file"),
+         fmt: str = FormatOpt, output: Optional[str] = OutputOpt):
+    """List the runs in a database.
+
+    Example: duckprof runs --db runs.duckdb
+    """
+    check_format(fmt, output)
+    with Session(db, read_only=True) as s:
+        render.emit(s.runs(), fmt, output)
+
+
+@app.command("rm")
+@friendly_errors
+def remove(run: str = typer.Argument(..., help="run label to delete"),
+           db: str = typer.Option(..., "--db", help="persistent DuckDB database file")):
+    """Delete a run (all its traces) from a database.
+
+    Example: duckprof rm baseline --db runs.duckdb
+    """
+    with Session(db) as s:
+        n = s.remove_run(run)
+    if not n:
+        fail(f"{db}: no run named {run!r}")
+    typer.echo(f"removed run {run!r} ({n} trace(s))")
+
+
+@app.command()
+@friendly_errors
+def schema(db: Optional[str] = DbOpt,
+           name: Optional[str] = typer.Argument(None, help="only this table or view")):
+    """List the tables and views with their columns (the schema every query can use).
+
+    Example: duckprof schema kernels
+    """
+    with Session(db, read_only=bool(db)) as s:
+        items = s.schema()
+    if name:
+        items = [i for i in items if i[0] == name]
+        if not items:
+            fail(f"no table or view named {name!r}")
+    for obj, kind, cols in items:
+        typer.echo(f"{obj} ({kind})")
+        for col, typ in cols:
+            typer.echo(f"    {col:<24} {typ}")
+
+
+@app.command()
+@friendly_errors
+def synth(output: str = typer.Option(..., "--output", "-o", help="file to write (.json or .json.gz)"),
+          events: int = typer.Option(20000, "--events", "-n", help="approximate number of events"),
+          target_bytes: Optional[int] = typer.Option(None, "--bytes", help="approximate uncompressed size instead of --events"),
+          seed: int = typer.Option(0, "--seed", help="random seed (same seed, same bytes)"),
+          rank: int = typer.Option(0, "--rank", help="distributedInfo.rank")):
+    """Write a realistic synthetic GPU trace (deterministic), e.g. for benchmarks.
+
+    Example: duckprof synth --events 1000000 -o big.json.gz
+    """
+    from .synth import generate
+    info = generate(output, events=events, seed=seed, rank=rank, target_bytes=target_bytes)
+    typer.echo(f"wrote {output}: {info['events']:,} events, {info['bytes']:,} bytes of JSON")
+
+
+@app.command()
+@friendly_errors
+def demo(events: int = typer.Option(20000, "--events", "-n", help="size of the built-in sample")):
+    """Generate the built-in sample trace, load it, and show what duckprof answers.
+
+    Example: duckprof demo
+    """
+    from .synth import generate
+    with tempfile.TemporaryDirectory(prefix="duckprof-demo-") as d:
+        path = os.path.join(d, "sample_rank0.json.gz")
+        generate(path, events=events, seed=0)
+        with Session(None) as s:
+            rep = s.load([path], run="demo")
+            typer.echo(rep.summary().replace(path, "built-in sample"))
+            for title, sql in DEMO_QUERIES:
+                typer.echo(f"\n== {title}\n-- {' '.join(sql.split())}")
+                render.emit(s.sql(sql), "table", None, name_width=70)
+    typer.echo("\nNext: duckprof load YOUR_TRACES --db runs.duckdb --run NAME; "
+               "duckprof query \"...\" --db runs.duckdb; duckprof schema")
+
+
+DEMO_QUERIES = [
+    ("Top kernels by total time",
+     "select name, count(*) as n, sum(dur_ns) / 1e6 as total_ms, avg(dur_ns) / 1e3 as mean_us "
+     "from kernels group by 1 order by 3 desc limit 8"),
+    ("Operators that launch the most GPU time",
+     "select op_name, count(*) as launches, sum(dur_ns) / 1e6 as gpu_ms "
+     "from launches where op_name is not null group by 1 order by 3 desc limit 8"),
+    ("Operators by self CPU time",
+     "select name, count(*) as calls, sum(self_ns) / 1e6 as self_ms, sum(dur_ns) / 1e6 as total_ms "
+     "from cpu_ops group by 1 order by 3 desc limit 8"),
+    ("Profiler steps",
+     "select step, dur_ns / 1e6 as host_ms from steps order by step limit 8"),
+]
+
+
+def main():
+    # Import report modules so they register their commands on report_app.
+    from . import cli_reports  # noqa: F401
+    app()
+
+
+if __name__ == "__main__":
+    main()

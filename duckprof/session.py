@@ -1,0 +1,157 @@
+"""A duckprof session: one DuckDB connection with the duckprof schema and views."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import duckdb
+
+from . import sqlfiles
+from .errors import DuckprofError
+from .load import Loader, LoadReport
+
+def view_files_in_order() -> list[str]:
+    """sql/views/*.sql sorted so that every view comes after the views it uses."""
+    files = sqlfiles.list_dir("views")
+    names = {f[:-4]: f for f in files}
+    deps = {}
+    for f in files:
+        code = "\n".join(l.split("--")[0] for l in sqlfiles.read(f"views/{f}").splitlines())
+        code = re.sub(r"'[^']*'", "''", code)  # category names in literals are not views
+        deps[f] = {names[n] for n in names if n != f[:-4] and re.search(rf"\b{n}\b", code)}
+    ordered, done = [], set()
+
+    def visit(f, stack=()):
+        if f in done:
+            return
+        if f in stack:
+            raise RuntimeError(f"views depend on each other in a cycle: {' -> '.join(stack + (f,))}")
+        for d in sorted(deps[f]):
+            visit(d, stack + (f,))
+        done.add(f)
+        ordered.append(f)
+
+    for f in files:
+        visit(f)
+    return ordered
+
+
+# Bump when tables or views change incompatibly: an older database then gets a
+# clear message instead of wrong answers.
+SCHEMA_VERSION = 1
+
+
+class Session:
+    """`duckprof.connect(db)` returns one. Without `db` the database is in memory.
+
+    >>> s = duckprof.connect("runs.duckdb")
+    >>> s.load(["rank0.json.gz", "rank1.json.gz"], run="baseline")
+    >>> s.sql("select name, sum(dur_ns) from kernels group by 1 order by 2 desc limit 5").show()
+    """
+
+    def __init__(self, db: str | os.PathLike | None = None, read_only: bool = False,
+                 threads: int | None = None):
+        self.db = None if db in (None, ":memory:") else os.fspath(db)
+        self.read_only = read_only
+        if self.read_only and self.db and not os.path.exists(self.db):
+            raise DuckprofError(f"{self.db}: no such database (create it with `duckprof load ... --db {self.db}`)")
+        try:
+            self.con = duckdb.connect(self.db or ":memory:", read_only=read_only and bool(self.db))
+        except duckdb.Error as e:
+            first = str(e).splitlines()[0]
+            raise DuckprofError(f"{self.db}: cannot open as a DuckDB database ({first})") from None
+        if threads:
+            self.con.execute(f"SET threads = {int(threads)}")
+        self._ensure_schema()
+
+    # -- schema -------------------------------------------------------------
+    def _ensure_schema(self):
+        con = self.con
+        tables = {r[0] for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+        name = self.db or "in-memory database"
+        if "duckprof_meta" in tables:
+            row = con.execute("SELECT value FROM duckprof_meta WHERE key = 'schema_version'").fetchone()
+            found = int(row[0]) if row else None
+            if found != SCHEMA_VERSION:
+                raise DuckprofError(
+                    f"{name}: database schema version {found}, but this duckprof uses version "
+                    f"{SCHEMA_VERSION}; load the traces into a new database")
+            return
+        if tables:
+            raise DuckprofError(f"{name}: not a duckprof database (it has other tables: "
+                                f"{', '.join(sorted(tables)[:5])})")
+        if self.read_only and self.db:
+            raise DuckprofError(f"{name}: not a duckprof database (empty)")
+        con.execute("BEGIN TRANSACTION")
+        con.execute(sqlfiles.read("schema.sql"))
+        con.execute("INSERT INTO duckprof_meta VALUES ('schema_version', $v), ('created_by', 'duckprof')",
+                    {"v": str(SCHEMA_VERSION)})
+        self._create_views()
+        con.execute("COMMIT")
+
+    def _create_views(self):
+        """Create every view in sql/views/, each after the views it reads."""
+        for f in view_files_in_order():
+            self.con.execute(sqlfiles.read(f"views/{f}"))
+
+    # -- API ----------------------------------------------------------------
+    def load(self, paths, run: str = "default", salvage: bool = False, progress=None) -> LoadReport:
+        """Load trace files, directories or globs as (part of) `run`. Atomic: on
+        error nothing is added. Files already loaded into this run are skipped."""
+        if self.read_only:
+            raise DuckprofError("session is read-only")
+        loader = Loader(self.con, staged=self.db is not None, progress=progress)
+        return loader.load(paths, run=run, salvage=salvage)
+
+    def sql(self, text: str, params=None) -> duckdb.DuckDBPyRelation:
+        """Run SQL over the tables and views; returns a DuckDB relation
+        (.fetchall(), .df(), .show(), .columns ...)."""
+        return self.con.sql(text, params=params)
+
+    def runs(self) -> duckdb.DuckDBPyRelation:
+        return self.con.sql("SELECT * FROM runs ORDER BY run")
+
+    def remove_run(self, run: str) -> int:
+        """Delete a run and its traces; returns the number of traces removed."""
+        con = self.con
+        ids = [r[0] for r in con.execute("SELECT trace_id FROM traces WHERE run = $run",
+                                         {"run": run}).fetchall()]
+        if not ids:
+            return 0
+        con.execute("BEGIN TRANSACTION")
+        for t in ("nesting", "events", "devices", "traces"):
+            con.execute(f"DELETE FROM {t} WHERE trace_id IN (SELECT unnest($ids))", {"ids": ids})
+        con.execute("COMMIT")
+        return len(ids)
+
+    def schema(self) -> list[tuple[str, str, list[tuple[str, str]]]]:
+        """[(name, 'table'|'view', [(column, type), ...])] for the public schema."""
+        out = []
+        rows = self.con.execute("""
+            SELECT t.table_name, t.table_type, c.column_name, c.data_type
+            FROM information_schema.tables t
+            JOIN information_schema.columns c USING (table_schema, table_name)
+            WHERE t.table_schema = 'main' AND t.table_name NOT LIKE 'stage_%'
+            ORDER BY t.table_type, t.table_name, c.ordinal_position""").fetchall()
+        for name, kind, col, typ in rows:
+            if not out or out[-1][0] != name:
+                out.append((name, "view" if kind == "VIEW" else "table", []))
+            out[-1][2].append((col, typ))
+        return out
+
+    def close(self):
+        self.con.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def connect(db: str | os.PathLike | None = None, read_only: bool = False,
+            threads: int | None = None) -> Session:
+    """Open (or create) a duckprof database; in memory when `db` is None."""
+    return Session(db, read_only=read_only, threads=threads)

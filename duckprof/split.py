@@ -1,0 +1,428 @@
+"""Cut a Kineto trace file into JSON-array chunk files that DuckDB reads in parallel.
+
+A trace is one JSON object whose `traceEvents` array holds almost all bytes
+(or, rarely, a bare array of events). DuckDB parses one file on one thread and
+parses a whole-object file far slower and with far more memory than a plain
+array, so we stream the file once (decompressing .gz on the way), copy the
+array's bytes into a few chunk files cut at event boundaries, and parse only
+the small remainder (the top-level metadata) with Python's json module.
+
+Event boundaries are found with a byte pattern (`}` `,` `{`), not a parser; a
+cut in the wrong place makes DuckDB fail, and the loader then retries with a
+single chunk, so a wrong guess costs time, never correctness.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import hashlib
+import json
+import os
+import re
+import zlib
+from dataclasses import dataclass, field
+
+from .errors import TraceError
+
+try:  # ISA-L decompresses gzip ~3x faster than zlib; optional.
+    from isal import igzip as _gzip
+except ImportError:  # pragma: no cover - exercised only without isal
+    _gzip = gzip
+
+BLOCK = 8 << 20
+TAIL_KEEP = 8 << 20  # bytes held back to find where the array ends
+MAX_PREFIX = 256 << 20
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_WS = b" \t\r\n"
+_CTRL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_SPACES = bytes.maketrans(b"\t\r\n", b"   ")
+
+
+@dataclass
+class SplitTrace:
+    path: str
+    chunks: list[str]
+    metadata: dict
+    size_bytes: int
+    json_bytes: int  # bytes of (uncompressed) JSON
+    content_hash: str
+    compressed: bool
+    salvaged_bytes: int = 0  # bytes dropped from a truncated file
+    salvaged_preview: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+class _HashingReader:
+    """File wrapper that hashes the raw bytes as the decompressor pulls them."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.hash = hashlib.blake2b(digest_size=16)
+
+    def read(self, n=-1):
+        data = self.raw.read(n)
+        self.hash.update(data)
+        return data
+
+    def readinto(self, buf):  # used by some gzip implementations
+        n = self.raw.readinto(buf)
+        self.hash.update(memoryview(buf)[:n])
+        return n
+
+    def readable(self):
+        return True
+
+    def close(self):
+        pass
+
+
+def _open_stream(path):
+    raw = open(path, "rb")
+    magic = raw.read(2)
+    raw.seek(0)
+    hashing = _HashingReader(raw)
+    if magic == b"\x1f\x8b":
+        return raw, hashing, _gzip.GzipFile(fileobj=hashing, mode="rb"), True
+    return raw, hashing, hashing, False
+
+
+def _gzip_isize(path):
+    """Uncompressed size from the gzip trailer (mod 2**32): an estimate for chunk sizing."""
+    with open(path, "rb") as f:
+        f.seek(-4, os.SEEK_END)
+        return int.from_bytes(f.read(4), "little")
+
+
+def _find_array_start(path, buf: bytes):
+    """Return (is_bare_array, index just after '[', prefix bytes) or None if more data needed."""
+    i = 0
+    while i < len(buf) and buf[i] in _WS:
+        i += 1
+    if i < len(buf) and buf[i:i + 3] == b"\xef\xbb\xbf":  # UTF-8 BOM
+        i += 3
+        while i < len(buf) and buf[i] in _WS:
+            i += 1
+    if i >= len(buf):
+        return None
+    first = buf[i:i + 1]
+    if first == b"[":
+        return True, i + 1, b""
+    if first != b"{":
+        raise TraceError(path, "not JSON: the file does not start with '{' or '['")
+    depth = 0
+    want_colon = want_array = False
+    for m in _TOKEN.finditer(buf, i):
+        tok = m.group()
+        if want_array:
+            if tok == b"[":
+                return False, m.end(), buf[i:key_start]
+            raise TraceError(path, "not a trace: 'traceEvents' is not an array")
+        if want_colon:
+            if tok != b":":
+                want_colon = False
+            else:
+                want_array = True
+                continue
+        if tok in (b"{", b"["):
+            depth += 1
+        elif tok in (b"}", b"]"):
+            depth -= 1
+            if depth == 0:
+                raise TraceError(path, "not a trace: JSON object without a 'traceEvents' array")
+        elif depth == 1 and tok == b'"traceEvents"':
+            key_start = m.start()
+            want_colon = True
+    return None
+
+
+# Tokens of the *reversed* tail: a '"' followed (in reversed order) by an odd
+# run of backslashes was escaped in the file, so it does not end the string.
+_RTOKEN = re.compile(rb'"(?:[^"]|"(?=(?:\\\\)*\\(?!\\)))*"|[{}\[\]:,]')
+
+
+_SKIP_BUDGET = 256 << 10
+
+
+def _find_array_end(tail: bytes, bare: bool):
+    """Index of the ']' closing traceEvents in `tail`, and the parsed suffix dict.
+
+    Scans tokens backwards from the end of the file (which is outside any
+    string, so the scan is unambiguous). A top-level array value whose '['
+    lies before the tail or more than _SKIP_BUDGET bytes back, or whose key is
+    "traceEvents", is the events array.
+    Returns (None, None) when the tail does not end the way a complete trace does.
+    """
+    stripped = tail.rstrip(_WS)
+    if bare:
+        return (len(stripped) - 1, {}) if stripped.endswith(b"]") else (None, None)
+    if not stripped.endswith(b"}"):
+        return None, None
+    window = min(len(stripped), 4 * _SKIP_BUDGET)
+    while True:
+        found = _scan_reversed(stripped[len(stripped) - window:][::-1], window == len(stripped))
+        if found is not None or window == len(stripped):
+            break
+        window = len(stripped)  # the suffix is longer than the window: scan it all
+    if found is None or found is False:
+        return None, None
+    end = len(stripped) - 1 - found
+    return _suffix_after(stripped, end)
+
+
+def _scan_reversed(rev: bytes, whole: bool):
+    """Reversed index of the ']' closing traceEvents; False if the tail is not a
+    complete trace; None if the scan ran out of window before deciding
+    (`whole`: the window is the whole tail, so running out decides)."""
+    n = len(rev)
+    depth = 0
+    closing = None  # reversed index of a depth-1 ']' being skipped
+    want_key = False
+    toks = _RTOKEN.finditer(rev)
+    for m in toks:
+        if closing is not None and m.start() - closing > _SKIP_BUDGET:
+            break  # a top-level array this long can only be traceEvents
+        tok = m.group()
+        if want_key:
+            if tok == b":":
+                continue
+            want_key = False
+            if tok[:1] == b'"' and tok[::-1] == b'"traceEvents"':
+                break
+            closing = None
+        if tok in (b"}", b"]"):
+            depth += 1
+            if depth == 2 and tok == b"]":
+                closing = m.start()
+        elif tok in (b"{", b"["):
+            depth -= 1
+            if depth == 1 and closing is not None:
+                want_key = True
+            elif depth == 0:
+                return False
+    else:
+        if not whole:
+            return None
+        if closing is None or depth < 2:
+            return False
+    return closing
+
+
+def _suffix_after(stripped: bytes, end: int):
+    rest = stripped[end + 1:].strip(_WS)
+    if rest == b"}":
+        return end, {}
+    try:
+        suffix = json.loads(b"{" + rest[1:]) if rest.startswith(b",") else None
+    except ValueError:
+        suffix = None
+    if not isinstance(suffix, dict):
+        return None, None
+    return end, suffix
+
+
+def _parse_metadata(path, prefix: bytes) -> dict:
+    text = prefix.rstrip(_WS)
+    if text.endswith(b","):
+        text = text[:-1]
+    try:
+        meta = json.loads(text + b"}")
+    except ValueError as e:
+        raise TraceError(path, f"not valid JSON before traceEvents ({e})") from None
+    return meta if isinstance(meta, dict) else {}
+
+
+class _ChunkWriter:
+    def __init__(self, tmpdir, stem, target):
+        self.tmpdir, self.stem, self.target = tmpdir, stem, max(target, 4 << 20)
+        self.paths: list[str] = []
+        self.f = None
+        self.size = 0
+        self._open()
+
+    def _open(self):
+        p = os.path.join(self.tmpdir, f"{self.stem}.{len(self.paths):04d}.json")
+        self.paths.append(p)
+        self.f = open(p, "wb", buffering=0)
+        self.f.write(b"[")
+        self.size = 0
+
+    def write(self, data: bytes):
+        pos = 0
+        while True:
+            room = self.target - self.size
+            m = _BOUNDARY.search(data, pos + max(room, 0)) if room < len(data) - pos else None
+            if m is None:
+                self.f.write(data[pos:] if pos else data)
+                self.size += len(data) - pos
+                return
+            self.f.write(data[pos:m.start() + 1])
+            self.f.write(b"]")
+            self.f.close()
+            self._open()
+            pos = m.end() - 1
+
+    def close(self):
+        self.f.write(b"]")
+        self.f.close()
+
+
+def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
+                sanitize: bool = False, spaces: bool = False) -> SplitTrace:
+    """Stream `path` into chunk files under `tmpdir`; see the module docstring.
+
+    sanitize: replace invalid UTF-8 with U+FFFD and escape raw control
+    characters (a retry path, used only after DuckDB rejected the file);
+    spaces: also turn raw tab/newline/CR into spaces (they are invalid inside
+    JSON strings and harmless between tokens).
+    """
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        raise TraceError(path, f"cannot read file ({e.strerror})") from None
+    if size == 0:
+        raise TraceError(path, "empty file")
+    raw, hashing, stream, compressed = _open_stream(path)
+    json_bytes = 0
+    truncated_gzip = False
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(path))[:60]
+
+    counts = {"utf8": 0, "ctrl": 0}
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def clean(b: bytes) -> bytes:
+        text = decoder.decode(b)
+        counts["utf8"] += text.count("\ufffd") - b.count(b"\xef\xbf\xbd")
+        b = text.encode("utf-8")
+        b, n = _CTRL.subn(lambda m: b"\\u%04x" % m.group()[0], b)
+        counts["ctrl"] += n
+        if spaces:  # whitespace between tokens may be any whitespace; inside strings it is invalid
+            b = b.translate(_SPACES)
+        return b
+
+    def blocks():
+        nonlocal json_bytes, truncated_gzip
+        while True:
+            try:
+                b = stream.read(BLOCK)
+            except EOFError:
+                truncated_gzip = True
+                return
+            except (OSError, zlib.error, ValueError) as e:
+                raise TraceError(path, f"corrupt gzip data ({e})") from None
+            if not b:
+                return
+            json_bytes += len(b)
+            yield clean(b) if sanitize else b
+
+    try:
+        it = blocks()
+        head = b""
+        found = None
+        for b in it:
+            head += b
+            found = _find_array_start(path, head)
+            if found:
+                break
+            if len(head) > MAX_PREFIX:
+                raise TraceError(path, "not a trace: no 'traceEvents' array in the first 256 MB")
+        if not found:
+            if truncated_gzip:
+                raise TraceError(path, "truncated gzip: the file ends before any trace events")
+            if not head.strip():
+                raise TraceError(path, "empty file (only whitespace)")
+            if head.lstrip()[:1] == b"{":
+                raise TraceError(path, "not a trace: JSON object without a 'traceEvents' array"
+                                 if _looks_complete(head) else
+                                 "truncated: the file ends before the 'traceEvents' array")
+            raise TraceError(path, "not JSON")
+        bare, start, prefix = found
+        metadata = {} if bare else _parse_metadata(path, prefix)
+        est = _gzip_isize(path) if compressed else size
+        writer = _ChunkWriter(tmpdir, stem, est // max(chunks, 1) + 1)
+        # Hold back the last TAIL_KEEP bytes (as a list of blocks: no re-copying)
+        # so the end of the array can be found once the stream ends.
+        pending = [head[start:]]
+        pending_len = len(pending[0])
+        for b in it:
+            pending.append(b)
+            pending_len += len(b)
+            while len(pending) > 1 and pending_len - len(pending[0]) >= TAIL_KEEP:
+                first = pending.pop(0)
+                pending_len -= len(first)
+                writer.write(first)
+        held = b"".join(pending)
+        del pending
+        end, suffix = _find_array_end(held, bare)
+        salvaged_bytes, preview = 0, ""
+        if end is None:
+            where = "gzip stream" if truncated_gzip else "file"
+            if not salvage:
+                raise TraceError(path, f"truncated: the {where} ends inside 'traceEvents' "
+                                 "(the profiler probably died mid-write); "
+                                 "pass --salvage to load the complete events")
+            m = None
+            for m in _BOUNDARY.finditer(held):
+                pass
+            if m is None:
+                # The held tail may also end right after a complete event.
+                stripped = held.rstrip(_WS + b",")
+                if stripped.endswith(b"}"):
+                    end = len(stripped)
+                else:
+                    raise TraceError(path, "truncated: no complete event found to salvage")
+            else:
+                end = m.start() + 1
+                stripped = held.rstrip(_WS + b",")
+                if stripped.endswith(b"}") and _balanced(held[m.end() - 1:len(stripped)]):
+                    end = len(stripped)
+            dropped = held[end:]
+            salvaged_bytes = len(dropped.strip(_WS + b","))
+            preview = dropped.strip(_WS + b",")[:80].decode("utf-8", "replace")
+            held = held[:end]
+            suffix = {}
+        else:
+            held = held[:end]
+        if truncated_gzip and not salvage and end is not None:
+            raise TraceError(path, "truncated gzip: the compressed stream ends early "
+                             "(pass --salvage to load what is there)")
+        writer.write(held)
+        writer.close()
+        metadata.update(suffix or {})
+        # drain the hash: for gzip the decompressor may not have read the trailer bytes
+        rest = raw.read()
+        hashing.hash.update(rest)
+        notes = []
+        if counts["utf8"]:
+            notes.append(f"{counts['utf8']:,} invalid UTF-8 sequence(s) replaced by U+FFFD")
+        if counts["ctrl"]:
+            notes.append(f"{counts['ctrl']:,} raw control character(s) in strings escaped")
+        if spaces:
+            notes.append("raw tab/newline characters inside strings replaced by spaces")
+        return SplitTrace(path=path, chunks=writer.paths, metadata=metadata, size_bytes=size,
+                          json_bytes=json_bytes, content_hash=hashing.hash.hexdigest(),
+                          compressed=compressed, salvaged_bytes=salvaged_bytes,
+                          salvaged_preview=preview, notes=notes)
+    finally:
+        try:
+            stream.close()
+        finally:
+            raw.close()
+
+
+def _looks_complete(buf: bytes) -> bool:
+    try:
+        json.loads(buf)
+        return True
+    except ValueError:
+        return False
+
+
+def _balanced(obj: bytes) -> bool:
+    """True if `obj` is one complete JSON value (the last event of a truncated file)."""
+    try:
+        json.loads(obj)
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,67 @@
+-- Normalise the raw events of one trace (the chunk files of its traceEvents
+-- array, read by DuckDB's JSON reader with explicit columns) into `events`.
+-- Parameters: files (VARCHAR[]), trace_id, base_ns (0 when ts is absolute).
+-- Template: events = target table (events, or a staging copy).
+-- Timestamps: DuckDB parses numbers as DOUBLE; splitting integer and fraction
+-- keeps whole nanoseconds exact while ulp(ts) < 1 ns (ts < 2^43 us, true for
+-- relative-to-baseTimeNanoseconds traces); see README "Timestamps".
+INSERT INTO {{ events }}
+WITH raw AS (
+    SELECT ph, cat, name, pid, tid, id, args,
+           -- NaN/inf parse as DOUBLE; a timeline position that is not a number is an error
+           CASE WHEN ts IS NULL OR isfinite(ts) THEN ts ELSE error('non-finite ts') END AS ts,
+           CASE WHEN dur IS NULL OR isfinite(dur) THEN dur ELSE error('non-finite dur') END AS dur,
+           json_extract(args, ['$."External id"', '$."external id"', '$.correlation',
+                               '$.device', '$.stream', '$.stream_id',
+                               '$."Input Dims"', '$."Input type"', '$."Concrete Inputs"']) AS a
+    FROM read_json($files, format = 'array', maximum_object_size = 268435456,
+                   columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR',
+                              pid: 'VARCHAR', tid: 'VARCHAR', ts: 'DOUBLE', dur: 'DOUBLE',
+                              id: 'VARCHAR', args: 'JSON'})
+)
+SELECT
+    $trace_id AS trace_id,
+    row_number() OVER () AS event_id,
+    ph,
+    CASE
+        WHEN cat IS NULL THEN CASE WHEN name = '[memory]' THEN 'cpu_instant_event' END
+        ELSE CASE lower(cat)
+            WHEN 'operator' THEN 'cpu_op'
+            WHEN 'runtime' THEN 'cuda_runtime'
+            WHEN 'driver' THEN 'cuda_driver'
+            WHEN 'memcpy' THEN 'gpu_memcpy'
+            WHEN 'memset' THEN 'gpu_memset'
+            WHEN 'async' THEN 'ac2g'
+            WHEN 'async_cpu_to_gpu' THEN 'ac2g'
+            WHEN 'async_gpu' THEN 'ac2g'
+            WHEN 'python function' THEN 'python_function'
+            WHEN 'user annotation' THEN 'user_annotation'
+            WHEN 'gpu user annotation' THEN 'gpu_user_annotation'
+            ELSE CASE WHEN lower(cat) IN ('kernel', 'cpu_op', 'cuda_runtime', 'cuda_driver',
+                  'gpu_memcpy', 'gpu_memset', 'ac2g', 'fwdbwd', 'user_annotation',
+                  'gpu_user_annotation', 'python_function', 'cpu_instant_event', 'trace',
+                  'overhead', 'cuda_sync', 'cuda_profiler_range', 'mtia_runtime',
+                  'mtia_ccp_events', 'hip_runtime', 'hip_driver')
+                  THEN lower(cat) ELSE cat END
+        END
+    END AS cat,
+    cat AS cat_raw,
+    name,
+    coalesce(try_cast(pid AS BIGINT), try_cast(regexp_extract(pid, '(-?[0-9]+)\s*$', 1) AS BIGINT)) AS pid,
+    coalesce(try_cast(tid AS BIGINT), try_cast(regexp_extract(tid, '(-?[0-9]+)\s*$', 1) AS BIGINT)) AS tid,
+    pid AS pid_label,
+    tid AS tid_label,
+    $base_ns + floor(ts)::BIGINT * 1000 + round((ts - floor(ts)) * 1000)::BIGINT AS ts_ns,
+    round(dur * 1000)::BIGINT AS dur_ns,
+    $base_ns + floor(ts)::BIGINT * 1000 + round((ts - floor(ts)) * 1000)::BIGINT
+        + round(dur * 1000)::BIGINT AS end_ns,
+    coalesce(try_cast(a[1]::VARCHAR AS BIGINT), try_cast(a[2]::VARCHAR AS BIGINT)) AS external_id,
+    try_cast(a[3]::VARCHAR AS BIGINT) AS correlation,
+    try_cast(trim(a[4]::VARCHAR, '"') AS INTEGER) AS device,
+    coalesce(try_cast(a[5]::VARCHAR AS BIGINT), try_cast(trim(a[6]::VARCHAR, '"') AS BIGINT)) AS stream,
+    id AS flow_id,
+    a[7] AS input_dims,
+    a[8] AS input_types,
+    a[9] AS concrete_inputs,
+    args
+FROM raw

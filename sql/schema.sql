@@ -1,0 +1,72 @@
+-- duckprof database schema: the raw tables every view and report reads.
+-- Created once per database; duckprof_meta.schema_version guards compatibility.
+
+CREATE TABLE IF NOT EXISTS duckprof_meta (
+    key   VARCHAR PRIMARY KEY,  -- 'schema_version', 'created_by'
+    value VARCHAR
+);
+
+-- traces: one row per loaded trace file.
+CREATE TABLE IF NOT EXISTS traces (
+    trace_id        INTEGER PRIMARY KEY,  -- id used by every other table
+    run             VARCHAR NOT NULL,     -- run label (a run groups the ranks of one job)
+    rank            INTEGER,              -- distributedInfo.rank, else from the file name, else NULL
+    path            VARCHAR NOT NULL,     -- absolute path at load time
+    size_bytes      BIGINT,               -- file size on disk
+    json_bytes      BIGINT,               -- uncompressed JSON size
+    content_hash    VARCHAR NOT NULL,     -- blake2b-128 of the file bytes (reload detection)
+    loaded_at       TIMESTAMP,            -- when it was loaded (UTC)
+    base_time_ns    BIGINT,               -- baseTimeNanoseconds, NULL when ts is absolute
+    schema_version  VARCHAR,              -- the trace's own schemaVersion
+    event_count     BIGINT,               -- rows in events for this trace
+    salvaged_bytes  BIGINT,               -- bytes dropped from a truncated file (--salvage), else 0
+    metadata        JSON                  -- every top-level key except traceEvents
+);
+
+-- devices: one row per entry of the trace's deviceProperties.
+CREATE TABLE IF NOT EXISTS devices (
+    trace_id               INTEGER,
+    device                 INTEGER,  -- device index (deviceProperties.id)
+    name                   VARCHAR,  -- e.g. 'NVIDIA A100-SXM4-80GB'
+    total_global_mem_bytes BIGINT,
+    compute_major          INTEGER,
+    compute_minor          INTEGER,
+    num_sms                INTEGER,  -- SMs (NVIDIA) or compute units (AMD)
+    properties             JSON      -- the full deviceProperties entry
+);
+
+-- events: every trace event, normalised (see README, "Schema").
+CREATE TABLE IF NOT EXISTS events (
+    trace_id        INTEGER,
+    event_id        BIGINT,   -- unique within the trace
+    ph              VARCHAR,  -- phase: X complete, i instant, s/f/t flow, M metadata, ...
+    cat             VARCHAR,  -- canonical category (kernel, cpu_op, cuda_runtime, ac2g, ...)
+    cat_raw         VARCHAR,  -- category as written in the file
+    name            VARCHAR,
+    pid             BIGINT,   -- pid as an integer ('stream 7' -> 7; NULL when not numeric)
+    tid             BIGINT,   -- tid as an integer, same rule
+    pid_label       VARCHAR,  -- pid exactly as written ('Spans', '', '2910249')
+    tid_label       VARCHAR,
+    ts_ns           BIGINT,   -- start, integer ns since the epoch (baseTimeNanoseconds applied)
+    dur_ns          BIGINT,   -- duration, ns (NULL for events without dur)
+    end_ns          BIGINT,   -- ts_ns + dur_ns
+    external_id     BIGINT,   -- args 'External id' / 'external id'
+    correlation     BIGINT,   -- args correlation
+    device          INTEGER,  -- args device
+    stream          BIGINT,   -- args stream (or stream_id)
+    flow_id         VARCHAR,  -- id of flow events (ph s/f/t)
+    input_dims      JSON,     -- args 'Input Dims' (cpu_op)
+    input_types     JSON,     -- args 'Input type'
+    concrete_inputs JSON,     -- args 'Concrete Inputs'
+    args            JSON      -- all args, as written
+);
+
+-- nesting: interval nesting of host (CPU-side) complete events, per thread.
+CREATE TABLE IF NOT EXISTS nesting (
+    trace_id   INTEGER,
+    event_id   BIGINT,
+    parent_id  BIGINT,   -- innermost enclosing host event on the same thread (NULL at top level)
+    depth      INTEGER,  -- number of enclosing host events
+    self_ns    BIGINT,   -- dur_ns minus the durations of direct children
+    op_id      BIGINT    -- innermost enclosing cpu_op (excluding itself), NULL if none
+);

@@ -1,0 +1,21 @@
+-- gpu_ops: all device activity: kernels, memcpys and memsets (plus MTIA device events).
+-- trace_id     INTEGER  trace
+-- event_id     BIGINT   events.event_id
+-- kind         VARCHAR  'kernel', 'memcpy', 'memset' or the raw device category
+-- name         VARCHAR  kernel name or memcpy/memset kind
+-- device       INTEGER  GPU index (args device; for 2021 traces the GPU pid)
+-- stream       BIGINT   CUDA/HIP stream
+-- ts_ns        BIGINT   start, ns since the epoch
+-- dur_ns       BIGINT   duration, ns
+-- end_ns       BIGINT   ts_ns + dur_ns
+-- correlation  BIGINT   links to the runtime call that launched it
+-- external_id  BIGINT   'External id' of the launching cpu_op
+-- args         JSON     all args
+CREATE OR REPLACE VIEW gpu_ops AS
+SELECT trace_id, event_id,
+       CASE cat WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy'
+                WHEN 'gpu_memset' THEN 'memset' ELSE cat END AS kind,
+       name, coalesce(device, pid::INTEGER) AS device, coalesce(stream, tid) AS stream,
+       ts_ns, dur_ns, end_ns, correlation, external_id, args
+FROM events
+WHERE ph = 'X' AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'mtia_ccp_events');

@@ -1,0 +1,11 @@
+-- steps: one row per profiler step (the 'ProfilerStep#N' annotation on the host thread).
+-- trace_id      INTEGER  trace
+-- step          BIGINT   N
+-- event_id      BIGINT   events.event_id of the annotation
+-- pid, tid      BIGINT   host thread that ran the step
+-- ts_ns, dur_ns, end_ns  BIGINT  the step's host-side window
+CREATE OR REPLACE VIEW steps AS
+SELECT trace_id, try_cast(regexp_extract(name, '#\s*([0-9]+)', 1) AS BIGINT) AS step,
+       event_id, pid, tid, ts_ns, dur_ns, end_ns
+FROM events
+WHERE ph = 'X' AND cat IN ('user_annotation', 'cpu_op') AND name LIKE 'ProfilerStep#%';
