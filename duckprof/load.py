@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from . import sqlfiles
+from . import estimators, sqlfiles
 from .errors import TraceError
 from .split import split_trace
 
@@ -120,6 +120,31 @@ def _clean_duckdb_error(e: Exception, split) -> str:
     return msg.strip().rstrip(".")
 
 
+def add_estimates(con, events_table: str, estimates_table: str, trace_id: int) -> int:
+    """Store FLOP/byte/dtype estimates for the op signatures of one trace that
+    op_estimates does not have yet. Python runs once per distinct signature
+    (thousands even for huge traces), never per event."""
+    rows = con.execute(f"""
+        SELECT DISTINCT hash(name, input_dims::VARCHAR, input_types::VARCHAR, concrete_inputs::VARCHAR) AS sig,
+               name, input_dims::VARCHAR, input_types::VARCHAR, concrete_inputs::VARCHAR
+        FROM {events_table} e
+        WHERE trace_id = $t AND cat = 'cpu_op' AND ph = 'X'
+          AND hash(e.name, e.input_dims::VARCHAR, e.input_types::VARCHAR, e.concrete_inputs::VARCHAR)
+              NOT IN (SELECT sig FROM main.op_estimates UNION ALL SELECT sig FROM {estimates_table})
+        """, {"t": trace_id}).fetchall()
+    if not rows:
+        return 0
+    data = [[str(sig), n, d, t, c, estimators.op_flops(n, d, t, c), estimators.op_bytes(n, d, t, c),
+             estimators.op_dtype(d, t)] for sig, n, d, t, c in rows]
+    # one statement, one bound JSON parameter: no per-row round trips
+    con.execute(f"""
+        INSERT INTO {estimates_table}
+        SELECT (r->>0)::UBIGINT, r->>1, r->>2, r->>3, r->>4, (r->>5)::BIGINT, (r->>6)::BIGINT, r->>7
+        FROM (SELECT unnest(CAST(CAST($data AS JSON) AS JSON[])) AS r)""",
+                {"data": json.dumps(data)})
+    return len(data)
+
+
 class Loader:
     """Loads files into one connection. `staged=True` (persistent databases)
     parses into TEMP tables first so a failure never touches the database file."""
@@ -136,7 +161,7 @@ class Loader:
         report = LoadReport(run=run)
         con = self.con
         tmp = tempfile.mkdtemp(prefix="duckprof-")
-        tables = ("traces", "devices", "events", "nesting")
+        tables = ("traces", "devices", "events", "nesting", "op_estimates")
         target = {t: (f"stage_{t}" if self.staged else t) for t in tables}
         try:
             # Parsing runs in autocommit: DuckDB aborts a whole transaction on the
@@ -161,7 +186,8 @@ class Loader:
             if self.staged:
                 con.execute("BEGIN TRANSACTION")
                 for t in tables:
-                    con.execute(f"INSERT INTO main.{t} SELECT * FROM stage_{t}")
+                    ignore = "OR IGNORE" if t == "op_estimates" else ""
+                    con.execute(f"INSERT {ignore} INTO main.{t} SELECT * FROM stage_{t}")
                 con.execute("COMMIT")
         except BaseException:
             if self.staged:
@@ -170,8 +196,10 @@ class Loader:
                 except duckdb.Error:
                     pass
             else:  # in-memory database: remove what this load added
-                for t in tables:
+                for t in tables[:-1]:
                     con.execute(f"DELETE FROM main.{t} WHERE trace_id >= $first", {"first": first_id})
+                # op_estimates rows are keyed by signature and may be shared with
+                # earlier loads; extra rows are harmless there (pure cache)
             raise
         finally:
             if self.staged:
@@ -233,6 +261,7 @@ class Loader:
         con.execute(sqlfiles.render("load/nesting.sql", events=target["events"],
                                     nesting=target["nesting"]), {"trace_id": trace_id})
         self._insert_trace_row(path, run, trace_id, split, meta, base_ns, n_events, target)
+        add_estimates(con, target["events"], target["op_estimates"], trace_id)
         fr.events = n_events
         fr.json_bytes = split.json_bytes
         if split.salvaged_bytes:

@@ -70,3 +70,17 @@ CREATE TABLE IF NOT EXISTS nesting (
     self_ns    BIGINT,   -- dur_ns minus the durations of direct children
     op_id      BIGINT    -- innermost enclosing cpu_op (excluding itself), NULL if none
 );
+
+-- op_estimates: FLOP / byte / dtype estimates per distinct operator signature,
+-- computed at load by duckprof/estimators.py and stored, so a plain DuckDB
+-- client sees them. Join on sig (see the launches view).
+CREATE TABLE IF NOT EXISTS op_estimates (
+    sig             UBIGINT PRIMARY KEY,  -- hash(name, input_dims, input_types, concrete_inputs)
+    name            VARCHAR,
+    input_dims      VARCHAR,
+    input_types     VARCHAR,
+    concrete_inputs VARCHAR,
+    flops           BIGINT,   -- NULL: no formula for this op, or no shapes recorded
+    bytes           BIGINT,   -- minimum DRAM traffic (inputs read once, outputs written once)
+    dtype           VARCHAR   -- canonical dtype of the largest tensor input (fp32, bf16, ...)
+);

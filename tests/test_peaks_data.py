@@ -1,0 +1,199 @@
+"""duckprof/data/peaks.csv: datasheet peaks per device, and how a trace's device maps to a row.
+
+Matching rule (what the loader's SQL implements; ``match`` below is the reference):
+
+1. by name: rows whose ``device_pattern`` matches deviceProperties ``name``
+   (case-insensitive regex *search*; the patterns are valid in both Python ``re``
+   and DuckDB's RE2: ``regexp_matches(name, device_pattern, 'i')``); the row with
+   the lowest ``priority`` wins.
+2. only if no pattern matches (ROCm often reports "AMD Radeon Graphics" or ""):
+   rows with ``fallback_mem_gib_min`` set whose ``sm_count`` equals ``numSms``
+   (CUs on AMD) and whose [fallback_mem_gib_min, fallback_mem_gib_max] contains
+   totalGlobalMem / 2^30; lowest priority wins.
+
+Numbers are dense (no 2:4 sparsity).  fp64/fp32 use the FP64/FP32 tensor- or
+matrix-core peak where one is published (as torch's device_info does); an
+empty cell means the datasheet gives no figure (e.g. FP8 on A100).
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PEAKS = ROOT / "duckprof" / "data" / "peaks.csv"
+CORPUS = Path(os.environ.get("DUCKPROF_CORPUS", ROOT.parent / "shared" / "traces"))
+
+NUMERIC = ["memory_gb", "sm_count", "fp64_tflops", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops",
+           "fp8_tflops", "int8_tops", "fp4_tflops", "dram_gbps", "fallback_mem_gib_min", "fallback_mem_gib_max"]
+HEADER = ["priority", "device_pattern", "device", "vendor"] + NUMERIC[:12] + ["fallback_mem_gib_max", "source"]
+
+
+def load_rows():
+    with open(PEAKS, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        r["priority"] = int(r["priority"])
+        for c in NUMERIC:
+            r[c] = float(r[c]) if r[c] != "" else None
+    return sorted(rows, key=lambda r: r["priority"])
+
+
+ROWS = load_rows()
+
+
+def match(name, total_mem=None, num_sms=None, rows=ROWS):
+    """Reference implementation of the matching rule in the module docstring."""
+    hits = [r for r in rows if name and re.search(r["device_pattern"], name, re.IGNORECASE)]
+    if hits:
+        return hits[0]
+    if total_mem is None or num_sms is None:
+        return None
+    gib = total_mem / 2**30
+    hits = [r for r in rows if r["fallback_mem_gib_min"] is not None and r["sm_count"] == num_sms
+            and r["fallback_mem_gib_min"] <= gib <= r["fallback_mem_gib_max"]]
+    return hits[0] if hits else None
+
+
+def test_header_and_types():
+    with open(PEAKS, newline="") as f:
+        header = next(csv.reader(f))
+    assert header == HEADER
+    assert len(ROWS) >= 19
+    assert len({r["priority"] for r in ROWS}) == len(ROWS), "priorities must be unique"
+    assert len({r["device"] for r in ROWS}) == len(ROWS)
+    for r in ROWS:
+        assert r["vendor"] in ("NVIDIA", "AMD")
+        assert re.search(r"https://\S+", r["source"]), r["device"]
+        re.compile(r["device_pattern"])
+        for c in NUMERIC:
+            assert r[c] is None or (r[c] > 0 and math.isfinite(r[c])), (r["device"], c)
+        for c in ("memory_gb", "sm_count", "fp32_tflops", "bf16_tflops" if "V100" not in r["device"] else "fp16_tflops",
+                  "dram_gbps"):
+            assert r[c] is not None, (r["device"], c)
+
+
+def test_dense_not_sparse_ordering():
+    """Precision ladder must be monotonic; a sparsity figure slipping in breaks it for H100-class rows."""
+    for r in ROWS:
+        ladder = [r[c] for c in ("fp32_tflops", "tf32_tflops", "bf16_tflops", "fp8_tflops", "fp4_tflops")
+                  if r[c] is not None]
+        assert ladder == sorted(ladder), r["device"]
+        if r["bf16_tflops"] and r["fp16_tflops"]:
+            assert r["bf16_tflops"] == r["fp16_tflops"], r["device"]
+    h100 = match("NVIDIA H100 80GB HBM3")
+    assert (h100["bf16_tflops"], h100["fp8_tflops"], h100["dram_gbps"]) == (989.5, 1979.0, 3350.0)
+    assert match("NVIDIA A100-SXM4-80GB")["tf32_tflops"] == 156.0
+    assert match("AMD Instinct MI300X")["bf16_tflops"] == 1307.4
+
+
+@pytest.mark.parametrize("name, device", [
+    ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 SXM4 80GB"),
+    ("NVIDIA A100-SXM4-40GB", "NVIDIA A100 SXM4 40GB"),
+    ("NVIDIA A100-PG509-200", "NVIDIA A100 SXM4 40GB"),
+    ("NVIDIA A100 80GB PCIe", "NVIDIA A100 PCIe 80GB"),
+    ("NVIDIA A100-PCIE-40GB", "NVIDIA A100 PCIe 40GB"),
+    ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM5"),
+    ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe"),
+    ("NVIDIA H100 NVL", "NVIDIA H100 NVL"),
+    ("NVIDIA H200", "NVIDIA H200 SXM"),
+    ("NVIDIA B200", "NVIDIA B200"),
+    ("NVIDIA L4", "NVIDIA L4"),
+    ("NVIDIA L40S", "NVIDIA L40S"),
+    ("Tesla V100-DGXS-32GB", "NVIDIA V100 SXM2"),
+    ("Tesla V100-SXM2-16GB", "NVIDIA V100 SXM2"),
+    ("Tesla V100-PCIE-32GB", "NVIDIA V100 PCIe"),
+    ("AMD Instinct MI300X", "AMD Instinct MI300X"),
+    ("AMD Instinct MI300X VF", "AMD Instinct MI300X"),
+    ("AMD Instinct MI325X", "AMD Instinct MI325X"),
+    ("AMD Instinct MI355X", "AMD Instinct MI355X"),
+    ("AMD Instinct MI250X", "AMD Instinct MI250X (one GCD)"),
+    ("AMD Instinct MI250", "AMD Instinct MI250 (one GCD)"),
+])
+def test_real_names_match_one_row(name, device):
+    hits = [r["device"] for r in ROWS if re.search(r["device_pattern"], name, re.IGNORECASE)]
+    assert hits == [device], hits  # exactly one row, the intended one
+
+
+def test_first_row_wins_when_several_match():
+    hits = [r["device"] for r in ROWS if re.search(r["device_pattern"], "NVIDIA H200 NVL", re.IGNORECASE)]
+    assert hits == ["NVIDIA H200 NVL", "NVIDIA H200 SXM"]
+    assert match("NVIDIA H200 NVL")["device"] == "NVIDIA H200 NVL"
+
+
+def test_no_false_positives():
+    for name in ("NVIDIA L40", "NVIDIA GeForce RTX 4090", "ARTEMIS", "", "AMD Radeon Graphics",
+                 "AMD Instinct MI300A", "Tesla V100S-PCIE-32GB", "NVIDIA L4X"):
+        assert match(name) is None, name
+
+
+def test_fallback_by_memory_and_cu_count():
+    # values from deviceProperties of mi250_rocm_train.json.gz and mi300x_resnet_act_checkpoint.json.gz
+    assert match("AMD Radeon Graphics", 68702699520, 104)["device"] == "AMD Instinct MI250 (one GCD)"
+    assert match("", 68702699520, 110)["device"] == "AMD Instinct MI250X (one GCD)"
+    assert match("AMD Instinct MI250X / MI250", 68702699520, 110)["device"] == "AMD Instinct MI250X (one GCD)"
+    assert match("AMD Instinct MI250X / MI250", 68702699520, 104)["device"] == "AMD Instinct MI250 (one GCD)"
+    assert match("AMD Radeon Graphics", 206141652992, 304)["device"] == "AMD Instinct MI300X"
+    assert match("AMD Radeon Graphics", 256 * 2**30 - 2**28, 304)["device"] == "AMD Instinct MI325X"
+    assert match("AMD Radeon Graphics", 288 * 2**30 - 2**28, 256)["device"] == "AMD Instinct MI355X"
+    assert match("AMD Radeon Graphics", 68702699520, 304) is None  # CUs and memory must both fit
+    assert match("AMD Radeon Graphics", None, None) is None
+
+
+def test_patterns_work_in_duckdb_re2():
+    duckdb = pytest.importorskip("duckdb")
+    con = duckdb.connect()
+    names = ["NVIDIA A100-PG509-200", "NVIDIA H100 80GB HBM3", "NVIDIA B200", "Tesla V100-DGXS-32GB",
+             "AMD Instinct MI300X VF", "NVIDIA L4", "NVIDIA L40S", "AMD Instinct MI250X / MI250", "AMD Radeon Graphics"]
+    con.execute("CREATE TABLE n(name VARCHAR)")
+    con.executemany("INSERT INTO n VALUES (?)", [[x] for x in names])
+    got = dict(con.execute(
+        """SELECT name, arg_min(device, priority) FROM n
+           LEFT JOIN read_csv(?, header=true, all_varchar=false) p
+             ON regexp_matches(name, p.device_pattern, 'i')
+           GROUP BY name""", [str(PEAKS)]).fetchall())
+    for x in names:
+        expected = match(x)
+        assert got[x] == (expected["device"] if expected else None), x
+
+
+def _device_properties():
+    if not CORPUS.is_dir():
+        pytest.skip(f"corpus not found at {CORPUS} (set DUCKPROF_CORPUS)")
+    out = {}
+    for f in sorted(CORPUS.glob("*.json*")):
+        opener = gzip.open if f.suffix == ".gz" else open
+        with opener(f, "rt") as fh:
+            d = json.load(fh)
+        if isinstance(d, dict) and d.get("deviceProperties"):
+            out[f.name] = d["deviceProperties"][0]
+    return out
+
+
+def test_corpus_devices():
+    expected = {
+        "a100_alexnet_train.json.gz": "NVIDIA A100 SXM4 40GB",
+        "a100_train_rank0.json.gz": "NVIDIA A100 SXM4 80GB",
+        "b200_eager_stack.json.gz": "NVIDIA B200",
+        "h100_vit_inference.json.gz": "NVIDIA H100 SXM5",
+        "mi250_rocm_train.json.gz": "AMD Instinct MI250 (one GCD)",
+        "mi300x_resnet_act_checkpoint.json.gz": "AMD Instinct MI300X",
+        "v100_resnet50_workers0_2021.json.gz": "NVIDIA V100 SXM2",
+        "mtia_inference_rank0.json.gz": None,  # 'ARTEMIS', an MTIA: unknown, loads fine
+    }
+    props = _device_properties()
+    for fname, device in expected.items():
+        p = props[fname]
+        row = match(p.get("name"), p.get("totalGlobalMem"), p.get("numSms"))
+        assert (row["device"] if row else None) == device, fname
+        if row:
+            assert row["sm_count"] == p["numSms"], fname
+            # marketing GB vs reported bytes (GiB, minus reserved): within 10%
+            assert abs(p["totalGlobalMem"] / 1e9 / row["memory_gb"] - 1) < 0.10, fname
