@@ -1,0 +1,166 @@
+"""Load benchmark: duckprof vs Python json.load vs HTA on the same synthetic traces.
+
+    python benchmarks/bench_load.py                      # 100 MB and 1 GB, .json and .json.gz
+    python benchmarks/bench_load.py --sizes 100MB --tools duckprof,json
+    python benchmarks/bench_load.py --hta-python /path/to/venv/bin/python
+
+Each (tool, file) runs in a fresh subprocess so peak RSS (ru_maxrss) is that
+tool's own. MB/s is uncompressed JSON bytes per second of load time (interpreter
+start-up excluded). Files are generated once by duckprof.synth into --data-dir.
+HTA (HolisticTraceAnalysis) is run with --hta-python if given, else with this
+Python if it can `import hta`; otherwise it is reported as not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+SIZES = {"100MB": 100_000_000, "1GB": 1_000_000_000}
+
+CHILD = {
+    "duckprof": """
+        import duckprof
+        db = os.path.join(tmp, 'bench.duckdb')
+        t0 = time.perf_counter()
+        with duckprof.connect(db) as s:
+            s.load([path], run='bench')
+            n = s.sql('select count(*) from events').fetchone()[0]
+        secs = time.perf_counter() - t0
+    """,
+    "duckprof-mem": """
+        import duckprof
+        t0 = time.perf_counter()
+        s = duckprof.connect()
+        s.load([path], run='bench')
+        n = s.sql('select count(*) from events').fetchone()[0]
+        secs = time.perf_counter() - t0
+    """,
+    "json": """
+        import json, gzip
+        t0 = time.perf_counter()
+        with (gzip.open(path, 'rb') if path.endswith('.gz') else open(path, 'rb')) as f:
+            n = len(json.load(f)['traceEvents'])
+        secs = time.perf_counter() - t0
+    """,
+    "hta": """
+        import logging
+        logging.disable(logging.CRITICAL)
+        d = os.path.join(tmp, 'trace_dir')
+        os.makedirs(d)
+        os.symlink(path, os.path.join(d, os.path.basename(path)))
+        from hta.trace_analysis import TraceAnalysis
+        t0 = time.perf_counter()
+        ta = TraceAnalysis(trace_dir=d)
+        n = sum(len(t.get_trace(r)) for t in [ta.t] for r in t.get_ranks())
+        secs = time.perf_counter() - t0
+    """,
+}
+
+PRELUDE = """
+import os, sys, time, json, resource, tempfile
+sys.path.insert(0, {repo!r})
+path = {path!r}
+tmp = tempfile.mkdtemp(prefix='duckprof-bench-')
+"""
+POSTLUDE = """
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print('RESULT ' + json.dumps({{'seconds': secs, 'events': int(n), 'peak_rss_bytes': rss}}))
+"""
+
+
+def ensure_file(data_dir: str, size_name: str, gz: bool) -> tuple[str, int]:
+    from duckprof.synth import generate
+
+    os.makedirs(data_dir, exist_ok=True)
+    base = os.path.join(data_dir, f"synth_{size_name.lower()}.json")
+    path = base + (".gz" if gz else "")
+    if not os.path.exists(path):
+        print(f"generating {path} ...", file=sys.stderr)
+        generate(path, target_bytes=SIZES[size_name], seed=0)
+    # uncompressed size = the plain file's size (same generator, same seed)
+    if not os.path.exists(base):
+        generate(base, target_bytes=SIZES[size_name], seed=0)
+    return path, os.path.getsize(base)
+
+
+def run_child(tool: str, path: str, python: str, timeout: int) -> dict:
+    code = PRELUDE.format(repo=REPO, path=path) + textwrap.dedent(CHILD[tool.replace("hta", "hta")]) \
+        + POSTLUDE.format()
+    try:
+        p = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    err = (p.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"error": err[:160]}
+
+
+def hta_python(arg: str | None) -> str | None:
+    for py in ([arg] if arg else []) + [sys.executable, "/work/venv-golden/bin/python"]:
+        if py and shutil.which(py) or (py and os.path.exists(py)):
+            ok = subprocess.run([py, "-c", "import hta"], capture_output=True).returncode == 0
+            if ok:
+                return py
+    return None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="100MB,1GB")
+    ap.add_argument("--formats", default="json,gz")
+    ap.add_argument("--tools", default="duckprof,json,hta")
+    ap.add_argument("--data-dir", default=os.environ.get("DUCKPROF_BENCH_DIR", os.path.join(tempfile.gettempdir(), "duckprof-bench")))
+    ap.add_argument("--hta-python", default=None)
+    ap.add_argument("--timeout", type=int, default=1800)
+    ap.add_argument("--json-out", default=None, help="also write the results as JSON")
+    args = ap.parse_args(argv)
+
+    tools = args.tools.split(",")
+    hta_py = hta_python(args.hta_python) if "hta" in tools else None
+    rows, results = [], []
+    for size in args.sizes.split(","):
+        for fmt in args.formats.split(","):
+            path, json_bytes = ensure_file(args.data_dir, size, fmt == "gz")
+            per_tool = {}
+            for tool in tools:
+                py = hta_py if tool == "hta" else sys.executable
+                if py is None:
+                    r = {"error": "HolisticTraceAnalysis not installed (pip install HolisticTraceAnalysis)"}
+                else:
+                    print(f"{tool} on {os.path.basename(path)} ...", file=sys.stderr)
+                    r = run_child(tool, path, py, args.timeout)
+                r.update(tool=tool, file=os.path.basename(path), json_bytes=json_bytes)
+                per_tool[tool] = r
+                results.append(r)
+            base = per_tool.get(tools[0], {})
+            for tool, r in per_tool.items():
+                if "error" in r:
+                    rows.append([tool, r["file"], json_bytes / 1e6, None, None, None, None, None, r["error"]])
+                    continue
+                mbs = json_bytes / 1e6 / r["seconds"]
+                ratio = (r["seconds"] / base["seconds"]) if "seconds" in base and tool != tools[0] else None
+                rows.append([tool, r["file"], json_bytes / 1e6, r["seconds"], mbs, r["peak_rss_bytes"] / 1e6,
+                             r["peak_rss_bytes"] / json_bytes, ratio, f"{r['events']:,} events"])
+    from tabulate import tabulate
+    print(tabulate(rows, headers=["tool", "file", "JSON MB", "seconds", "MB/s", "peak RSS MB",
+                                  "RSS / size", f"time vs {tools[0]}", "note"],
+                   floatfmt=",.2f", tablefmt="github"))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
