@@ -34,7 +34,7 @@ CHILD = {
         t0 = time.perf_counter()
         with duckprof.connect(db) as s:
             s.load([path], run='bench')
-            n = s.sql('select count(*) from events').fetchone()[0]
+            n = s.sql("select count(*) from events").fetchall()[0][0]
         secs = time.perf_counter() - t0
     """,
     "duckprof-mem": """
@@ -42,7 +42,7 @@ CHILD = {
         t0 = time.perf_counter()
         s = duckprof.connect()
         s.load([path], run='bench')
-        n = s.sql('select count(*) from events').fetchone()[0]
+        n = s.sql("select count(*) from events").fetchall()[0][0]
         secs = time.perf_counter() - t0
     """,
     "json": """

@@ -120,17 +120,17 @@ def _clean_duckdb_error(e: Exception, split) -> str:
     return msg.strip().rstrip(".")
 
 
-def add_estimates(con, events_table: str, estimates_table: str, trace_id: int) -> int:
+def add_estimates(con, trace_id: int) -> int:
     """Store FLOP/byte/dtype estimates for the op signatures of one trace that
     op_estimates does not have yet. Python runs once per distinct signature
     (thousands even for huge traces), never per event."""
     rows = con.execute(f"""
         SELECT DISTINCT hash(name, input_dims::VARCHAR, input_types::VARCHAR, concrete_inputs::VARCHAR) AS sig,
                name, input_dims::VARCHAR, input_types::VARCHAR, concrete_inputs::VARCHAR
-        FROM {events_table} e
+        FROM events e
         WHERE trace_id = $t AND cat = 'cpu_op' AND ph = 'X'
           AND hash(e.name, e.input_dims::VARCHAR, e.input_types::VARCHAR, e.concrete_inputs::VARCHAR)
-              NOT IN (SELECT sig FROM main.op_estimates UNION ALL SELECT sig FROM {estimates_table})
+              NOT IN (SELECT sig FROM op_estimates)
         """, {"t": trace_id}).fetchall()
     if not rows:
         return 0
@@ -138,20 +138,35 @@ def add_estimates(con, events_table: str, estimates_table: str, trace_id: int) -
              estimators.op_dtype(d, t)] for sig, n, d, t, c in rows]
     # one statement, one bound JSON parameter: no per-row round trips
     con.execute(f"""
-        INSERT INTO {estimates_table}
+        INSERT INTO op_estimates
         SELECT (r->>0)::UBIGINT, r->>1, r->>2, r->>3, r->>4, (r->>5)::BIGINT, (r->>6)::BIGINT, r->>7
         FROM (SELECT unnest(CAST(CAST($data AS JSON) AS JSON[])) AS r)""",
                 {"data": json.dumps(data)})
     return len(data)
 
 
-class Loader:
-    """Loads files into one connection. `staged=True` (persistent databases)
-    parses into TEMP tables first so a failure never touches the database file."""
+@dataclass
+class _Prepared:
+    path: str
+    split: object
+    events: int
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, staged: bool, progress=None):
+
+class Loader:
+    """Loads files into one connection, atomically.
+
+    Phase 1 (per file, nothing written): split the file into chunk files and
+    parse them once with validate.sql. Bad input fails here, with a clear
+    TraceError, and the few recoverable problems (invalid UTF-8, raw control
+    characters, a chunk cut inside a nested object) are retried here.
+    Phase 2: one transaction inserts every validated file straight into the
+    main tables. A DuckDB rollback does not restore a database *file* byte for
+    byte (it has already written row groups), which is why bad input must be
+    caught in phase 1.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, progress=None):
         self.con = con
-        self.staged = staged
         self.progress = progress or (lambda msg: None)
 
     def load(self, paths, run: str = "default", salvage: bool = False) -> LoadReport:
@@ -161,137 +176,111 @@ class Loader:
         report = LoadReport(run=run)
         con = self.con
         tmp = tempfile.mkdtemp(prefix="duckprof-")
-        tables = ("traces", "devices", "events", "nesting", "op_estimates")
-        target = {t: (f"stage_{t}" if self.staged else t) for t in tables}
+        threads = int(con.execute("SELECT current_setting('threads')").fetchone()[0])
         try:
-            # Parsing runs in autocommit: DuckDB aborts a whole transaction on the
-            # first failed statement, and the loader retries some failures
-            # (sanitising, re-chunking). Only the final copy is one transaction.
-            if self.staged:
-                for t in tables:
-                    con.execute(f"CREATE OR REPLACE TEMP TABLE stage_{t} AS SELECT * FROM main.{t} LIMIT 0")
-            next_id = first_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM main.traces").fetchone()[0]
             known = {h for (h,) in con.execute(
-                "SELECT content_hash FROM main.traces WHERE run = $run", {"run": run}).fetchall()}
+                "SELECT content_hash FROM traces WHERE run = $run", {"run": run}).fetchall()}
+            prepared = []
             for i, path in enumerate(files):
                 fr = FileReport(path=path)
                 report.files.append(fr)
-                self.progress(f"[{i + 1}/{len(files)}] {path}")
+                self.progress(f"[{i + 1}/{len(files)}] reading {path}")
                 t0 = time.perf_counter()
-                fr.trace_id = next_id
-                loaded = self._load_one(path, run, next_id, salvage, tmp, target, known, fr)
+                p = self._prepare(path, tmp, salvage, chunks=max(2, 2 * threads))
                 fr.seconds = time.perf_counter() - t0
-                if loaded:
+                if p.split.content_hash in known:
+                    fr.skipped = f"already loaded in run '{run}' (same content); skipped"
+                    self._drop_chunks(p.split)
+                    continue
+                known.add(p.split.content_hash)
+                prepared.append((p, fr))
+            next_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM traces").fetchone()[0]
+            con.execute("BEGIN TRANSACTION")
+            try:
+                for i, (p, fr) in enumerate(prepared):
+                    self.progress(f"[{i + 1}/{len(prepared)}] loading {p.path}")
+                    t0 = time.perf_counter()
+                    self._insert(p, run, next_id, fr)
+                    fr.trace_id = next_id
+                    fr.seconds += time.perf_counter() - t0
                     next_id += 1
-            if self.staged:
-                con.execute("BEGIN TRANSACTION")
-                for t in tables:
-                    ignore = "OR IGNORE" if t == "op_estimates" else ""
-                    con.execute(f"INSERT {ignore} INTO main.{t} SELECT * FROM stage_{t}")
+                    self._drop_chunks(p.split)
                 con.execute("COMMIT")
-        except BaseException:
-            if self.staged:
-                try:
-                    con.execute("ROLLBACK")
-                except duckdb.Error:
-                    pass
-            else:  # in-memory database: remove what this load added
-                for t in tables[:-1]:
-                    con.execute(f"DELETE FROM main.{t} WHERE trace_id >= $first", {"first": first_id})
-                # op_estimates rows are keyed by signature and may be shared with
-                # earlier loads; extra rows are harmless there (pure cache)
-            raise
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
         finally:
-            if self.staged:
-                for t in tables:
-                    try:
-                        con.execute(f"DROP TABLE IF EXISTS stage_{t}")
-                    except duckdb.Error:
-                        pass
             shutil.rmtree(tmp, ignore_errors=True)
         return report
 
-    def _load_one(self, path, run, trace_id, salvage, tmp, target, known, fr) -> bool:
-        con = self.con
-        threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
-        split = split_trace(path, tmp, chunks=max(2, 2 * int(threads)), salvage=salvage)
-        if split.content_hash in known:
-            fr.skipped = f"already loaded in run '{run}' (same content); skipped"
-            fr.trace_id = None
-            for c in split.chunks:
-                os.remove(c)
-            return False
-        known.add(split.content_hash)
-        meta = split.metadata
-        base_ns = _int_or_none(meta.get("baseTimeNanoseconds")) or 0
-        insert_sql = sqlfiles.render("load/insert_events.sql", events=target["events"])
-        params = {"files": split.chunks, "trace_id": trace_id, "base_ns": base_ns}
-        sanitized = None
-        try:
-            con.execute(insert_sql, params)
-        except duckdb.Error as e:
-            msg = str(e)
-            con.execute(f"DELETE FROM {target['events']} WHERE trace_id = $t", {"t": trace_id})
-            if "control character" in msg or "UTF-8" in msg or "unicode" in msg.lower():
-                sanitized = self._resplit(path, tmp, split, salvage, sanitize=True)
-            elif len(split.chunks) > 1 and "Malformed JSON" in msg:
-                # A chunk cut in the wrong place (inside a nested object): parse whole.
-                sanitized = self._resplit(path, tmp, split, salvage, sanitize=False)
-            else:
-                raise TraceError(path, self._describe(e, split)) from None
-            split = sanitized
-            params["files"] = split.chunks
-            try:
-                con.execute(insert_sql, params)
-            except duckdb.Error as e2:
-                if "control character" in str(e2) and not getattr(split, "_spaces", False):
-                    con.execute(f"DELETE FROM {target['events']} WHERE trace_id = $t", {"t": trace_id})
-                    split = self._resplit(path, tmp, split, salvage, sanitize=True, spaces=True)
-                    params["files"] = split.chunks
-                    try:
-                        con.execute(insert_sql, params)
-                    except duckdb.Error as e3:
-                        raise TraceError(path, self._describe(e3, split)) from None
-                else:
-                    raise TraceError(path, self._describe(e2, split)) from None
-        for c in split.chunks:
-            os.remove(c)
-        n_events = con.execute(f"SELECT count(*) FROM {target['events']} WHERE trace_id = $t",
-                               {"t": trace_id}).fetchone()[0]
-        con.execute(sqlfiles.render("load/nesting.sql", events=target["events"],
-                                    nesting=target["nesting"]), {"trace_id": trace_id})
-        self._insert_trace_row(path, run, trace_id, split, meta, base_ns, n_events, target)
-        add_estimates(con, target["events"], target["op_estimates"], trace_id)
-        fr.events = n_events
-        fr.json_bytes = split.json_bytes
-        if split.salvaged_bytes:
-            fr.notes.append(f"truncated file salvaged: loaded {n_events:,} complete events, "
-                            f"dropped the last {split.salvaged_bytes:,} bytes "
-                            f"(an incomplete event starting {split.salvaged_preview[:60]!r})")
-        fr.notes.extend(split.notes)
-        return True
-
-    def _resplit(self, path, tmp, split, salvage, sanitize, spaces=False):
+    @staticmethod
+    def _drop_chunks(split):
         for c in split.chunks:
             if os.path.exists(c):
                 os.remove(c)
-        new = split_trace(path, tmp, chunks=1, salvage=salvage, sanitize=sanitize, spaces=spaces)
-        new._spaces = spaces
-        return new
+
+    def _validate(self, path, split) -> int:
+        row = self.con.execute(sqlfiles.read("load/validate.sql"), {"files": split.chunks}).fetchone()
+        events, bad, bad_name = row
+        if bad:
+            raise TraceError(path, f"{bad:,} event(s) have a ts or dur that is not a usable number "
+                                   f"(NaN, inf or out of range), first: {bad_name!r}")
+        return events
+
+    def _prepare(self, path, tmp, salvage, chunks) -> _Prepared:
+        split = split_trace(path, tmp, chunks=chunks, salvage=salvage)
+        attempts = 0
+        while True:
+            try:
+                return _Prepared(path, split, self._validate(path, split))
+            except duckdb.Error as e:
+                msg = str(e)
+                self._drop_chunks(split)
+                attempts += 1
+                if attempts > 3:
+                    raise TraceError(path, self._describe(e, split)) from None
+                if "control character" in msg and split.sanitized:
+                    if split.spaces:
+                        raise TraceError(path, self._describe(e, split)) from None
+                    split = split_trace(path, tmp, chunks=1, salvage=salvage, sanitize=True, spaces=True)
+                elif ("control character" in msg or "UTF-8" in msg) and not split.sanitized:
+                    split = split_trace(path, tmp, chunks=1, salvage=salvage, sanitize=True)
+                elif len(split.chunks) > 1 and "Malformed JSON" in msg:
+                    # a chunk cut inside a nested object: parse the array whole
+                    split = split_trace(path, tmp, chunks=1, salvage=salvage,
+                                        sanitize=split.sanitized, spaces=split.spaces)
+                else:
+                    raise TraceError(path, self._describe(e, split)) from None
+
+    def _insert(self, p: _Prepared, run, trace_id, fr):
+        con, split = self.con, p.split
+        meta = split.metadata
+        base_ns = _int_or_none(meta.get("baseTimeNanoseconds")) or 0
+        con.execute(sqlfiles.read("load/insert_events.sql"),
+                    {"files": split.chunks, "trace_id": trace_id, "base_ns": base_ns})
+        con.execute(sqlfiles.read("load/nesting.sql"),
+                    {"trace_id": trace_id})
+        self._insert_trace_row(p.path, run, trace_id, split, meta, base_ns, p.events)
+        add_estimates(con, trace_id)
+        fr.events = p.events
+        fr.json_bytes = split.json_bytes
+        if split.salvaged_bytes:
+            fr.notes.append(f"truncated file salvaged: loaded {p.events:,} complete events, "
+                            f"dropped the last {split.salvaged_bytes:,} bytes "
+                            f"(an incomplete event starting {split.salvaged_preview[:60]!r})")
+        fr.notes.extend(split.notes)
 
     @staticmethod
     def _describe(e, split) -> str:
         msg = _clean_duckdb_error(e, split)
-        if "non-finite" in msg:
-            return "an event has a NaN or infinite ts/dur (not a valid timestamp)"
         if "Malformed JSON" in msg or "unexpected" in msg:
             return f"not valid JSON inside traceEvents ({msg})"
         return msg
 
-    def _insert_trace_row(self, path, run, trace_id, split, meta, base_ns, n_events, target):
+    def _insert_trace_row(self, path, run, trace_id, split, meta, base_ns, n_events):
         con = self.con
         con.execute(
-            f"INSERT INTO {target['traces']} VALUES ($trace_id, $run, $rank, $path, $size, $json_bytes, "
+            "INSERT INTO traces VALUES ($trace_id, $run, $rank, $path, $size, $json_bytes, "
             "$hash, $loaded_at, $base, $schema_version, $events, $salvaged, $metadata)",
             {"trace_id": trace_id, "run": run, "rank": rank_of(path, meta), "path": path,
              "size": split.size_bytes, "json_bytes": split.json_bytes, "hash": split.content_hash,
@@ -312,4 +301,4 @@ class Loader:
                              _int_or_none(d.get("numSms", d.get("multiProcessorCount"))),
                              json.dumps(d, default=str)))
             if rows:
-                con.executemany(f"INSERT INTO {target['devices']} VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                con.executemany("INSERT INTO devices VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)

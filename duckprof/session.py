@@ -102,7 +102,7 @@ class Session:
         error nothing is added. Files already loaded into this run are skipped."""
         if self.read_only:
             raise DuckprofError("session is read-only")
-        loader = Loader(self.con, staged=self.db is not None, progress=progress)
+        loader = Loader(self.con, progress=progress)
         return loader.load(paths, run=run, salvage=salvage)
 
     def sql(self, text: str, params=None) -> duckdb.DuckDBPyRelation:

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 import zlib
 from dataclasses import dataclass, field
 
@@ -47,11 +48,20 @@ class SplitTrace:
     metadata: dict
     size_bytes: int
     json_bytes: int  # bytes of (uncompressed) JSON
-    content_hash: str
+    content_hash_value: object  # str, or a thread computing it (see content_hash)
     compressed: bool
     salvaged_bytes: int = 0  # bytes dropped from a truncated file
     salvaged_preview: str = ""
     notes: list[str] = field(default_factory=list)
+    sanitized: bool = False  # invalid UTF-8 / control characters were replaced
+    spaces: bool = False
+
+    @property
+    def content_hash(self) -> str:
+        v = self.content_hash_value
+        if isinstance(v, _FileHasher):
+            v = self.content_hash_value = v.result()
+        return v
 
 
 class _HashingReader:
@@ -86,6 +96,98 @@ def _open_stream(path):
     if magic == b"\x1f\x8b":
         return raw, hashing, _gzip.GzipFile(fileobj=hashing, mode="rb"), True
     return raw, hashing, hashing, False
+
+
+class _FileHasher(threading.Thread):
+    """Hashes a file in the background: hashlib and file reads release the GIL,
+    so this overlaps with copying and with DuckDB's parse."""
+
+    def __init__(self, path):
+        super().__init__(daemon=True)
+        self.path, self.digest, self.error = path, None, None
+        self.start()
+
+    def run(self):
+        try:
+            h = hashlib.blake2b(digest_size=16)
+            with open(self.path, "rb", buffering=0) as f:
+                while True:
+                    b = f.read(BLOCK)
+                    if not b:
+                        break
+                    h.update(b)
+            self.digest = h.hexdigest()
+        except OSError as e:  # pragma: no cover - file vanished mid-load
+            self.error = e
+
+    def result(self) -> str:
+        self.join()
+        if self.error:
+            raise TraceError(self.path, f"cannot read file ({self.error})")
+        return self.digest
+
+
+def _split_plain(path, tmpdir, stem, size, chunks):
+    """Fast path for an uncompressed, well-formed file: locate the array from
+    its head and tail, cut at event boundaries near equal offsets, and copy the
+    byte ranges in the kernel (copy_file_range). None means: use the streaming
+    path (which also handles truncated and odd files)."""
+    with open(path, "rb", buffering=0) as f:
+        head = f.read(min(size, BLOCK))
+        found = _find_array_start(path, head)
+        if not found:
+            return None
+        bare, start, prefix = found
+        tail_off = max(start, size - TAIL_KEEP)
+        f.seek(tail_off)
+        tail = f.read()
+        end, suffix = _find_array_end(tail, bare)
+        if end is None:
+            return None
+        stop = tail_off + end  # offset of the ']' closing traceEvents
+        metadata = {} if bare else _parse_metadata(path, prefix)
+        metadata.update(suffix)
+        cuts, length = [start], stop - start
+        for k in range(1, chunks):
+            off = start + k * length // chunks
+            if off <= cuts[-1]:
+                continue
+            f.seek(off)
+            m = _BOUNDARY.search(f.read(4 << 20))
+            if m and off + m.end() - 1 < stop:
+                cuts.append(off + m.start() + 1)  # chunk ends after '}'
+                cuts.append(off + m.end() - 1)    # next chunk starts at '{'
+        cuts.append(stop)
+        hasher = _FileHasher(path)
+        paths = []
+        src = f.fileno()
+        for i in range(0, len(cuts), 2):
+            a, b = cuts[i], cuts[i + 1]
+            out = os.path.join(tmpdir, f"{stem}.{len(paths):04d}.json")
+            paths.append(out)
+            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, b"[")
+                pos = a
+                while pos < b:
+                    n = _copy_range(src, fd, b - pos, pos)
+                    if n <= 0:
+                        raise OSError("short copy")
+                    pos += n
+                os.write(fd, b"]")
+            finally:
+                os.close(fd)
+    return SplitTrace(path=path, chunks=paths, metadata=metadata, size_bytes=size, json_bytes=size,
+                      content_hash_value=hasher, compressed=False)
+
+
+def _copy_range(src, dst, count, offset):
+    try:
+        return os.copy_file_range(src, dst, count, offset)
+    except (AttributeError, OSError):  # not Linux, or a filesystem without it
+        os.lseek(src, offset, os.SEEK_SET)
+        data = os.read(src, min(count, BLOCK))
+        return os.write(dst, data)
 
 
 def _gzip_isize(path):
@@ -283,10 +385,17 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
         raise TraceError(path, f"cannot read file ({e.strerror})") from None
     if size == 0:
         raise TraceError(path, "empty file")
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(path))[:60]
+    if not sanitize and size > 2 * BLOCK:
+        with open(path, "rb") as f:
+            is_gzip = f.read(2) == b"\x1f\x8b"
+        if not is_gzip:
+            fast = _split_plain(path, tmpdir, stem, size, chunks)
+            if fast is not None:
+                return fast
     raw, hashing, stream, compressed = _open_stream(path)
     json_bytes = 0
     truncated_gzip = False
-    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(path))[:60]
 
     counts = {"utf8": 0, "ctrl": 0}
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -401,9 +510,9 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
         if spaces:
             notes.append("raw tab/newline characters inside strings replaced by spaces")
         return SplitTrace(path=path, chunks=writer.paths, metadata=metadata, size_bytes=size,
-                          json_bytes=json_bytes, content_hash=hashing.hash.hexdigest(),
+                          json_bytes=json_bytes, content_hash_value=hashing.hash.hexdigest(),
                           compressed=compressed, salvaged_bytes=salvaged_bytes,
-                          salvaged_preview=preview, notes=notes)
+                          salvaged_preview=preview, notes=notes, sanitized=sanitize, spaces=spaces)
     finally:
         try:
             stream.close()

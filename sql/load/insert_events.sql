@@ -1,16 +1,13 @@
 -- Normalise the raw events of one trace (the chunk files of its traceEvents
 -- array, read by DuckDB's JSON reader with explicit columns) into `events`.
 -- Parameters: files (VARCHAR[]), trace_id, base_ns (0 when ts is absolute).
--- Template: events = target table (events, or a staging copy).
 -- Timestamps: DuckDB parses numbers as DOUBLE; splitting integer and fraction
 -- keeps whole nanoseconds exact while ulp(ts) < 1 ns (ts < 2^43 us, true for
 -- relative-to-baseTimeNanoseconds traces); see README "Timestamps".
-INSERT INTO {{ events }}
+INSERT INTO events
 WITH raw AS (
     SELECT ph, cat, name, pid, tid, id, args,
-           -- NaN/inf parse as DOUBLE; a timeline position that is not a number is an error
-           CASE WHEN ts IS NULL OR isfinite(ts) THEN ts ELSE error('non-finite ts') END AS ts,
-           CASE WHEN dur IS NULL OR isfinite(dur) THEN dur ELSE error('non-finite dur') END AS dur,
+           ts, dur,  -- finite and in range: checked by validate.sql
            json_extract(args, ['$."External id"', '$."external id"', '$.correlation',
                                '$.device', '$.stream', '$.stream_id',
                                '$."Input Dims"', '$."Input type"', '$."Concrete Inputs"']) AS a

@@ -1,6 +1,5 @@
 -- Interval nesting of the host (CPU-side) complete events of one trace.
 -- Parameter: trace_id. Writes `nesting` (parent_id, depth, self_ns, op_id).
--- Template: events, nesting = source and target tables (or staging copies).
 --
 -- Quadratic interval joins die on big traces, so nesting is computed from
 -- sorted sequences instead: per thread, events are ordered by (start, longer
@@ -10,13 +9,13 @@
 -- after its own start). Its parent is then the latest earlier event of depth
 -- d-1 on the thread: an ASOF join. The same is done with cpu_ops as the only
 -- containers to find each event's innermost enclosing cpu_op (op_id).
-INSERT INTO {{ nesting }}
+INSERT INTO nesting
 WITH host AS (
     SELECT event_id, cat = 'cpu_op' AS is_op, ts_ns, dur_ns, end_ns,
            hash(pid_label, tid_label) AS thread,
            row_number() OVER (PARTITION BY pid_label, tid_label
                               ORDER BY ts_ns, dur_ns DESC, event_id) AS seq
-    FROM {{ events }}
+    FROM events
     WHERE trace_id = $trace_id AND ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
       AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'gpu_user_annotation',
                       'mtia_ccp_events', 'trace')
