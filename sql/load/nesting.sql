@@ -1,48 +1,44 @@
 -- Interval nesting of the host (CPU-side) complete events of one trace.
 -- Parameter: trace_id. Writes `nesting` (parent_id, depth, self_ns, op_id).
 --
--- Quadratic interval joins die on big traces, so nesting is computed from
--- sorted sequences instead: per thread, events are ordered by (start, longer
--- first). An event's depth is the number of intervals still open when it
--- starts: a running sum of +1 at each start and -1 at each end, with ends at
--- time t sorted before starts at t (a zero-length event's end sorts right
--- after its own start). Its parent is then the latest earlier event of depth
--- d-1 on the thread: an ASOF join. The same is done with cpu_ops as the only
--- containers to find each event's innermost enclosing cpu_op (op_id).
+-- Quadratic interval joins die on big traces, so nesting comes from one sorted
+-- pass instead. Per thread, every event contributes a start point (+1) and an
+-- end point (-1), ordered by time; at equal times ends of non-empty events come
+-- before starts (an event ending when another starts does not enclose it),
+-- starts come longer-first, and a zero-length event's end comes right after
+-- its own start. The running sum before an event's start is its depth (the
+-- number of intervals still open); counting starts gives its sequence number.
+-- Its parent is then the latest earlier event of depth d-1 on the thread: an
+-- ASOF join. Counting only cpu_ops the same way gives each event's innermost
+-- enclosing cpu_op (op_id).
 INSERT INTO nesting
 WITH host AS (
-    SELECT event_id, cat = 'cpu_op' AS is_op, ts_ns, dur_ns, end_ns,
-           hash(pid_label, tid_label) AS thread,
-           row_number() OVER (PARTITION BY pid_label, tid_label
-                              ORDER BY ts_ns, dur_ns DESC, event_id) AS seq
+    SELECT event_id, hash(pid_label, tid_label) AS thread, (cat = 'cpu_op')::INTEGER AS op,
+           ts_ns, end_ns, dur_ns
     FROM events
     WHERE trace_id = $trace_id AND ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
       AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'gpu_user_annotation',
                       'mtia_ccp_events', 'trace')
 ),
 points AS (
-    -- (time, kind, key): kind 0 = end of a non-empty interval, 1 = start or zero-length end
-    SELECT thread, ts_ns AS t, 1 AS kind, 2 * seq AS k, 1 AS all_delta,
-           is_op::INTEGER AS op_delta, event_id FROM host
+    SELECT event_id, thread, ts_ns AS t, 1 AS kind, -dur_ns AS longer_first, 0 AS sub,
+           1 AS delta, op AS op_delta, op, ts_ns, end_ns, dur_ns
+    FROM host
     UNION ALL
-    SELECT thread, end_ns, CASE WHEN dur_ns = 0 THEN 1 ELSE 0 END,
-           CASE WHEN dur_ns = 0 THEN 2 * seq + 1 ELSE 0 END, -1, -(is_op::INTEGER), NULL
+    SELECT event_id, thread, end_ns, CASE WHEN dur_ns = 0 THEN 1 ELSE 0 END, -dur_ns, 1,
+           -1, -op, NULL, NULL, NULL, NULL
     FROM host
 ),
-depths AS (
-    SELECT event_id,
-           coalesce(sum(all_delta) OVER w, 0) AS depth,
-           coalesce(sum(op_delta) OVER w, 0) AS op_depth
-    FROM points
-    WINDOW w AS (PARTITION BY thread ORDER BY t, kind, k
-                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-    QUALIFY event_id IS NOT NULL
-),
 d AS (
-    SELECT h.event_id, h.thread, h.seq, h.is_op, h.ts_ns, h.end_ns, h.dur_ns, x.depth, x.op_depth
-    FROM host h JOIN depths x USING (event_id)
+    SELECT event_id, thread, op = 1 AS is_op, ts_ns, end_ns, dur_ns,
+           sum(delta) OVER w - 1 AS depth,
+           sum(op_delta) OVER w - op AS op_depth,
+           sum(delta) FILTER (WHERE delta = 1) OVER w AS seq
+    FROM points
+    WINDOW w AS (PARTITION BY thread ORDER BY t, kind, longer_first, event_id, sub
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+    QUALIFY sub = 0
 ),
-ops AS (SELECT * FROM d WHERE is_op),
 linked AS (
     SELECT e.event_id, e.depth, e.dur_ns, p.event_id AS parent_id,
            -- a child is clipped to its parent: overlapping (not properly nested)
@@ -53,7 +49,7 @@ linked AS (
 ),
 op_linked AS (
     SELECT e.event_id, o.event_id AS op_id
-    FROM d e ASOF LEFT JOIN ops o
+    FROM d e ASOF LEFT JOIN (SELECT event_id, thread, op_depth, seq FROM d WHERE is_op) o
       ON e.thread = o.thread AND e.op_depth - 1 = o.op_depth AND e.seq > o.seq
 ),
 child_time AS (
