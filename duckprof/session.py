@@ -72,12 +72,15 @@ class Session:
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
         name = self.db or "in-memory database"
         if "duckprof_meta" in tables:
-            row = con.execute("SELECT value FROM duckprof_meta WHERE key = 'schema_version'").fetchone()
-            found = int(row[0]) if row else None
+            # fetchall, not fetchone: DuckDB 2 refuses later relation queries on a
+            # connection whose last result was not read to the end
+            got = con.execute("SELECT value FROM duckprof_meta WHERE key = 'schema_version'").fetchall()
+            found = int(got[0][0]) if got else None
             if found != SCHEMA_VERSION:
                 raise DuckprofError(
                     f"{name}: database schema version {found}, but this duckprof uses version "
                     f"{SCHEMA_VERSION}; load the traces into a new database")
+            self._add_missing_views()
             return
         if tables:
             raise DuckprofError(f"{name}: not a duckprof database (it has other tables: "
@@ -95,6 +98,19 @@ class Session:
         """Create every view in sql/views/, each after the views it reads."""
         for f in view_files_in_order():
             self.con.execute(sqlfiles.read(f"views/{f}"))
+
+    def _add_missing_views(self):
+        """A database made by an older duckprof (same schema version) may lack
+        views added since: create them (as TEMP views when read-only, so the
+        file is never modified by a reader)."""
+        have = {r[0] for r in self.con.execute(
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+        for f in view_files_in_order():
+            if f[:-4] not in have:
+                sql = sqlfiles.read(f"views/{f}")
+                if self.read_only:
+                    sql = sql.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1)
+                self.con.execute(sql)
 
     # -- API ----------------------------------------------------------------
     def load(self, paths, run: str = "default", salvage: bool = False, progress=None) -> LoadReport:

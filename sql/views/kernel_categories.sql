@@ -1,0 +1,52 @@
+-- kernel_categories: one row per distinct device activity name (gpu_ops kind + name)
+-- with a coarse category, from the name alone. Join it to gpu_ops / kernels on
+-- (kind, name):
+--   SELECT c.category, sum(g.dur_ns) FROM gpu_ops g JOIN kernel_categories c USING (kind, name) GROUP BY 1
+--
+-- kind      VARCHAR  gpu_ops.kind: 'kernel', 'memcpy', 'memset', ...
+-- name      VARCHAR  gpu_ops.name, the full kernel name
+-- category  VARCHAR  one of the categories below
+--
+-- Rule: the first match wins, tested in this order on lower(name) (kernels only):
+--   memcpy, memset      gpu_ops.kind is 'memcpy' / 'memset'; any other non-kernel kind -> 'other'
+--   communication       'nccl', 'rccl', 'all_reduce', 'allreduce', 'all_gather', 'allgather',
+--                       'reduce_scatter', 'alltoall' (NCCL/RCCL collectives, p2p, symmetric memory)
+--   attention           'flash_', 'flash::', 'fmha', 'attention' or 'attn' (FlashAttention,
+--                       xformers, cuDNN SDPA, KV-cache kernels)
+--   triton_pointwise    starts with 'triton_poi_'  (Inductor pointwise)
+--   triton_reduction    starts with 'triton_red_' or 'triton_per_' (Inductor reduction, persistent reduction)
+--   triton_template     starts with 'triton_tem_'  (Inductor template kernels, mostly mm)
+--   triton_other        any other name starting with 'triton' (e.g. 'triton__0d1d2d')
+--   conv                'convolution', 'convolve', 'conv_', 'conv2d', 'conv3d', 'winograd', 'fprop',
+--                       'dgrad', 'wgrad', 'scudnn', 'im2col', or MIOpen 'igemm_fwd/bwd/wrw'
+--                       (tested before gemm: implicit-GEMM convolutions also say 'gemm')
+--   gemm                'gemm' (not 'fbgemm'), 'gemv', 'cublas', 'xmma', 'nvjet', 'matmul', 'cutlass::kernel',
+--                       'cutlass_<digit>', 'bmm_' at a word start, or starts with 'cijk_' (AMD Tensile)
+--   elementwise         'elementwise_kernel' (vectorized_/unrolled_/index_ elementwise kernels)
+--   reduction           'reduce_kernel' or 'softmax'
+--   normalization       'layer_norm', 'layernorm', 'batch_norm', 'rms_norm', 'group_norm', 'bn_fw', 'bn_bw',
+--                       'gammabetabackward', 'rowwisemoments'
+--   other               everything else
+CREATE OR REPLACE VIEW kernel_categories AS
+SELECT kind, name,
+       CASE
+           WHEN kind IN ('memcpy', 'memset') THEN kind
+           WHEN kind <> 'kernel' THEN 'other'
+           WHEN regexp_matches(lname, 'nccl|rccl|all_?reduce|all_?gather|reduce_scatter|alltoall') THEN 'communication'
+           WHEN regexp_matches(lname, 'flash_|flash::|fmha|attention|attn') THEN 'attention'
+           WHEN starts_with(lname, 'triton_poi_') THEN 'triton_pointwise'
+           WHEN starts_with(lname, 'triton_red_') OR starts_with(lname, 'triton_per_') THEN 'triton_reduction'
+           WHEN starts_with(lname, 'triton_tem_') THEN 'triton_template'
+           WHEN starts_with(lname, 'triton') THEN 'triton_other'
+           WHEN regexp_matches(lname, 'convolution|convolve|conv_|conv[23]d|winograd|fprop|dgrad|wgrad|scudnn|im2col|igemm_(fwd|bwd|wrw)')
+               THEN 'conv'
+           WHEN regexp_matches(lname, '(^|[^b])gemm|gemv|cublas|xmma|nvjet|matmul|cutlass::kernel|cutlass_[0-9]|(^|[^a-z0-9_])bmm_|^cijk_')
+               THEN 'gemm'
+           WHEN contains(lname, 'elementwise_kernel') THEN 'elementwise'
+           WHEN contains(lname, 'reduce_kernel') OR contains(lname, 'softmax') THEN 'reduction'
+           WHEN regexp_matches(lname, 'layer_?norm|batch_norm|rms_norm|group_norm|bn_fw|bn_bw|gammabetabackward|rowwisemoments')
+               THEN 'normalization'
+           ELSE 'other'
+       END AS category
+FROM (SELECT kind, name, lower(name) AS lname
+      FROM (SELECT DISTINCT kind, name FROM gpu_ops));
