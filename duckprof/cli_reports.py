@@ -3,7 +3,7 @@
 import importlib
 
 # Each module defines its typer command(s) on cli.app / cli.report_app.
-REPORT_MODULES = ["diff"]
+REPORT_MODULES = ["diff", "report_gpu"]
 
 for _name in REPORT_MODULES:
     importlib.import_module(f"duckprof.{_name}")

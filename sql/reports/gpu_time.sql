@@ -1,0 +1,74 @@
+-- gpu_time: how busy each GPU and each stream was, and why it was idle.
+-- One row per device (scope 'device': all streams together, overlapping work
+-- counted once) and one per stream (scope 'stream').
+--
+-- Window: from the first device event's start to the last one's end (of the
+-- device, or of the stream), as HTA. idle = the gaps between the merged busy
+-- intervals (gpu_idle_intervals); busy = window - idle = the union of device
+-- events (gpu_busy_intervals);
+-- split by HTA's idle categories: host_wait (the next event's launch call began
+-- after the gap began: the CPU was late), kernel_wait (shorter than
+-- kernel_wait_ns, default 30 µs: launch overhead between back-to-back
+-- kernels), other.
+--
+-- Parameters: exclude_last_step, round_to_us (BOOLEAN, see gpu_activity),
+-- kernel_wait_ns (BIGINT), run (when by_run), device (when by_device).
+--
+-- run              VARCHAR  run label
+-- rank             INTEGER  rank of the trace
+-- trace_id         INTEGER  trace
+-- device           INTEGER  GPU index
+-- scope            VARCHAR  'device' or 'stream'
+-- stream           BIGINT   the stream; NULL on the device row
+-- events           BIGINT   device events (kernels, memcpys, memsets)
+-- window_us        DOUBLE   first event start to last event end, µs
+-- busy_us          DOUBLE   time with at least one event running, µs
+-- idle_us          DOUBLE   window_us - busy_us
+-- busy_pct         DOUBLE   busy_us / window_us, %
+-- host_wait_us, kernel_wait_us, other_us  DOUBLE  idle time by category, µs
+-- host_wait_pct, kernel_wait_pct, other_pct  DOUBLE  each category's share of idle_us, %
+--                                                   (HTA idle_time_ratio x 100)
+WITH a AS (
+    SELECT trace_id, device, stream, ts_ns, end_ns
+    FROM gpu_activity(exclude_last_step := $exclude_last_step, round_to_us := $round_to_us)
+),
+win AS (  -- window and event count per device and per stream
+    SELECT trace_id, device, CASE WHEN g = 1 THEN 'device' ELSE 'stream' END AS scope, stream,
+           events, window_ns
+    FROM (SELECT trace_id, device, stream, grouping(stream) AS g, count(*) AS events,
+                 max(end_ns) - min(ts_ns) AS window_ns
+          FROM a GROUP BY GROUPING SETS ((trace_id, device), (trace_id, device, stream)))
+),
+idle AS (
+    SELECT trace_id, device, scope, stream,
+           sum(dur_ns) FILTER (WHERE category = 'host_wait') AS host_wait_ns,
+           sum(dur_ns) FILTER (WHERE category = 'kernel_wait') AS kernel_wait_ns,
+           sum(dur_ns) FILTER (WHERE category = 'other') AS other_ns
+    FROM gpu_idle_intervals(exclude_last_step := $exclude_last_step, round_to_us := $round_to_us,
+                            kernel_wait_ns := $kernel_wait_ns)
+    GROUP BY trace_id, device, scope, stream
+),
+t AS (
+    SELECT w.trace_id, w.device, w.scope, w.stream, w.events, w.window_ns,
+           coalesce(i.host_wait_ns, 0) AS host_wait_ns,
+           coalesce(i.kernel_wait_ns, 0) AS kernel_wait_ns,
+           coalesce(i.other_ns, 0) AS other_ns,
+           coalesce(i.host_wait_ns, 0) + coalesce(i.kernel_wait_ns, 0) + coalesce(i.other_ns, 0) AS idle_ns
+    FROM win w
+    LEFT JOIN idle i ON i.trace_id = w.trace_id AND i.device = w.device AND i.scope = w.scope
+                    AND i.stream IS NOT DISTINCT FROM w.stream
+)
+SELECT tr.run, tr.rank, t.trace_id, t.device, t.scope, t.stream, t.events,
+       t.window_ns / 1e3 AS window_us, (t.window_ns - t.idle_ns) / 1e3 AS busy_us, t.idle_ns / 1e3 AS idle_us,
+       100.0 * (t.window_ns - t.idle_ns) / nullif(t.window_ns, 0) AS busy_pct,
+       t.host_wait_ns / 1e3 AS host_wait_us, t.kernel_wait_ns / 1e3 AS kernel_wait_us,
+       t.other_ns / 1e3 AS other_us,
+       100.0 * t.host_wait_ns / nullif(t.idle_ns, 0) AS host_wait_pct,
+       100.0 * t.kernel_wait_ns / nullif(t.idle_ns, 0) AS kernel_wait_pct,
+       100.0 * t.other_ns / nullif(t.idle_ns, 0) AS other_pct
+FROM t
+JOIN traces tr USING (trace_id)
+WHERE TRUE
+{%- if by_run %} AND tr.run = $run{% endif %}
+{%- if by_device %} AND t.device = $device{% endif %}
+ORDER BY tr.run, tr.rank NULLS LAST, t.trace_id, t.device, t.scope, t.stream NULLS FIRST

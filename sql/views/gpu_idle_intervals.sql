@@ -1,0 +1,51 @@
+-- gpu_idle_intervals: the gaps between consecutive gpu_busy_intervals, per device
+-- (scope 'device': no stream of the device busy) and per stream (scope 'stream'),
+-- with HTA's idle category. Only gaps inside the window are listed: from the
+-- first device event's start to the last one's end (per device or per stream),
+-- as in HTA's temporal and idle-time breakdowns.
+--
+-- Category (HTA get_idle_time_breakdown, consecutive_kernel_delay):
+--   host_wait    the launch call of the event that ends the gap started after
+--                the gap began: the CPU was late
+--   kernel_wait  otherwise, a gap shorter than kernel_wait_ns (default 30 µs):
+--                launch overhead between back-to-back kernels
+--   other        everything else (long gaps the host is not to blame for, or
+--                the next event has no launch call in the trace)
+-- Differences from HTA: HTA takes the gap between each event and the previous
+-- event on the stream (negative when they overlap, and then subtracted from
+-- kernel_wait); we take the gaps of the merged busy intervals, never negative.
+--
+-- Also a table macro of the same name,
+-- gpu_idle_intervals(exclude_last_step := false, round_to_us := false, kernel_wait_ns := 30000)
+-- (exclude_last_step and round_to_us as in gpu_activity).
+--
+-- trace_id            INTEGER  trace
+-- device              INTEGER  GPU index
+-- scope               VARCHAR  'device' or 'stream'
+-- stream              BIGINT   the stream (scope 'stream'); NULL for scope 'device'
+-- start_ns            BIGINT   gap start = end of the previous busy interval, ns since the epoch
+-- end_ns              BIGINT   gap end = start of the next busy interval
+-- dur_ns              BIGINT   end_ns - start_ns (> 0)
+-- next_event_id       BIGINT   gpu_activity.event_id of the event that ends the gap
+-- next_launch_ts_ns   BIGINT   when that event's launch call started (NULL if not in the trace)
+-- host_wait           BOOLEAN  next_launch_ts_ns > start_ns
+-- category            VARCHAR  'host_wait', 'kernel_wait' or 'other'
+CREATE OR REPLACE MACRO gpu_idle_intervals(exclude_last_step := false, round_to_us := false, kernel_wait_ns := 30000) AS TABLE
+WITH gaps AS (
+    SELECT trace_id, device, scope, stream,
+           lag(end_ns) OVER (PARTITION BY trace_id, device, scope, stream ORDER BY interval_no) AS start_ns,
+           start_ns AS end_ns,
+           first_event_id AS next_event_id,
+           first_launch_ts_ns AS next_launch_ts_ns
+    FROM gpu_busy_intervals(exclude_last_step := exclude_last_step, round_to_us := round_to_us)
+)
+SELECT trace_id, device, scope, stream, start_ns, end_ns, end_ns - start_ns AS dur_ns,
+       next_event_id, next_launch_ts_ns,
+       coalesce(next_launch_ts_ns > start_ns, false) AS host_wait,
+       CASE WHEN next_launch_ts_ns > start_ns THEN 'host_wait'
+            WHEN end_ns - start_ns < kernel_wait_ns THEN 'kernel_wait'
+            ELSE 'other' END AS category
+FROM gaps
+WHERE start_ns IS NOT NULL;
+
+CREATE OR REPLACE VIEW gpu_idle_intervals AS SELECT * FROM gpu_idle_intervals();

@@ -1,0 +1,50 @@
+-- queue_depth: the GPU queue as a time series, one row per change, per stream.
+-- A device event enters its stream's queue when its launch call starts (+1) and
+-- leaves when it ends (-1) (gpu_activity: launch and device event matched on
+-- correlation; events with no launch call in the trace are not counted).
+-- queue_depth is the number of launched, unfinished events (queued or running).
+-- pending is the number of launched events that have not started yet (+1 at the
+-- launch call, -1 at the event's start): what HTA calls queue length and what
+-- torch's BasicEvaluation calls queue depth.
+-- Changes at the same time are applied ends first, then starts, then launches.
+-- Each row's state lasts dur_ns, until the next change on the same stream.
+--
+-- Also a table macro of the same name, queue_depth(exclude_last_step := false,
+-- round_to_us := false, per_device := false) (exclude_last_step and round_to_us
+-- as in gpu_activity). With per_device := true the series is per device (all
+-- streams together; stream is NULL), as BasicEvaluation's queue depth is.
+--
+-- trace_id      INTEGER  trace
+-- device        INTEGER  GPU index
+-- stream        BIGINT   stream (NULL with per_device := true)
+-- seq           BIGINT   1, 2, ... : order of the changes within the series
+-- ts_ns         BIGINT   time of the change, ns since the epoch
+-- change        VARCHAR  'launch' (launch call starts), 'start' (event starts), 'end' (event ends)
+-- event_id      BIGINT   gpu_activity.event_id of the device event
+-- queue_depth   BIGINT   launched and not yet finished, after this change
+-- pending       BIGINT   launched and not yet started, after this change
+-- dur_ns        BIGINT   time until the next change (NULL for the last change, which leaves depth 0)
+CREATE OR REPLACE MACRO queue_depth(exclude_last_step := false, round_to_us := false, per_device := false) AS TABLE
+WITH a AS (
+    SELECT trace_id, device, CASE WHEN per_device THEN NULL ELSE stream END AS stream,
+           event_id, launch_ts_ns, ts_ns, end_ns
+    FROM gpu_activity(exclude_last_step := exclude_last_step, round_to_us := round_to_us)
+    WHERE launch_ts_ns IS NOT NULL
+),
+changes AS (
+    SELECT trace_id, device, stream, launch_ts_ns AS ts_ns, 'launch' AS change, 2 AS ord,
+           event_id, 1 AS d_depth, 1 AS d_pending FROM a
+    UNION ALL
+    SELECT trace_id, device, stream, ts_ns, 'start', 1, event_id, 0, -1 FROM a
+    UNION ALL
+    SELECT trace_id, device, stream, end_ns, 'end', 0, event_id, -1, 0 FROM a
+)
+SELECT trace_id, device, stream, row_number() OVER w AS seq, ts_ns, change, event_id,
+       sum(d_depth) OVER w AS queue_depth,
+       sum(d_pending) OVER w AS pending,
+       lead(ts_ns) OVER w - ts_ns AS dur_ns
+FROM changes
+WINDOW w AS (PARTITION BY trace_id, device, stream ORDER BY ts_ns, ord, event_id
+             ROWS UNBOUNDED PRECEDING);
+
+CREATE OR REPLACE VIEW queue_depth AS SELECT * FROM queue_depth();

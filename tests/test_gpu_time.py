@@ -1,0 +1,376 @@
+"""GPU idle time, queue depth, idle ranking and temporal breakdown (GitHub issue 5).
+
+Expected values are worked out by hand from fixtures/gpu_time/two_streams.json
+(its layout is in fixtures/gpu_time/make_fixtures.py). All times in µs after T0.
+
+Device events: stream 7: K1 [30,50] K2 [50,60] K3 [62,70] K4 [110,120] K5 [295,305]
+               stream 8: M1 memcpy [100,140], C1 nccl [150,170], K6 [330,345]
+Launch call starts: K1 12, K2 14, K3 16, K4 18, M1 20, C1 22, K5 290, K6 322.
+
+Stream 7: busy [30,60] [62,70] [110,120] [295,305] = 58 of window [30,305] = 275.
+  gaps [60,62] 2 (K3 launched at 16 < 60, < 30 µs: kernel_wait),
+       [70,110] 40 (K4 launched at 18 < 70, >= 30: other),
+       [120,295] 175 (K5 launched at 290 > 120: host_wait)
+Stream 8: busy 40 + 20 + 15 = 75 of window [100,345] = 245.
+  gaps [140,150] 10 (kernel_wait), [170,330] 160 (K6 launched at 322 > 170: host_wait)
+Device: busy [30,60] [62,70] [100,140] [150,170] [295,305] [330,345] = 123 of [30,345] = 315
+  gaps [60,62] 2 kernel_wait, [70,100] 30 other (30 is not < 30), [140,150] 10 kernel_wait,
+       [170,295] 125 host_wait, [305,330] 25 host_wait
+Temporal: compute K1-K6 union = 30+8+10+10+15 = 73; communication C1 = 20;
+  memory = M1 40 minus K4 10 = 30; non-compute 50; idle 192.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import duckprof  # noqa: E402
+from duckprof import report_gpu  # noqa: E402
+
+FIX = REPO / "fixtures" / "gpu_time"
+TWO = FIX / "two_streams.json"
+T0 = 1_000_000_000  # ns (T0 of make_fixtures.py, in ns)
+US = 1000
+
+
+def us(t):
+    return T0 + t * US
+
+
+def q(s, sql, params=None):
+    return s.con.execute(sql, params).fetchall() if params else s.con.execute(sql).fetchall()
+
+
+def as_dicts(rel):
+    cols = rel.columns
+    return [dict(zip(cols, r)) for r in rel.fetchall()]
+
+
+@pytest.fixture(scope="module")
+def two():
+    s = duckprof.connect()
+    s.load([str(TWO)], run="r1")
+    yield s
+    s.close()
+
+
+# -- busy and idle intervals ----------------------------------------------------
+
+def test_busy_intervals(two):
+    got = q(two, """SELECT scope, stream, (start_ns - $t0) // 1000, (end_ns - $t0) // 1000, ops
+                    FROM gpu_busy_intervals ORDER BY scope, stream, start_ns""", {"t0": T0})
+    assert got == [
+        ("device", None, 30, 60, 2), ("device", None, 62, 70, 1), ("device", None, 100, 140, 2),
+        ("device", None, 150, 170, 1), ("device", None, 295, 305, 1), ("device", None, 330, 345, 1),
+        ("stream", 7, 30, 60, 2), ("stream", 7, 62, 70, 1), ("stream", 7, 110, 120, 1),
+        ("stream", 7, 295, 305, 1),
+        ("stream", 8, 100, 140, 1), ("stream", 8, 150, 170, 1), ("stream", 8, 330, 345, 1),
+    ]
+
+
+def test_idle_intervals_and_categories(two):
+    got = q(two, """SELECT scope, stream, (start_ns - $t0) // 1000, dur_ns // 1000, category,
+                           (next_launch_ts_ns - $t0) // 1000
+                    FROM gpu_idle_intervals ORDER BY scope, stream, start_ns""", {"t0": T0})
+    assert got == [
+        ("device", None, 60, 2, "kernel_wait", 16), ("device", None, 70, 30, "other", 20),
+        ("device", None, 140, 10, "kernel_wait", 22), ("device", None, 170, 125, "host_wait", 290),
+        ("device", None, 305, 25, "host_wait", 322),
+        ("stream", 7, 60, 2, "kernel_wait", 16), ("stream", 7, 70, 40, "other", 18),
+        ("stream", 7, 120, 175, "host_wait", 290),
+        ("stream", 8, 140, 10, "kernel_wait", 22), ("stream", 8, 170, 160, "host_wait", 322),
+    ]
+    # the threshold is a parameter: at 31 µs the 30 µs device gap becomes kernel_wait
+    got = q(two, """SELECT category FROM gpu_idle_intervals(kernel_wait_ns := 31000)
+                    WHERE scope = 'device' AND start_ns = $s""", {"s": us(70)})
+    assert got == [("kernel_wait",)]
+
+
+def test_gpu_time_report(two):
+    rows = as_dicts(report_gpu.gpu_time_report(two))
+    assert [(r["scope"], r["stream"]) for r in rows] == [("device", None), ("stream", 7), ("stream", 8)]
+    dev, s7, s8 = rows
+    assert (dev["events"], dev["window_us"], dev["busy_us"], dev["idle_us"]) == (8, 315, 123, 192)
+    assert dev["busy_pct"] == pytest.approx(100 * 123 / 315)
+    assert (dev["host_wait_us"], dev["kernel_wait_us"], dev["other_us"]) == (150, 12, 30)
+    assert dev["host_wait_pct"] == pytest.approx(100 * 150 / 192)
+    assert dev["kernel_wait_pct"] == pytest.approx(100 * 12 / 192)
+    assert dev["other_pct"] == pytest.approx(100 * 30 / 192)
+    assert (s7["events"], s7["window_us"], s7["busy_us"], s7["idle_us"]) == (5, 275, 58, 217)
+    assert (s7["host_wait_us"], s7["kernel_wait_us"], s7["other_us"]) == (175, 2, 40)
+    assert s7["busy_pct"] == pytest.approx(100 * 58 / 275)
+    assert (s8["events"], s8["window_us"], s8["busy_us"], s8["idle_us"]) == (3, 245, 75, 170)
+    assert (s8["host_wait_us"], s8["kernel_wait_us"], s8["other_us"]) == (160, 10, 0)
+    # a 5 µs threshold turns the 10 µs gaps into 'other'
+    dev5 = as_dicts(report_gpu.gpu_time_report(two, kernel_wait_us=5))[0]
+    assert (dev5["host_wait_us"], dev5["kernel_wait_us"], dev5["other_us"]) == (150, 2, 40)
+
+
+def test_gpu_time_by_step(two):
+    # ProfilerStep#1 [0,90]: busy [30,60] + [62,70] = 38; #2 [90,400]: 40 + 20 + 10 + 15 = 85
+    rows = as_dicts(report_gpu.gpu_time_report(two, by_step=True))
+    assert [(r["step"], r["step_us"], r["busy_us"], r["idle_us"]) for r in rows] == [
+        (1, 90, 38, 52), (2, 310, 85, 225)]
+    assert rows[0]["busy_pct"] == pytest.approx(100 * 38 / 90)
+    assert rows[1]["busy_pct"] == pytest.approx(100 * 85 / 310)
+
+
+def test_temporal_report(two):
+    (r,) = as_dicts(report_gpu.temporal_report(two))
+    assert (r["run"], r["rank"], r["device"]) == ("r1", 0, 0)
+    assert (r["window_us"], r["idle_us"], r["compute_us"], r["non_compute_us"]) == (315, 192, 73, 50)
+    assert (r["communication_us"], r["memory_us"]) == (20, 30)
+    assert r["idle_pct"] == pytest.approx(100 * 192 / 315)
+    assert r["compute_pct"] == pytest.approx(100 * 73 / 315)
+    assert r["non_compute_pct"] == pytest.approx(100 * 50 / 315)
+
+
+def test_exclude_last_step(two):
+    # the last step starts at 90: K5 (launched at 290) and K6 (322) are dropped;
+    # device busy [30,60] [62,70] [100,140] [150,170] = 98 of [30,170] = 140
+    (r,) = as_dicts(report_gpu.temporal_report(two, exclude_last_step=True))
+    assert (r["window_us"], r["idle_us"], r["compute_us"], r["communication_us"], r["memory_us"]) == \
+        (140, 42, 48, 20, 30)
+    # --hta implies it (and rounding, a no-op on whole-µs times)
+    (h,) = as_dicts(report_gpu.temporal_report(two, hta=True))
+    assert h == r
+
+
+# -- queue depth ----------------------------------------------------------------
+
+def test_queue_depth_series(two):
+    got = q(two, """SELECT (ts_ns - $t0) // 1000, change, queue_depth, pending, dur_ns // 1000
+                    FROM queue_depth WHERE stream = 7 ORDER BY seq""", {"t0": T0})
+    assert got == [
+        (12, "launch", 1, 1, 2), (14, "launch", 2, 2, 2), (16, "launch", 3, 3, 2), (18, "launch", 4, 4, 12),
+        (30, "start", 4, 3, 20), (50, "end", 3, 3, 0), (50, "start", 3, 2, 10), (60, "end", 2, 2, 2),
+        (62, "start", 2, 1, 8), (70, "end", 1, 1, 40), (110, "start", 1, 0, 10), (120, "end", 0, 0, 170),
+        (290, "launch", 1, 1, 5), (295, "start", 1, 0, 10), (305, "end", 0, 0, None),
+    ]
+
+
+def test_queue_report(two):
+    s7, s8 = as_dicts(report_gpu.queue_report(two))
+    # stream 7 over [12,305] = 293 µs: depth 0 for 170, 1 for 67, 2 for 12, 3 for 12, 4 for 32
+    assert (s7["stream"], s7["launches"], s7["window_us"]) == (7, 5, 293)
+    assert s7["mean_depth"] == pytest.approx((67 * 1 + 12 * 2 + 12 * 3 + 32 * 4) / 293)
+    assert (s7["p50_depth"], s7["p95_depth"], s7["max_depth"], s7["time_at_max_us"]) == (0, 4, 4, 32)
+    assert s7["time_at_max_pct"] == pytest.approx(100 * 32 / 293)
+    assert s7["max_pending"] == 4
+    # stream 8 over [20,345] = 325 µs: depth 0 for 152, 1 for 55, 2 for 118
+    assert (s8["stream"], s8["launches"], s8["window_us"]) == (8, 3, 325)
+    assert s8["mean_depth"] == pytest.approx((55 + 2 * 118) / 325)
+    assert (s8["p50_depth"], s8["p95_depth"], s8["max_depth"], s8["time_at_max_us"]) == (1, 2, 2, 118)
+    assert s8["max_pending"] == 2
+
+
+def test_device_queue_depth_and_drains(two):
+    # all 8 launches on the device: depth climbs to 6 at 22, first 0 at 170 (C1 ends)
+    series = q(two, """SELECT (ts_ns - $t0) // 1000, queue_depth FROM queue_depth(per_device := true)
+                       ORDER BY seq""", {"t0": T0})
+    assert max(d for _, d in series) == 6
+    assert [t for t, d in series if d == 0] == [170, 305, 345]
+    # BasicEvaluation walks back from the last zero (345) past the stretches peaking
+    # at 1 to the one peaking at 6 (at 30, the latest point at 6): one interval [30, 345]
+    assert q(two, "SELECT (start_ns - $t0) // 1000, (end_ns - $t0) // 1000, peak_depth FROM queue_drains",
+             {"t0": T0}) == [(30, 345, 6)]
+
+
+# -- idle ranking (BasicEvaluation) -----------------------------------------------
+
+def test_idle_ranking(two):
+    rows = as_dicts(report_gpu.idle_report(two, limit=0))
+    by_op = {r["op"]: r for r in rows}
+    # queue empty before 12, in [170,290), [305,322) and after 345
+    expect = {  # op: (dur, self, idle)
+        "aten::early": (3, 3, 3),       # [1,4]: all before the first launch
+        "aten::big": (50, 44, 2),       # [10,60]: [10,12); 6 launch calls of 1 µs
+        "aten::slow": (200, 198, 120),  # [100,300]: [170,290)
+        "aten::tail": (20, 19, 2),      # [320,340]: [320,322)
+    }
+    for op, (dur, self_, idle) in expect.items():
+        r = by_op[op]
+        assert (r["dur_us"], r["self_us"], r["gpu_idle_us"]) == (dur, self_, idle), op
+        assert r["idle_pct"] == pytest.approx(100 * idle / dur), op
+    # candidates overlap the drain [30,345]: all but aten::early
+    cands = ["aten::big", "aten::slow", "aten::tail"]
+    frac = [expect[o][2] / expect[o][0] for o in cands]
+    self_ = [expect[o][1] for o in cands]
+    z = lambda xs: [(x - statistics.mean(xs)) / statistics.stdev(xs) for x in xs]  # noqa: E731
+    score = {o: a + 0.6 * b for o, a, b in zip(cands, z(frac), z(self_))}
+    for o in cands:
+        assert by_op[o]["score"] == pytest.approx(score[o]), o
+    assert by_op["aten::early"]["score"] is None and by_op["aten::early"]["idle_rank"] is None
+    assert [r["op"] for r in rows] == ["aten::slow", "aten::tail", "aten::big", "aten::early"]
+    assert [r["idle_rank"] for r in rows] == [1, 2, 3, None]
+    # innermost enclosing 'file.py(N): f' python function ('nn.Module: Linear_0' does not match)
+    assert by_op["aten::slow"]["source"] == "model.py(42): forward"
+    assert by_op["aten::big"]["source"] == "train.py(10): step"
+    # --limit is per trace and device
+    assert [r["op"] for r in as_dicts(report_gpu.idle_report(two, limit=2))] == ["aten::slow", "aten::tail"]
+
+
+def _reference_drains(points):
+    """torch.profiler._utils.BasicEvaluation.rank_events' loop, transcribed: points is
+    the queue-depth series [(ts, depth)] in time order; returns [(start, end)]."""
+    ql = list(reversed(points))
+    qd = [d for _, d in ql]
+
+    def first_zero(start):
+        for k in range(start, len(qd)):
+            if qd[k] <= 0:
+                return k
+        return None
+
+    out, i = [], 0
+    while i < len(qd):
+        if qd[i] > 0:
+            i += 1
+            continue
+        for j in range(i + 1, len(qd)):
+            nxt = first_zero(j)
+            seg = qd[j:nxt]
+            peak = j + seg.index(max(seg)) if seg else None
+            if peak is not None and qd[peak] >= 4:
+                out.append((ql[peak][0], ql[i][0]))
+                i = nxt if nxt is not None else i
+                break
+        i += 1
+    return out
+
+
+def _union(intervals):
+    out = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [tuple(x) for x in out]
+
+
+def _random_trace(seed):
+    """Bursts of launches on two streams separated by pauses, so the device queue
+    rises and drains to 0 many times with peaks on both sides of 4."""
+    rng = random.Random(seed)
+    ev, t, corr = [], 0, 0
+    stream_free = {7: 0, 8: 0}
+    for _ in range(rng.randint(3, 12)):
+        for _ in range(rng.randint(1, 8)):
+            corr += 1
+            t += rng.randint(1, 4)
+            st = rng.choice((7, 8))
+            start = max(t + rng.randint(1, 30), stream_free[st])
+            end = start + rng.randint(1, 25)
+            stream_free[st] = end
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                       "ts": t, "dur": 1, "args": {"correlation": corr}})
+            ev.append({"ph": "X", "cat": "kernel", "name": f"k{corr}", "pid": 0, "tid": st, "ts": start,
+                       "dur": end - start, "args": {"correlation": corr, "device": 0, "stream": st}})
+        t = max(stream_free.values()) + rng.randint(0, 60) if rng.random() < 0.7 else t
+    return {"traceEvents": ev}
+
+
+def test_drains_match_basic_evaluation_loop(tmp_path):
+    s = duckprof.connect()
+    seeds = list(range(30))
+    for seed in seeds:
+        p = tmp_path / f"r{seed}.json"
+        p.write_text(json.dumps(_random_trace(seed)))
+        s.load([str(p)], run=f"r{seed}")
+    ids = dict(q(s, "SELECT run, trace_id FROM traces"))
+    series = {}
+    for tid, ts, d in q(s, "SELECT trace_id, ts_ns, queue_depth FROM queue_depth(per_device := true) ORDER BY trace_id, seq"):
+        series.setdefault(tid, []).append((ts, d))
+    drains = {}
+    for tid, a, b in q(s, "SELECT trace_id, start_ns, end_ns FROM queue_drains"):
+        drains.setdefault(tid, []).append((a, b))
+    nonempty = 0
+    for seed in seeds:
+        tid = ids[f"r{seed}"]
+        ref = _reference_drains(series[tid])
+        nonempty += bool(ref)
+        assert _union(drains.get(tid, [])) == _union(ref), f"seed {seed}"
+    assert nonempty >= 10  # the generator does produce drains
+    s.close()
+
+
+# -- CLI ------------------------------------------------------------------------
+
+def _cli(*args):
+    from typer.testing import CliRunner
+
+    from duckprof import cli, cli_reports  # noqa: F401
+    return CliRunner().invoke(cli.app, [str(a) for a in args])
+
+
+@pytest.mark.parametrize("name", ["idle", "gpu-time", "queue", "temporal"])
+def test_cli_help_and_formats(name, tmp_path):
+    r = _cli("report", name, "--help")
+    assert r.exit_code == 0 and "Example: duckprof report" in r.output
+    r = _cli("report", name, TWO, "--format", "json")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)
+    assert rows and rows[0]["run"] == "default"
+    r = _cli("report", name, TWO, "--format", "csv", "--output", tmp_path / "out.csv")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "out.csv").read_text().count("\n") == len(rows) + 1
+    r = _cli("report", name, TWO, "--format", "parquet")
+    assert r.exit_code == 2 and "--output" in r.output
+
+
+@pytest.mark.parametrize("name", ["idle", "gpu-time", "queue", "temporal"])
+def test_cli_no_gpu(name):
+    r = _cli("report", name, FIX / "cpu_only.json")
+    assert r.exit_code == 0
+    assert r.output.strip() == "no GPU activity in this trace"
+
+
+def test_cli_no_launches():
+    # a kernel with no launch call: gpu-time has a row, queue has none and says why
+    r = _cli("report", "gpu-time", FIX / "no_launches.json", "--format", "json")
+    assert r.exit_code == 0
+    assert [(x["scope"], x["busy_us"]) for x in json.loads(r.stdout)] == [("device", 10), ("stream", 10)]
+    r = _cli("report", "queue", FIX / "no_launches.json", "--format", "json")
+    assert r.exit_code == 0 and json.loads(r.stdout) == []
+    assert "no launch call in this trace matches its device activity" in r.stderr
+
+
+@pytest.mark.parametrize("stem", ["cpu_only_rank34.json.gz", "a100_cpu_ops_no_distinfo.json.gz"])
+@pytest.mark.parametrize("name", ["idle", "gpu-time", "queue", "temporal"])
+def test_cli_cpu_only_corpus_traces(name, stem):
+    import os
+    corpus = Path(os.environ.get("DUCKPROF_CORPUS", REPO.parent / "shared" / "traces"))
+    if not (corpus / stem).exists():
+        pytest.skip(f"no {stem} in {corpus}")
+    r = _cli("report", name, corpus / stem)
+    assert r.exit_code == 0 and r.stdout.strip() == "no GPU activity in this trace"
+
+
+def test_cli_db_and_run(tmp_path):
+    db = tmp_path / "runs.duckdb"
+    with duckprof.connect(db) as s:
+        s.load([str(TWO)], run="r1")
+        s.load([str(FIX / "cpu_only.json")], run="cpu")
+    r = _cli("report", "temporal", "--db", db, "--run", "r1", "--format", "json")
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.output)
+    assert (row["run"], row["window_us"], row["idle_us"]) == ("r1", 315, 192)
+    r = _cli("report", "queue", "--db", db, "--run", "cpu")
+    assert r.exit_code == 0 and r.output.strip() == "no GPU activity in this trace (run 'cpu')"
+    r = _cli("report", "gpu-time", "--db", db, "--run", "nope")
+    assert r.exit_code == 2 and "no run named 'nope'" in r.output
+    r = _cli("report", "gpu-time", "--db", db, "--run", "r1", "--device", "3")
+    assert r.exit_code == 0 and r.output.strip() == "no GPU activity in this trace (device 3) (run 'r1')"
+    r = _cli("report", "idle", TWO, "--limit", "-1")
+    assert r.exit_code == 2 and "--limit" in r.output
