@@ -148,11 +148,15 @@ def remove(run: str = typer.Argument(..., help="run label to delete"),
 @app.command()
 @friendly_errors
 def schema(db: Optional[str] = DbOpt,
-           name: Optional[str] = typer.Argument(None, help="only this table or view")):
+           name: Optional[str] = typer.Argument(None, help="only this table or view"),
+           markdown: bool = typer.Option(False, "--markdown", help="the documented reference (from the SQL files' header comments), as Markdown")):
     """List the tables and views with their columns (the schema every query can use).
 
     Example: duckprof schema kernels
     """
+    if markdown:
+        typer.echo(schema_markdown())
+        return
     with Session(db, read_only=bool(db)) as s:
         items = s.schema()
     if name:
@@ -163,6 +167,17 @@ def schema(db: Optional[str] = DbOpt,
         typer.echo(f"{obj} ({kind})")
         for col, typ in cols:
             typer.echo(f"    {col:<24} {typ}")
+
+
+def schema_markdown() -> str:
+    """Markdown reference of tables and views, taken from the SQL header comments."""
+    from . import sqlfiles
+    from .session import view_files_in_order
+    out = ["### Tables (sql/schema.sql)", "", "```sql", sqlfiles.read("schema.sql").strip(), "```", ""]
+    out += ["### Views (sql/views/)", ""]
+    for f in sorted(view_files_in_order()):
+        out += [f"#### `{f[:-4]}`", "", "```", sqlfiles.header(f"views/{f}"), "```", ""]
+    return "\n".join(out)
 
 
 @app.command()

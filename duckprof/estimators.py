@@ -723,6 +723,10 @@ def op_bytes(name, input_dims, input_types=None, concrete_inputs=None) -> int | 
       reductions and ops with smaller outputs, and an in-place op counts its
       self tensor as read and written.
 
+    * ``triton_*`` (the record_function of an Inductor-generated Triton kernel):
+      its tensor args are all the buffers it reads or writes (in/out pointers),
+      so the sum of their sizes (an in-place in_out_ptr counts once).
+
     ``None`` when there are no tensor inputs, a tensor's dtype is unknown, the
     op's output shape cannot be derived from the recorded args, or the op is not
     an ``aten::`` op without a formula here (fbgemm::, vllm::, autograd nodes).
@@ -731,6 +735,13 @@ def op_bytes(name, input_dims, input_types=None, concrete_inputs=None) -> int | 
         op, a, flops, outs = _estimate(name, input_dims, input_types, concrete_inputs)
         if op is None or a.dims is None or a.types is None:
             return None
+        if isinstance(name, str) and name.strip().startswith("triton_") and flops is None:
+            # An Inductor-generated Triton kernel's record_function: its tensor args are exactly
+            # the buffers it reads and writes (in_ptr*, out_ptr*, in_out_ptr*), so each counted once.
+            inputs = _tensor_inputs(a)
+            if not inputs or any(i[1] is None for i in inputs):
+                return None
+            return int(sum(i[0] * i[1] for i in inputs))
         if not (isinstance(name, str) and name.strip().startswith("aten::")) and flops is None:
             return None  # fbgemm::, vllm::, c10d::, autograd nodes ...: no shape semantics to rely on
         if op in _ZERO_TRAFFIC:

@@ -20,7 +20,7 @@ def open_data(traces=None, db=None, run=None, salvage=False, progress=None) -> S
         raise DuckprofError("give trace files, or --db FILE")
     s = Session(db, read_only=True)
     if run is not None:
-        ok = s.con.execute("SELECT count(*) FROM traces WHERE run = $run", {"run": run}).fetchone()[0]
+        ok = s.con.execute("SELECT count(*) FROM traces WHERE run = $run", {"run": run}).fetchall()[0][0]
         if not ok:
             have = [r[0] for r in s.con.execute("SELECT DISTINCT run FROM traces ORDER BY 1").fetchall()]
             raise DuckprofError(f"{db}: no run named {run!r} (runs: {', '.join(have) or 'none'})")
@@ -47,5 +47,5 @@ def trace_scope(run=None) -> tuple[str, dict]:
 def missing(session: Session, view: str, what: str, run=None) -> str | None:
     """'this trace has no <what>' when `view` has no rows in scope, else None."""
     pred, params = trace_scope(run)
-    n = session.con.execute(f"SELECT count(*) FROM (SELECT 1 FROM {view} WHERE {pred} LIMIT 1)", params).fetchone()[0]
+    n = session.con.execute(f"SELECT count(*) FROM (SELECT 1 FROM {view} WHERE {pred} LIMIT 1)", params).fetchall()[0][0]
     return None if n else f"no {what} in this trace" + (f" (run {run!r})" if run else "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 
@@ -10,6 +11,7 @@ import duckdb
 from . import sqlfiles
 from .errors import DuckprofError
 from .load import Loader, LoadReport
+from .peaks import seed_peaks
 
 def view_files_in_order() -> list[str]:
     """sql/views/*.sql sorted so that every view comes after the views it uses."""
@@ -35,6 +37,13 @@ def view_files_in_order() -> list[str]:
     for f in files:
         visit(f)
     return ordered
+
+
+def views_digest() -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for f in sqlfiles.list_dir("views"):
+        h.update(f.encode() + b"\0" + sqlfiles.read(f"views/{f}").encode())
+    return h.hexdigest()
 
 
 # Bump when tables or views change incompatibly: an older database then gets a
@@ -63,7 +72,14 @@ class Session:
             raise DuckprofError(f"{self.db}: cannot open as a DuckDB database ({first})") from None
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
-        self._ensure_schema()
+        self.con.execute("SET enable_progress_bar = false")  # duckprof draws its own
+        try:
+            self._ensure_schema()
+        except BaseException:
+            # release the file: DuckDB keeps one instance per file and process, so a
+            # connection left open here would block the next connect() to it
+            self.con.close()
+            raise
 
     # -- schema -------------------------------------------------------------
     def _ensure_schema(self):
@@ -80,7 +96,10 @@ class Session:
                 raise DuckprofError(
                     f"{name}: database schema version {found}, but this duckprof uses version "
                     f"{SCHEMA_VERSION}; load the traces into a new database")
-            self._add_missing_views()
+            if self.read_only:
+                self._add_missing_views()
+            else:
+                self._refresh_views()
             return
         if tables:
             raise DuckprofError(f"{name}: not a duckprof database (it has other tables: "
@@ -89,8 +108,9 @@ class Session:
             raise DuckprofError(f"{name}: not a duckprof database (empty)")
         con.execute("BEGIN TRANSACTION")
         con.execute(sqlfiles.read("schema.sql"))
-        con.execute("INSERT INTO duckprof_meta VALUES ('schema_version', $v), ('created_by', 'duckprof')",
-                    {"v": str(SCHEMA_VERSION)})
+        seed_peaks(con)  # datasheet peaks: stored in the file, users may add rows
+        con.execute("INSERT INTO duckprof_meta VALUES ('schema_version', $v), ('created_by', 'duckprof'), "
+                    "('views_hash', $h)", {"v": str(SCHEMA_VERSION), "h": views_digest()})
         self._create_views()
         con.execute("COMMIT")
 
@@ -100,17 +120,29 @@ class Session:
             self.con.execute(sqlfiles.read(f"views/{f}"))
 
     def _add_missing_views(self):
-        """A database made by an older duckprof (same schema version) may lack
-        views added since: create them (as TEMP views when read-only, so the
-        file is never modified by a reader)."""
+        """A read-only session on a database made by an older duckprof (same
+        schema version) creates views and macros added since as TEMP objects,
+        so a reader never modifies the file."""
         have = {r[0] for r in self.con.execute(
             "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
         for f in view_files_in_order():
             if f[:-4] not in have:
-                sql = sqlfiles.read(f"views/{f}")
-                if self.read_only:
-                    sql = sql.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1)
+                sql = re.sub(r"CREATE OR REPLACE (VIEW|MACRO)", r"CREATE OR REPLACE TEMP \1",
+                             sqlfiles.read(f"views/{f}"))
                 self.con.execute(sql)
+
+    def _refresh_views(self):
+        """Recreate the views when the packaged view SQL changed since they were
+        made (tracked by a hash in duckprof_meta). Unchanged: nothing is written,
+        so opening a database to load into it does not modify the file."""
+        digest = views_digest()
+        rows = self.con.execute("SELECT value FROM duckprof_meta WHERE key = 'views_hash'").fetchall()
+        if rows and rows[0][0] == digest:
+            return
+        self.con.execute("BEGIN TRANSACTION")
+        self._create_views()
+        self.con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('views_hash', $h)", {"h": digest})
+        self.con.execute("COMMIT")
 
     # -- API ----------------------------------------------------------------
     def load(self, paths, run: str = "default", salvage: bool = False, progress=None) -> LoadReport:

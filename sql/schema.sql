@@ -84,3 +84,28 @@ CREATE TABLE IF NOT EXISTS op_estimates (
     bytes           BIGINT,   -- minimum DRAM traffic (inputs read once, outputs written once)
     dtype           VARCHAR   -- canonical dtype of the largest tensor input (fp32, bf16, ...)
 );
+
+-- device_peaks: datasheet peaks per device model (dense, no sparsity), seeded at
+-- database creation from duckprof/data/peaks.csv (duckprof.peaks.seed_peaks).
+-- Add rows for devices duckprof does not know (a lower priority wins); the
+-- device_peak view matches each traced device to one row.
+CREATE TABLE IF NOT EXISTS device_peaks (
+    priority             INTEGER,  -- lower wins when several rows match
+    device_pattern       VARCHAR,  -- case-insensitive RE2 regex searched in deviceProperties name
+    device               VARCHAR,  -- model, e.g. 'NVIDIA H100 SXM5' (unique)
+    vendor               VARCHAR,  -- 'NVIDIA', 'AMD', ...
+    memory_gb            DOUBLE,   -- marketed memory, GB
+    sm_count             INTEGER,  -- SMs (NVIDIA) or compute units (AMD)
+    fp64_tflops          DOUBLE,   -- dense peaks, TFLOP/s (NULL: no published figure)
+    fp32_tflops          DOUBLE,
+    tf32_tflops          DOUBLE,
+    bf16_tflops          DOUBLE,
+    fp16_tflops          DOUBLE,
+    fp8_tflops           DOUBLE,
+    int8_tops            DOUBLE,   -- TOP/s
+    fp4_tflops           DOUBLE,
+    dram_gbps            DOUBLE,   -- DRAM bandwidth, GB/s (1e9 bytes/s)
+    fallback_mem_gib_min DOUBLE,   -- used when no pattern matches a device name: match on
+    fallback_mem_gib_max DOUBLE,   -- totalGlobalMem / 2^30 in [min, max] and numSms = sm_count
+    source               VARCHAR   -- where the numbers come from (URL)
+);

@@ -1,0 +1,64 @@
+"""Datasheet peaks of GPUs: the packaged table (duckprof/data/peaks.csv) and
+the `device_peaks` database table seeded from it.
+
+How a traced device finds its row is SQL (sql/views/device_peak.sql), so a
+plain DuckDB client gets the same answer:
+
+1. by name: rows whose ``device_pattern`` (case-insensitive RE2 regex) is found
+   in deviceProperties ``name``; the lowest ``priority`` wins;
+2. only if no pattern matches (ROCm often says "AMD Radeon Graphics" or ""):
+   rows with ``fallback_mem_gib_min`` set whose ``sm_count`` equals the
+   device's SM/CU count and whose [fallback_mem_gib_min, fallback_mem_gib_max]
+   holds totalGlobalMem / 2^30; the lowest ``priority`` wins.
+
+Users add devices with plain SQL on a persistent database, e.g.::
+
+    INSERT INTO device_peaks (priority, device_pattern, device, vendor, fp32_tflops, bf16_tflops, dram_gbps)
+    VALUES (1, 'RTX 4090', 'NVIDIA GeForce RTX 4090', 'NVIDIA', 82.6, 165.2, 1008);
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from importlib import resources
+
+#: Columns of peaks.csv and of the device_peaks table, in order.
+COLUMNS = ("priority", "device_pattern", "device", "vendor", "memory_gb", "sm_count",
+           "fp64_tflops", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops",
+           "int8_tops", "fp4_tflops", "dram_gbps", "fallback_mem_gib_min", "fallback_mem_gib_max", "source")
+_INTS = {"priority", "sm_count"}
+_TEXT = {"device_pattern", "device", "vendor", "source"}
+
+
+def packaged_rows() -> list[dict]:
+    """The rows of duckprof/data/peaks.csv, typed (empty cell -> None)."""
+    text = resources.files("duckprof").joinpath("data/peaks.csv").read_text(encoding="utf-8")
+    out = []
+    for r in csv.DictReader(io.StringIO(text)):
+        row = {}
+        for c in COLUMNS:
+            v = r[c]
+            if c in _TEXT:
+                row[c] = v if v != "" else None
+            elif v == "":
+                row[c] = None
+            else:
+                row[c] = int(v) if c in _INTS else float(v)
+        out.append(row)
+    return out
+
+
+def seed_peaks(con) -> int:
+    """Insert the packaged rows into `device_peaks` (which schema.sql creates).
+
+    Idempotent: rows whose ``device`` is already in the table are left alone,
+    so user edits survive and a second call adds nothing. Returns the number of
+    rows inserted. Run it once when a database is created.
+    """
+    existing = {r[0] for r in con.execute("SELECT device FROM device_peaks").fetchall()}
+    rows = [tuple(r[c] for c in COLUMNS) for r in packaged_rows() if r["device"] not in existing]
+    if rows:
+        marks = ", ".join("?" for _ in COLUMNS)
+        con.executemany(f"INSERT INTO device_peaks ({', '.join(COLUMNS)}) VALUES ({marks})", rows)
+    return len(rows)

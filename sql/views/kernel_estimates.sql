@@ -1,0 +1,110 @@
+-- kernel_estimates: FLOPs, bytes and dtype of every GPU kernel, attributed from
+-- the cpu_op that launched it (launches.op_event_id; estimates in op_estimates).
+--
+-- Attribution when one op launches several kernels (a GEMM + its split-K
+-- reduce, a conv + a layout transform, grad-input + grad-weight convs): the
+-- op's FLOPs and bytes are split across its kernels in proportion to kernel
+-- duration, so every kernel of the op shows the op's average rate, no kernel
+-- looks faster than the op as a whole, and per op the kernels' flops (bytes)
+-- add up exactly to the op's estimate. (torch's profile_analysis instead gives
+-- every kernel the op's full count, counting it once per kernel.) Integer
+-- shares: kernel i of an op with F FLOPs gets floor(F * d_i / D), d_i its
+-- duration and D the sum over the op's kernels (each kernel weighs 1 instead
+-- when all took 0 ns); what rounding leaves over (fewer than the number of
+-- kernels) goes to the longest kernel (ties: the first in the file). Bytes
+-- the same way. One kernel per op: it gets everything.
+--
+-- Kernels whose op has no estimate (no op found, no formula, record_shapes
+-- off) get NULL. The kernel_flop / kernel_num_gb args that `duckprof augment`
+-- (or torch's profile_analysis --augment_trace, which counts an op once per
+-- kernel) writes into a trace are not read: they are derived from the same op
+-- shapes, which are still in the trace.
+--
+-- dtype: the op's (largest tensor input, op_estimates.dtype); else guessed
+-- from the kernel name (bf16/bfloat16, e4m3/e5m2/fp8, fp16/half, tf32/sgemm/
+-- f32, dgemm/fp64); else NULL (reports take --dtype then).
+--
+-- trace_id       INTEGER  trace
+-- event_id       BIGINT   the kernel (kernels.event_id)
+-- name           VARCHAR  kernel name
+-- device         INTEGER  GPU index
+-- stream         BIGINT   stream
+-- ts_ns          BIGINT   start, ns since the epoch
+-- dur_ns         BIGINT   duration, ns
+-- op_event_id    BIGINT   cpu_ops.event_id of the launching op (NULL: none found)
+-- op_name        VARCHAR  e.g. 'aten::addmm'
+-- op_kernels     BIGINT   kernels launched by that op (1 when no op)
+-- op_flops       BIGINT   the op's FLOPs (op_estimates.flops; NULL: unknown)
+-- op_bytes       BIGINT   the op's minimum DRAM traffic, bytes (NULL: unknown)
+-- flops          BIGINT   this kernel's share of op_flops (NULL: unknown)
+-- bytes          BIGINT   this kernel's share of op_bytes, bytes (NULL: unknown)
+-- dtype          VARCHAR  canonical dtype: fp64, fp32, bf16, fp16, fp8, fp4, int64, int32, ... (NULL: unknown)
+-- dtype_source   VARCHAR  'op', 'kernel_name' or NULL
+-- peak_dtype     VARCHAR  which datasheet peak applies (a device_peak column): fp64, fp32,
+--                         tf32 (fp32 op whose kernel name says tf32/xf32/s1688), bf16, fp16,
+--                         fp8, fp4, int8 (int8/uint8); NULL for other dtypes or unknown
+CREATE OR REPLACE VIEW kernel_estimates AS
+WITH k AS (
+    SELECT l.trace_id, l.event_id, l.name, l.device, l.stream, l.ts_ns, l.dur_ns,
+           l.op_event_id, l.op_name, e.flops AS op_flops, e.bytes AS op_bytes, e.dtype AS op_dtype,
+           greatest(coalesce(l.dur_ns, 0), 0) AS d,
+           coalesce(l.op_event_id, -l.event_id) AS op_key  -- a kernel without op is its own group
+    FROM launches l
+    LEFT JOIN op_estimates e
+      ON l.op_event_id IS NOT NULL
+     AND e.sig = hash(l.op_name, l.input_dims::VARCHAR, l.input_types::VARCHAR, l.concrete_inputs::VARCHAR)
+    WHERE l.kind = 'kernel'
+),
+per_op AS (
+    SELECT trace_id, op_key, count(*) AS op_kernels, sum(d) AS op_dur
+    FROM k GROUP BY trace_id, op_key
+),
+j AS (
+    SELECT k.*, p.op_kernels, p.op_dur FROM k JOIN per_op p USING (trace_id, op_key)
+),
+split AS (  -- ops with several kernels: floor of the proportional share ...
+    SELECT *,
+           (op_flops::HUGEINT * wt // wt_total)::BIGINT AS f0,
+           (op_bytes::HUGEINT * wt // wt_total)::BIGINT AS b0
+    FROM (SELECT *, CASE WHEN op_dur > 0 THEN d ELSE 1 END AS wt,
+                    CASE WHEN op_dur > 0 THEN op_dur ELSE op_kernels END AS wt_total
+          FROM j WHERE op_kernels > 1)
+),
+remainder AS (  -- ... and what rounding left over (fewer than op_kernels) to the longest kernel
+    SELECT trace_id, op_key, any_value(op_flops) - sum(f0) AS f_rest, any_value(op_bytes) - sum(b0) AS b_rest,
+           arg_max(event_id, (wt, -event_id)) AS longest
+    FROM split GROUP BY trace_id, op_key
+),
+shared AS (
+    SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, op_event_id, op_name, op_kernels,
+           op_flops, op_bytes, op_dtype, op_flops AS flops_share, op_bytes AS bytes_share
+    FROM j WHERE op_kernels = 1  -- most kernels: the only kernel of their op gets all of it
+    UNION ALL
+    SELECT s.trace_id, s.event_id, s.name, s.device, s.stream, s.ts_ns, s.dur_ns, s.op_event_id, s.op_name,
+           s.op_kernels, s.op_flops, s.op_bytes, s.op_dtype,
+           s.f0 + CASE WHEN s.event_id = r.longest THEN r.f_rest ELSE 0 END,
+           s.b0 + CASE WHEN s.event_id = r.longest THEN r.b_rest ELSE 0 END
+    FROM split s JOIN remainder r USING (trace_id, op_key)
+),
+named AS (
+    SELECT s.*,
+           coalesce(s.op_dtype, CASE
+               WHEN regexp_matches(s.name, 'bf16|bfloat16', 'i') THEN 'bf16'
+               WHEN regexp_matches(s.name, 'e4m3|e5m2|fp8|float8', 'i') THEN 'fp8'
+               WHEN regexp_matches(s.name, 'fp16|f16|half|h884|h1688|h16816', 'i') THEN 'fp16'
+               WHEN regexp_matches(s.name, 'tf32|tfloat32|xf32|sgemm|fp32|f32', 'i') THEN 'fp32'
+               WHEN regexp_matches(s.name, 'dgemm|fp64', 'i') THEN 'fp64'
+           END) AS dtype_
+    FROM shared s
+)
+SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, op_event_id, op_name, op_kernels,
+       op_flops, op_bytes,
+       flops_share AS flops,
+       bytes_share AS bytes,
+       dtype_ AS dtype,
+       CASE WHEN op_dtype IS NOT NULL THEN 'op' WHEN dtype_ IS NOT NULL THEN 'kernel_name' END AS dtype_source,
+       CASE WHEN dtype_ = 'fp32' AND regexp_matches(name, 'tf32|tfloat32|xf32|s1688', 'i') THEN 'tf32'
+            WHEN dtype_ IN ('fp64', 'fp32', 'bf16', 'fp16', 'fp8', 'fp4', 'int8') THEN dtype_
+            WHEN dtype_ = 'uint8' THEN 'int8'
+       END AS peak_dtype
+FROM named;
