@@ -176,7 +176,7 @@ class Loader:
         report = LoadReport(run=run)
         con = self.con
         tmp = tempfile.mkdtemp(prefix="duckprof-")
-        threads = int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+        threads = int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
         try:
             known = {h for (h,) in con.execute(
                 "SELECT content_hash FROM traces WHERE run = $run", {"run": run}).fetchall()}
@@ -194,13 +194,16 @@ class Loader:
                     continue
                 known.add(p.split.content_hash)
                 prepared.append((p, fr))
-            next_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM traces").fetchone()[0]
+            next_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM traces").fetchall()[0][0]
             con.execute("BEGIN TRANSACTION")
             try:
                 for i, (p, fr) in enumerate(prepared):
                     self.progress(f"[{i + 1}/{len(prepared)}] loading {p.path}")
                     t0 = time.perf_counter()
-                    self._insert(p, run, next_id, fr)
+                    try:
+                        self._insert(p, run, next_id, fr)
+                    except duckdb.Error as e:  # validation should have caught it: still name the file
+                        raise TraceError(p.path, self._describe(e, p.split)) from None
                     fr.trace_id = next_id
                     fr.seconds += time.perf_counter() - t0
                     next_id += 1
@@ -220,8 +223,8 @@ class Loader:
                 os.remove(c)
 
     def _validate(self, path, split) -> int:
-        row = self.con.execute(sqlfiles.read("load/validate.sql"), {"files": split.chunks}).fetchone()
-        events, bad, bad_name = row
+        row = self.con.execute(sqlfiles.read("load/validate.sql"), {"files": split.chunks}).fetchall()[0]
+        events, bad, bad_name = row[:3]
         if bad:
             raise TraceError(path, f"{bad:,} event(s) have a ts or dur that is not a usable number "
                                    f"(NaN, inf or out of range), first: {bad_name!r}")
@@ -258,8 +261,20 @@ class Loader:
         base_ns = _int_or_none(meta.get("baseTimeNanoseconds")) or 0
         con.execute(sqlfiles.read("load/insert_events.sql"),
                     {"files": split.chunks, "trace_id": trace_id, "base_ns": base_ns})
-        con.execute(sqlfiles.read("load/nesting.sql"),
-                    {"trace_id": trace_id})
+        if not base_ns and con.execute(
+                # fractional absolute us beyond 2^43 us, where a double is coarser than 1 ns
+                "SELECT count(*) FROM (SELECT 1 FROM events WHERE trace_id = $t "
+                "AND abs(ts_ns) >= 8796093022208000 AND ts_ns % 1000 <> 0 LIMIT 1)",
+                {"t": trace_id}).fetchall()[0][0]:
+            con.execute(sqlfiles.read("load/exact_ts.sql"), {"files": split.chunks, "trace_id": trace_id})
+        nesting = sqlfiles.read("load/nesting.sql")
+        con.execute(nesting, {"trace_id": trace_id, "crossing_threads": []})
+        # events that start inside another and outlive it: redo those threads (see nesting.sql)
+        crossing = [t for (t,) in con.execute(sqlfiles.read("load/nesting_check.sql"),
+                                              {"trace_id": trace_id}).fetchall()]
+        if crossing:
+            con.execute("DELETE FROM nesting WHERE trace_id = $t", {"t": trace_id})
+            con.execute(nesting, {"trace_id": trace_id, "crossing_threads": crossing})
         self._insert_trace_row(p.path, run, trace_id, split, meta, base_ns, p.events)
         add_estimates(con, trace_id)
         fr.events = p.events
@@ -273,6 +288,10 @@ class Loader:
     @staticmethod
     def _describe(e, split) -> str:
         msg = _clean_duckdb_error(e, split)
+        if "duplicate key" in msg:
+            return f"not valid JSON inside traceEvents: an event has a duplicate key ({msg})"
+        if "Expected OBJECT" in msg:  # e.g. [1, 2, 3] or {"traceEvents": ["x"]}
+            return f"not a trace: traceEvents holds a value that is not an event object ({msg})"
         if "Malformed JSON" in msg or "unexpected" in msg:
             return f"not valid JSON inside traceEvents ({msg})"
         return msg

@@ -28,8 +28,11 @@ from .errors import TraceError
 
 try:  # ISA-L decompresses gzip ~3x faster than zlib; optional.
     from isal import igzip as _gzip
+    from isal.igzip_lib import IsalError as _IsalError  # not an OSError: corrupt deflate data
 except ImportError:  # pragma: no cover - exercised only without isal
     _gzip = gzip
+    _IsalError = zlib.error
+_GZIP_ERRORS = (OSError, zlib.error, ValueError, _IsalError)
 
 BLOCK = 8 << 20
 TAIL_KEEP = 8 << 20  # bytes held back to find where the array ends
@@ -188,6 +191,26 @@ def _copy_range(src, dst, count, offset):
         os.lseek(src, offset, os.SEEK_SET)
         data = os.read(src, min(count, BLOCK))
         return os.write(dst, data)
+
+
+def _truncated_gzip_rest(path, skip: int):
+    """What zlib can still decompress from a truncated gzip file, after the first
+    `skip` uncompressed bytes (those the gzip reader already returned)."""
+    d = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    with open(path, "rb") as f:
+        while not d.eof:
+            c = f.read(1 << 20)
+            if not c:
+                return
+            try:
+                out = d.decompress(c)
+            except zlib.error:
+                return
+            if skip:
+                n = min(skip, len(out))
+                out, skip = out[n:], skip - n
+            if out:
+                yield out
 
 
 def _gzip_isize(path):
@@ -417,8 +440,12 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
                 b = stream.read(BLOCK)
             except EOFError:
                 truncated_gzip = True
+                # GzipFile drops the block it was decoding: get the rest from zlib
+                for b in _truncated_gzip_rest(path, json_bytes):
+                    json_bytes += len(b)
+                    yield clean(b) if sanitize else b
                 return
-            except (OSError, zlib.error, ValueError) as e:
+            except _GZIP_ERRORS as e:
                 raise TraceError(path, f"corrupt gzip data ({e})") from None
             if not b:
                 return
@@ -442,9 +469,7 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
             if not head.strip():
                 raise TraceError(path, "empty file (only whitespace)")
             if head.lstrip()[:1] == b"{":
-                raise TraceError(path, "not a trace: JSON object without a 'traceEvents' array"
-                                 if _looks_complete(head) else
-                                 "truncated: the file ends before the 'traceEvents' array")
+                raise TraceError(path, _json_problem(head))
             raise TraceError(path, "not JSON")
         bare, start, prefix = found
         metadata = {} if bare else _parse_metadata(path, prefix)
@@ -464,7 +489,7 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
         held = b"".join(pending)
         del pending
         end, suffix = _find_array_end(held, bare)
-        salvaged_bytes, preview = 0, ""
+        salvaged_bytes, preview, salvage_note = 0, "", ""
         if end is None:
             where = "gzip stream" if truncated_gzip else "file"
             if not salvage:
@@ -491,8 +516,13 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
             preview = dropped.strip(_WS + b",")[:80].decode("utf-8", "replace")
             held = held[:end]
             suffix = {}
+            if not salvaged_bytes:  # say so: salvaged_bytes = 0 alone looks like a complete file
+                salvage_note = ("truncated file salvaged: it ends right after a complete event "
+                                "(nothing dropped)")
         else:
             held = held[:end]
+            if truncated_gzip and salvage:
+                salvage_note = "truncated gzip stream salvaged: the JSON inside it is complete"
         if truncated_gzip and not salvage and end is not None:
             raise TraceError(path, "truncated gzip: the compressed stream ends early "
                              "(pass --salvage to load what is there)")
@@ -502,7 +532,7 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
         # drain the hash: for gzip the decompressor may not have read the trailer bytes
         rest = raw.read()
         hashing.hash.update(rest)
-        notes = []
+        notes = [salvage_note] if salvage_note else []
         if counts["utf8"]:
             notes.append(f"{counts['utf8']:,} invalid UTF-8 sequence(s) replaced by U+FFFD")
         if counts["ctrl"]:
@@ -526,6 +556,18 @@ def _looks_complete(buf: bytes) -> bool:
         return True
     except ValueError:
         return False
+
+
+def _json_problem(buf: bytes) -> str:
+    """Why `buf` (a whole file without a usable traceEvents array) is not a trace."""
+    text = buf.decode("utf-8", "replace")
+    try:
+        json.loads(text)
+    except ValueError as e:
+        if getattr(e, "pos", 0) >= len(text.rstrip()) or str(e).startswith("Unterminated string"):
+            return "truncated: the file ends before the 'traceEvents' array"
+        return f"not valid JSON ({e})"
+    return "not a trace: JSON object without a 'traceEvents' array"
 
 
 def _balanced(obj: bytes) -> bool:

@@ -3,7 +3,8 @@
 -- Parameters: files (VARCHAR[]), trace_id, base_ns (0 when ts is absolute).
 -- Timestamps: DuckDB parses numbers as DOUBLE; splitting integer and fraction
 -- keeps whole nanoseconds exact while ulp(ts) < 1 ns (ts < 2^43 us, true for
--- relative-to-baseTimeNanoseconds traces); see README "Timestamps".
+-- relative-to-baseTimeNanoseconds traces); see README "Timestamps". Beyond
+-- that (fractional absolute us, ~1.7e15), exact_ts.sql redoes ts from the text.
 INSERT INTO events
 WITH raw AS (
     SELECT ph, cat, name, pid, tid, id, args,

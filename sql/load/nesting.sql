@@ -1,5 +1,6 @@
 -- Interval nesting of the host (CPU-side) complete events of one trace.
--- Parameter: trace_id. Writes `nesting` (parent_id, depth, self_ns, op_id).
+-- Parameters: trace_id; crossing_threads (UBIGINT[], see below: empty on the
+-- first pass). Writes `nesting` (parent_id, depth, self_ns, op_id).
 --
 -- Quadratic interval joins die on big traces, so nesting comes from one sorted
 -- pass instead. Per thread, every event contributes a start point (+1) and an
@@ -11,6 +12,21 @@
 -- Its parent is then the latest earlier event of depth d-1 on the thread: an
 -- ASOF join. Counting only cpu_ops the same way gives each event's innermost
 -- enclosing cpu_op (op_id).
+--
+-- Real traces are not always properly nested: with with_stack, ProfilerStep#N
+-- starts inside the python frame that opens it and outlives it. Like torch's
+-- tree building (EventList._populate_cpu_children), an event's parent is the
+-- innermost event that contains it entirely, and an open event that a later
+-- event starts inside and outlives ("crosses") is closed where that event
+-- starts: its end point moves to close_ns. Those intervals nest properly, so
+-- the running sum and the ASOF join above apply unchanged. Crossed events are
+-- found by a window over the events starting inside each one; only those few
+-- are joined with their crossers. That window is costly, so the loader runs
+-- this file first with no crossing_threads, then nesting_check.sql: the first
+-- crossing on a thread always leaves a child whose parent ends before it does
+-- (its parent is then the innermost open event, which it outlives). Only if
+-- some thread has one is the trace's nesting computed again, with the window
+-- on those threads.
 INSERT INTO nesting
 WITH host AS (
     SELECT event_id, hash(pid_label, tid_label) AS thread, (cat = 'cpu_op')::INTEGER AS op,
@@ -20,14 +36,29 @@ WITH host AS (
       AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'gpu_user_annotation',
                       'mtia_ccp_events', 'trace')
 ),
+inner_max AS (
+    -- the latest end among the events that start strictly inside (ts_ns, end_ns)
+    SELECT event_id, thread, ts_ns, end_ns,
+           max(end_ns) OVER (PARTITION BY thread ORDER BY ts_ns
+                             RANGE BETWEEN 1 FOLLOWING AND greatest(dur_ns - 1, 1) FOLLOWING) AS m
+    FROM host
+    WHERE list_contains(CAST($crossing_threads AS UBIGINT[]), thread)
+),
+crossed AS (
+    SELECT c.event_id, min(x.ts_ns) AS close_ns
+    FROM inner_max c JOIN host x
+      ON x.thread = c.thread AND x.ts_ns > c.ts_ns AND x.ts_ns < c.end_ns AND x.end_ns > c.end_ns
+    WHERE c.m > c.end_ns
+    GROUP BY c.event_id
+),
 points AS (
     SELECT event_id, thread, ts_ns AS t, 1 AS kind, -dur_ns AS longer_first, 0 AS sub,
            1 AS delta, op AS op_delta, op, ts_ns, end_ns, dur_ns
     FROM host
     UNION ALL
-    SELECT event_id, thread, end_ns, CASE WHEN dur_ns = 0 THEN 1 ELSE 0 END, -dur_ns, 1,
-           -1, -op, NULL, NULL, NULL, NULL
-    FROM host
+    SELECT h.event_id, h.thread, coalesce(c.close_ns, h.end_ns), CASE WHEN h.dur_ns = 0 THEN 1 ELSE 0 END,
+           -h.dur_ns, 1, -1, -h.op, NULL, NULL, NULL, NULL
+    FROM host h LEFT JOIN crossed c USING (event_id)
 ),
 d AS (
     SELECT event_id, thread, op = 1 AS is_op, ts_ns, end_ns, dur_ns,

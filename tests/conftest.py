@@ -1,0 +1,171 @@
+"""Shared fixtures for the loader tests (GitHub issue 2).
+
+The real corpus is ../shared/traces (override with DUCKPROF_CORPUS). Expected
+values never come from duckprof itself: they are hand-computed (fixtures/
+handmade) or counted independently here with Python's json module.
+"""
+
+from __future__ import annotations
+
+import collections
+import decimal
+import gzip
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # tests run against the source tree
+    sys.path.insert(0, str(REPO))
+
+import duckprof  # noqa: E402
+
+CORPUS = Path(os.environ.get("DUCKPROF_CORPUS", REPO.parent / "shared" / "traces"))
+HANDMADE = REPO / "fixtures" / "handmade"
+
+
+def corpus_files() -> list[Path]:
+    if not CORPUS.is_dir():
+        return []
+    return sorted(p for p in CORPUS.iterdir() if p.name.endswith((".json", ".json.gz")))
+
+
+def corpus_path(name: str) -> Path:
+    p = CORPUS / name
+    if not p.exists():
+        pytest.skip(f"corpus file {name} not found in {CORPUS}")
+    return p
+
+
+needs_corpus = pytest.mark.skipif(not corpus_files(), reason=f"no trace corpus at {CORPUS}")
+
+
+# -- independent reading of traces (Python's json module) ---------------------
+
+def read_bytes(path) -> bytes:
+    path = Path(path)
+    data = path.read_bytes()
+    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+def read_trace(path, exact: bool = False):
+    """The whole document; with exact=True numbers with a fraction are Decimals."""
+    kw = {"parse_float": decimal.Decimal} if exact else {}
+    return json.loads(read_bytes(path), **kw)
+
+
+def trace_events(doc) -> list[dict]:
+    return doc if isinstance(doc, list) else doc["traceEvents"]
+
+
+# Canonical category mapping, written independently of sql/load/insert_events.sql.
+LEGACY_CATS = {
+    "Operator": "cpu_op", "Kernel": "kernel", "Runtime": "cuda_runtime",
+    "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "async": "ac2g",
+    "async_cpu_to_gpu": "ac2g", "async_gpu": "ac2g",
+    "gpu_user_Annotation": "gpu_user_annotation",
+}
+KNOWN_CATS = {
+    "kernel", "cpu_op", "cuda_runtime", "cuda_driver", "gpu_memcpy", "gpu_memset", "ac2g",
+    "fwdbwd", "user_annotation", "gpu_user_annotation", "python_function",
+    "cpu_instant_event", "trace", "overhead", "cuda_sync", "cuda_profiler_range",
+    "mtia_runtime", "mtia_ccp_events",
+}
+
+
+def canonical_cat(event: dict):
+    cat = event.get("cat")
+    if cat is None:
+        return "cpu_instant_event" if event.get("name") == "[memory]" else None
+    if cat in LEGACY_CATS:
+        return LEGACY_CATS[cat]
+    if cat.lower() in KNOWN_CATS:
+        return cat.lower()
+    return cat
+
+
+def category_counts(events) -> dict:
+    return dict(collections.Counter(canonical_cat(e) for e in events))
+
+
+# -- sessions ------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def corpus_session():
+    """One in-memory session with every corpus file loaded (run 'corpus').
+    Yields (session, {file name: trace_id})."""
+    if not corpus_files():
+        pytest.skip(f"no trace corpus at {CORPUS}")
+    s = duckprof.connect()
+    report = s.load([str(CORPUS)], run="corpus")
+    ids = {os.path.basename(f.path): f.trace_id for f in report.files}
+    yield s, ids, report
+    s.close()
+
+
+def sha256(path) -> str | None:
+    p = Path(path)
+    if not p.exists():
+        return None
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def db_state(db) -> tuple:
+    """Fingerprint of a database file and its WAL (None where absent)."""
+    return sha256(db), sha256(str(db) + ".wal")
+
+
+@pytest.fixture
+def tmp_db(tmp_path):
+    return tmp_path / "runs.duckdb"
+
+
+# -- the CLI -------------------------------------------------------------------
+
+def run_cli(*args, cwd=None, timeout=120, env=None) -> subprocess.CompletedProcess:
+    """Run `duckprof ARGS` in a fresh Python process (the real entry point)."""
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(REPO) + os.pathsep + e.get("PYTHONPATH", "")
+    e.setdefault("COLUMNS", "200")
+    if env:
+        e.update(env)
+    code = "import sys; from duckprof.cli import main; sys.argv[0] = 'duckprof'; main()"
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=cwd, env=e,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def cli_app():
+    from duckprof import cli, cli_reports  # noqa: F401  (registers report commands)
+    return cli.app
+
+
+def invoke(app, *args):
+    """Run the CLI in-process (typer's CliRunner); returns the Result."""
+    from typer.testing import CliRunner
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def assert_one_line_error(stderr: str, must_contain):
+    """Bad input: exactly one line on stderr, naming the file, no traceback."""
+    lines = [l for l in stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, f"expected one error line, got:\n{stderr}"
+    assert "Traceback" not in stderr
+    for s in ([must_contain] if isinstance(must_contain, str) else must_contain):
+        assert s in lines[0], f"{s!r} not in {lines[0]!r}"
+    return lines[0]
+
+
+# -- small query helpers (DuckDB relations have no fetchone()) ------------------
+
+def rows(s, sql: str, params=None) -> list[tuple]:
+    return s.con.execute(sql, params).fetchall() if params else s.con.execute(sql).fetchall()
+
+
+def scalar(s, sql: str, params=None):
+    return rows(s, sql, params)[0][0]

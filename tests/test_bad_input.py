@@ -1,0 +1,295 @@
+"""Bad input: one clear line naming the file and the problem, exit code 2, no
+traceback, and the database left exactly as it was. Merely unusual input
+(NaN inside args, control characters, invalid UTF-8) loads, with a note."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+import duckprof
+from conftest import (HANDMADE, assert_one_line_error, cli_app, db_state, invoke, rows, run_cli,  # noqa: F401
+                      scalar)
+
+GOOD = HANDMADE / "nesting3.json"
+GOOD_TEXT = GOOD.read_bytes()
+TINY = (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, '
+        b'"ts": TS, "dur": DUR, "args": ARGS}]}')
+
+
+def tiny(ts=b"1.5", dur=b"2", args=b"{}", name=None) -> bytes:
+    t = TINY.replace(b"TS", ts).replace(b"DUR", dur).replace(b"ARGS", args)
+    return t if name is None else t.replace(b'"name": "a"', b'"name": ' + name)
+
+
+def _flip_middle(data: bytes) -> bytes:
+    b = bytearray(data)
+    m = len(b) // 2
+    for i in range(m, m + 16):
+        b[i] ^= 0x5A
+    return bytes(b)
+
+
+GZ = gzip.compress(GOOD_TEXT, mtime=0)
+
+# file name -> (content, substrings the error line must contain besides the file name)
+CASES = {
+    "empty.json": (b"", ["empty file"]),
+    "blank.json": (b"  \n\t \n", ["empty"]),
+    "words.json": (b"hello world\n", ["not JSON"]),
+    "binary.json": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", ["not JSON"]),
+    "object.json": (b'{"a": 1}', ["not a trace"]),
+    "numbers.json": (b"[1, 2, 3]", ["not a trace"]),
+    "events_not_array.json": (b'{"traceEvents": 5}', ["not a trace", "traceEvents"]),
+    "events_not_objects.json": (b'{"traceEvents": [{"ph": "i", "name": "x", "ts": 1}, "oops"]}', ["not a trace"]),
+    "corrupt.json.gz": (_flip_middle(GZ), ["gzip"]),
+    "truncated.json.gz": (GZ[: len(GZ) // 2], ["truncated", "--salvage"]),
+    "gz_of_words.json.gz": (gzip.compress(b"hello"), ["not JSON"]),
+    "truncated.json": (GOOD_TEXT[:900], ["truncated", "--salvage"]),
+    "before_events.json": (b'{"schemaVersion": 1, "deviceProp', ["truncated"]),
+    "na.json": (tiny(ts=b"N/A"), ["not valid JSON"]),
+    "nan_ts.json": (tiny(ts=b"NaN"), ["NaN", "'a'"]),
+    "inf_ts.json": (tiny(ts=b"Infinity"), ["not a usable number"]),
+    "inf_dur.json": (tiny(dur=b"-Infinity"), ["not a usable number"]),
+    "huge_ts.json": (tiny(ts=b"1e300"), ["out of range"]),
+    "garbage_inside.json": (GOOD_TEXT.replace(b'"name": "C5"', b'"name": "C5" @@'), ["not valid JSON"]),
+    "duplicate_key.json": (tiny().replace(b'"tid": 1', b'"tid": 1, "tid": 2'), ["duplicate key", "tid"]),
+    "duplicate_args.json": (tiny().replace(b'"args": {}', b'"args": {}, "args": {"x": 1}'), ["duplicate key"]),
+    "bad_metadata.json": (b'{"schemaVersion": 1, "x": [1,, "traceEvents": [{"ph":"i","ts":1}]}', ["not valid JSON"]),
+}
+
+
+@pytest.fixture(scope="module")
+def shared_db(tmp_path_factory):
+    db = tmp_path_factory.mktemp("baddb") / "runs.duckdb"
+    with duckprof.connect(db) as s:
+        s.load([str(GOOD)], run="keep")
+    return db
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_file(cli_app, shared_db, tmp_path, name):
+    content, words = CASES[name]
+    path = tmp_path / name
+    path.write_bytes(content)
+    before = db_state(shared_db)
+    r = invoke(cli_app, "load", path, "--db", shared_db, "--run", "bad")
+    assert r.exit_code == 2, r.stdout + r.stderr
+    line = assert_one_line_error(r.stderr, [str(path)] + words)
+    assert line.startswith("duckprof: ")
+    assert r.stdout == ""
+    assert db_state(shared_db) == before
+    # and the Python API raises TraceError naming the file
+    with duckprof.connect() as s:
+        with pytest.raises(duckprof.TraceError) as ei:
+            s.load([str(path)])
+        assert ei.value.path == str(path) and str(path) in str(ei.value)
+        assert scalar(s, "select count(*) from events") == 0
+
+
+@pytest.mark.parametrize("args,words", [
+    (["missing.json"], ["missing.json", "no such file"]),
+    (["nothing_here"], ["nothing_here", "no trace files"]),
+    (["*.nomatch.json"], ["*.nomatch.json", "no files match"]),
+])
+def test_bad_paths(cli_app, shared_db, tmp_path, monkeypatch, args, words):
+    (tmp_path / "nothing_here").mkdir()
+    (tmp_path / "nothing_here" / "readme.txt").write_text("not a trace")
+    monkeypatch.chdir(tmp_path)
+    before = db_state(shared_db)
+    r = invoke(cli_app, "load", *args, "--db", shared_db)
+    assert r.exit_code == 2
+    assert_one_line_error(r.stderr, words)
+    assert db_state(shared_db) == before
+
+
+def test_bad_file_among_good_ones_loads_nothing(cli_app, shared_db, tmp_path):
+    bad = tmp_path / "second.json"
+    bad.write_bytes(b"{nope")
+    before = db_state(shared_db)
+    r = invoke(cli_app, "load", HANDMADE / "fractional_base.json", bad, HANDMADE / "absolute_fractional.json",
+               "--db", shared_db, "--run", "mixed")
+    assert r.exit_code == 2
+    assert_one_line_error(r.stderr, "second.json")
+    assert db_state(shared_db) == before
+
+
+def test_real_process_prints_no_traceback(tmp_path):
+    """The real entry point (not CliRunner): corrupt gzip, one line, exit 2."""
+    path = tmp_path / "corrupt.json.gz"
+    path.write_bytes(_flip_middle(GZ))
+    r = run_cli("load", path)
+    assert r.returncode == 2
+    assert_one_line_error(r.stderr, [str(path), "gzip"])
+
+
+# -- salvage --------------------------------------------------------------------
+
+def complete_events(text: bytes) -> int:
+    """Events that are complete in a truncated trace, counted with json.raw_decode."""
+    s = text.decode("utf-8", "replace")
+    i = s.index("[", s.index('"traceEvents"')) + 1
+    dec = json.JSONDecoder()
+    n = 0
+    while True:
+        while i < len(s) and s[i] in " \t\r\n,":
+            i += 1
+        try:
+            _, i = dec.raw_decode(s, i)
+        except ValueError:
+            return n
+        n += 1
+
+
+AFTER_B2 = GOOD_TEXT.index(b"},", GOOD_TEXT.index(b'"name": "B2"')) + 2  # right after "...},"
+
+
+@pytest.mark.parametrize("cut", [700, 1200, AFTER_B2, len(GOOD_TEXT) - 120])
+def test_salvage_truncated_json(tmp_path, cut):
+    path = tmp_path / "cut.json"
+    path.write_bytes(GOOD_TEXT[:cut])
+    expected = complete_events(GOOD_TEXT[:cut])
+    assert 0 < expected < 19
+    with duckprof.connect() as s:
+        rep = s.load([str(path)], salvage=True)
+        assert scalar(s, "select count(*) from events") == expected
+        assert scalar(s, "select event_count from traces") == expected
+        dropped = scalar(s, "select salvaged_bytes from traces")
+        partial = GOOD_TEXT[:cut].rstrip(b" \n,")
+        assert (dropped == 0) == partial.endswith(b"}")
+        # the events kept are the first ones of the file, intact
+        names = [n for (n,) in rows(s, "select name from events order by event_id")]
+        assert names == [e["name"] for e in json.loads(GOOD_TEXT)["traceEvents"][:expected]]
+    note = rep.summary()
+    assert "salvaged" in note and str(path) in note
+    if dropped:
+        assert f"loaded {expected:,} complete events, dropped the last {dropped:,} bytes" in note
+    else:
+        assert "nothing dropped" in note
+
+
+def test_salvage_truncated_gzip(tmp_path):
+    big = json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i * 10 + 0.5, "dur": 5}
+        for i in range(3000)]}).encode()
+    gz = gzip.compress(big, mtime=0)
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(gz[: len(gz) * 2 // 3])
+    # what an independent decoder can still read from the cut stream
+    import zlib
+    readable = zlib.decompressobj(31).decompress(gz[: len(gz) * 2 // 3])
+    expected = complete_events(readable)
+    assert 100 < expected < 3000
+    r = run_cli("load", path)
+    assert r.returncode == 2
+    assert_one_line_error(r.stderr, [str(path), "--salvage"])
+    r = run_cli("load", path, "--salvage")
+    assert r.returncode == 0, r.stderr
+    assert f"loaded {expected:,} complete events" in r.stdout
+
+
+def test_salvage_on_cli(tmp_path):
+    path = tmp_path / "cut.json"
+    path.write_bytes(GOOD_TEXT[:1500])
+    r = run_cli("query", "select count(*) as n from events", path, "--salvage", "-f", "csv")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["n", str(complete_events(GOOD_TEXT[:1500]))]
+
+
+# -- unusual but loadable ----------------------------------------------------------
+
+def test_nan_and_inf_inside_args_load(tmp_path):
+    path = tmp_path / "nan_args.json"
+    path.write_bytes(tiny(args=b'{"x": NaN, "y": Infinity, "z": -Infinity, "w": 1}'))
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        assert rows(s, "select name, ts_ns, dur_ns, args->>'w' from events") == [("a", 1500, 2000, "1")]
+
+
+def test_control_characters_and_invalid_utf8(cli_app, tmp_path):
+    path = tmp_path / "odd_names.json"
+    path.write_bytes(
+        b'{"traceEvents": ['
+        b'{"ph": "X", "cat": "cpu_op", "name": "ctl\x01x", "pid": 1, "tid": 1, "ts": 1, "dur": 1},'
+        b'{"ph": "X", "cat": "cpu_op", "name": "bad\xff\xfeutf8", "pid": 1, "tid": 1, "ts": 3, "dur": 1},'
+        b'{"ph": "X", "cat": "cpu_op", "name": "tab\there", "pid": 1, "tid": 1, "ts": 5, "dur": 1},'
+        b'{"ph": "X", "cat": "cpu_op", "name": "caf\xc3\xa9 ok", "pid": 1, "tid": 1, "ts": 7, "dur": 1}'
+        b']}')
+    with duckprof.connect() as s:
+        rep = s.load([str(path)])
+        names = [n for (n,) in rows(s, "select name from events order by event_id")]
+    assert names == ["ctl\x01x", "bad\ufffd\ufffdutf8", "tab here", "café ok"]
+    text = rep.summary()
+    assert "2 invalid UTF-8 sequence(s) replaced by U+FFFD" in text
+    assert "1 raw control character(s) in strings escaped" in text
+    assert str(path) in text
+    r = invoke(cli_app, "load", path)
+    assert r.exit_code == 0
+    assert "invalid UTF-8" in r.stdout and str(path) in r.stdout
+
+
+def test_only_invalid_utf8(tmp_path):
+    path = tmp_path / "latin1.json"
+    path.write_bytes(tiny(name=b'"M\xfcller"'))
+    with duckprof.connect() as s:
+        rep = s.load([str(path)])
+        assert rows(s, "select name from events") == [("M\ufffdller",)]
+    assert "1 invalid UTF-8 sequence(s)" in rep.summary()
+
+
+def test_empty_trace_loads(tmp_path):
+    for name, text in [("no_events.json", b'{"traceEvents": [], "schemaVersion": 1}'), ("bare.json", b"[]")]:
+        path = tmp_path / name
+        path.write_bytes(text)
+        with duckprof.connect() as s:
+            rep = s.load([str(path)])
+            assert rep.files[0].events == 0
+            assert scalar(s, "select count(*) from traces") == 1
+
+
+# -- files above 16 MB take the loader's fast path (kernel copy of byte ranges) ---
+
+@pytest.fixture(scope="module")
+def big_plain(tmp_path_factory):
+    from duckprof import synth
+    from duckprof.split import BLOCK
+    path = tmp_path_factory.mktemp("big") / "big.json"
+    synth.generate(path, target_bytes=2 * BLOCK + (1 << 20), seed=1)
+    data = path.read_bytes()
+    assert len(data) > 2 * BLOCK
+    return path, data, len(json.loads(data)["traceEvents"])
+
+
+def test_big_plain_file_loads(big_plain):
+    path, data, n = big_plain
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        assert scalar(s, "select count(*) from events") == n
+        assert scalar(s, "select json_bytes from traces") == len(data)
+
+
+def test_big_plain_file_bad_inputs(big_plain, tmp_path):
+    _, data, n = big_plain
+    mid = data.index(b'"name": "', len(data) // 2) + len(b'"name": "')
+    junk = tmp_path / "junk.json"
+    junk.write_bytes(data[:mid] + b'"@@' + data[mid:])
+    trunc = tmp_path / "trunc.json"
+    trunc.write_bytes(data[:len(data) // 2])
+    utf8 = tmp_path / "utf8.json"
+    utf8.write_bytes(data[:mid] + b"\xff" + data[mid:])
+    with duckprof.connect() as s:
+        with pytest.raises(duckprof.TraceError) as ei:
+            s.load([str(junk)])
+        assert str(junk) in str(ei.value) and "not valid JSON" in str(ei.value)
+        with pytest.raises(duckprof.TraceError) as ei:
+            s.load([str(trunc)])
+        assert str(trunc) in str(ei.value) and "--salvage" in str(ei.value)
+        assert scalar(s, "select count(*) from traces") == 0
+        rep = s.load([str(trunc)], salvage=True, run="salvaged")
+        assert rep.files[0].events == complete_events(data[:len(data) // 2])
+        rep = s.load([str(utf8)], run="utf8")
+        assert rep.files[0].events == n
+        assert "1 invalid UTF-8 sequence(s) replaced by U+FFFD" in rep.summary()
+        assert scalar(s, "select count(*) from events where name like '\ufffd%'") == 1

@@ -1,0 +1,196 @@
+"""Interval nesting (sql/load/nesting.sql): parent, depth, self time, op_id.
+
+Expected values are hand-computed on fixtures/handmade/nesting3.json (three
+levels, zero-duration events, siblings with equal timestamps, children that
+start at their parent's start or end at its end, an identical interval) and,
+on real traces, computed by an independent stack walk over the raw events.
+"""
+
+from __future__ import annotations
+
+import decimal
+
+import pytest
+
+import duckprof
+from conftest import HANDMADE, canonical_cat, corpus_files, corpus_path, needs_corpus, read_trace, rows, trace_events
+
+# device-side categories: not nested on host threads
+DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "mtia_ccp_events", "trace"}
+
+
+def _us_to_ns(x) -> int:
+    return int((decimal.Decimal(x) * 1000).to_integral_value(decimal.ROUND_HALF_EVEN))
+
+
+def stack_nesting(events, containers=None):
+    """Independent nesting by a stack walk, exact (Decimal) times.
+
+    For every host 'X' event (by index into `events`): (parent index, depth,
+    self ns), following torch's own tree building (EventList._populate_cpu_children):
+    per (pid, tid), events are ordered by (start, longer first, file order);
+    an event's parent is the innermost open event that contains it entirely
+    (starts no later, ends no earlier, and ends after it starts); open events
+    that it outlives are closed. `containers`: only events for which it
+    returns True may be parents (used for 'innermost enclosing cpu_op');
+    depth is then the number of enclosing containers."""
+    host = {}
+    for i, e in enumerate(events):
+        if e.get("ph") != "X" or e.get("ts") is None or canonical_cat(e) in DEVICE_CATS:
+            continue
+        dur = _us_to_ns(e.get("dur", 0))
+        if dur < 0:
+            continue
+        ts = _us_to_ns(e["ts"])
+        host.setdefault((str(e.get("pid")), str(e.get("tid"))), []).append((ts, -dur, i, ts + dur))
+    out = {}
+    child_ns = {}
+    for items in host.values():
+        items.sort()
+        stack = []  # (end, index)
+        for ts, negdur, i, end in items:
+            while stack and (stack[-1][0] <= ts or stack[-1][0] < end):
+                stack.pop()
+            parent = stack[-1] if stack else None
+            out[i] = [parent[1] if parent else None, len(stack), -negdur]
+            if parent:
+                child_ns[parent[1]] = child_ns.get(parent[1], 0) + end - ts
+            if containers is None or containers(events[i]):
+                stack.append((end, i))
+    for i, v in out.items():
+        v[2] -= child_ns.get(i, 0)
+    return {i: tuple(v) for i, v in out.items()}
+
+
+def decimal_nesting(events):
+    """name -> (parent name, depth, self ns), for fixtures with unique names."""
+    n = stack_nesting(events)
+    return {events[i]["name"]: (None if p is None else events[p]["name"], d, s) for i, (p, d, s) in n.items()}
+
+
+# -- hand-computed -------------------------------------------------------------
+
+# name: (parent, depth, self_ns, innermost enclosing cpu_op)
+NESTING3 = {
+    "A": (None, 0, 5000, None),     # 100 us - B1 40 - B2 30 - B3 25
+    "B1": ("A", 1, 15000, None),    # 40 - C1 10 - C2 0 - C3 15 (A is a user_annotation)
+    "C1": ("B1", 2, 10000, "B1"),   # starts with A and B1
+    "C2": ("B1", 2, 0, "B1"),       # zero-length at C1's end: not inside C1
+    "C3": ("B1", 2, 15000, "B1"),   # ends exactly at B1's end
+    "B2": ("A", 1, 15000, None),    # starts exactly at B1's end; 30 - 0 - 0 - 0 - 5 - 10
+    "Z1": ("B2", 2, 0, "B2"),       # two zero-length siblings at the same ts
+    "Z2": ("B2", 2, 0, "B2"),
+    "C4": ("B2", 2, 0, "B2"),
+    "C5": ("B2", 2, 5000, "B2"),
+    "C6": ("B2", 2, 10000, "B2"),   # starts at C5's end, ends at B2's end
+    "B3": ("A", 1, 15000, None),    # ends exactly at A's end; 25 - R 10
+    "R": ("B3", 2, 10000, "B3"),    # a runtime call
+    "E": (None, 0, 0, None),        # starts exactly at A's end; F is identical and inside it
+    "F": ("E", 1, 20000, "E"),
+    "D": (None, 0, 0, None),        # zero-length at E's end: top level
+    "G": (None, 0, 10000, None),    # another thread
+}
+
+
+@pytest.fixture(scope="module")
+def nesting3():
+    s = duckprof.connect()
+    s.load([str(HANDMADE / "nesting3.json")])
+    yield s
+    s.close()
+
+
+def test_hand_computed_nesting(nesting3):
+    got = {n: (p, d, s, o) for n, p, d, s, o in rows(nesting3, """
+        SELECT e.name, p.name, n.depth, n.self_ns, o.name
+        FROM nesting n JOIN events e USING (trace_id, event_id)
+        LEFT JOIN events p ON p.trace_id = n.trace_id AND p.event_id = n.parent_id
+        LEFT JOIN events o ON o.trace_id = n.trace_id AND o.event_id = n.op_id""")}
+    assert got == NESTING3
+
+
+def test_views_expose_nesting(nesting3):
+    ops = {n: (s, d, p) for n, s, d, p in rows(nesting3, """
+        SELECT c.name, c.self_ns, c.depth, p.name FROM cpu_ops c
+        LEFT JOIN events p ON p.trace_id = c.trace_id AND p.event_id = c.parent_op_id""")}
+    assert ops["B2"] == (15000, 1, None)
+    assert ops["C6"] == (10000, 2, "B2")
+    assert "A" not in ops  # a user_annotation, not a cpu_op
+    assert rows(nesting3, "SELECT r.name, o.name FROM runtime r JOIN events o "
+                          "ON o.trace_id = r.trace_id AND o.event_id = r.op_id") == [("R", "B3")]
+    # the kernel is linked to R by correlation and to B3 through R's enclosing op
+    assert rows(nesting3, "SELECT name, runtime_name, op_name, op_link FROM launches") == [
+        ("K", "R", "B3", "enclosing")]
+
+
+def test_stack_reference_agrees_with_hand_values():
+    """Guard for the reference implementation used on real traces."""
+    events = trace_events(read_trace(HANDMADE / "nesting3.json", exact=True))
+    assert decimal_nesting(events) == {k: v[:3] for k, v in NESTING3.items()}
+
+
+def test_self_time_sums_to_duration(nesting3):
+    """Per thread, the self times of top-level trees add up to their durations."""
+    total_self, total_top = rows(nesting3, """
+        SELECT sum(n.self_ns), sum(e.dur_ns) FILTER (WHERE n.depth = 0)
+        FROM nesting n JOIN events e USING (trace_id, event_id)""")[0]
+    assert total_self == total_top == 100000 + 20000 + 0 + 10000
+
+
+# -- real traces ----------------------------------------------------------------
+
+# every corpus file but the three largest (properly nested, 1 s each to parse
+# here; their op links are checked in test_launches). b200, h100, mi300x and
+# mtia have events that start inside another and outlive it.
+BIG = {"a100_train_rank0.json.gz", "v100_resnet50_workers0_2021.json.gz", "v100_resnet50_workers4_2021.json.gz"}
+REAL = [p.name for p in corpus_files() if p.name not in BIG] or ["<no corpus>"]
+
+
+def op_ancestor(events, tree, i):
+    """Nearest cpu_op ancestor of event i in the reference tree."""
+    p = tree[i][0]
+    while p is not None and canonical_cat(events[p]) != "cpu_op":
+        p = tree[p][0]
+    return p
+
+
+@needs_corpus
+@pytest.mark.parametrize("name", REAL)
+def test_real_nesting_matches_stack_walk(corpus_session, name):
+    s, ids, _ = corpus_session
+    events = trace_events(read_trace(corpus_path(name), exact=True))
+    tree = stack_nesting(events)
+    expected = {i: v + (op_ancestor(events, tree, i),) for i, v in tree.items()}
+    got = {eid - 1: (None if p is None else p - 1, d, self_ns, None if o is None else o - 1)
+           for eid, p, d, self_ns, o in rows(
+               s, "SELECT event_id, parent_id, depth, self_ns, op_id FROM nesting WHERE trace_id = $t",
+               {"t": ids[name]})}
+    assert len(got) == len(expected)
+    diff = {i: (got.get(i), v) for i, v in expected.items() if got.get(i) != v}
+    assert not diff, f"{len(diff)} events differ (got, expected), e.g. {sorted(diff.items())[:3]}"
+
+
+@needs_corpus
+def test_profiler_step_self_time_with_stack(corpus_session):
+    """h100_vit_inference: ProfilerStep#6 (event 0, 7894.065 us) starts inside
+    the python frame that opens it (`_record_function_enter_new`) and outlives
+    it. Like torch, its parent is the innermost frame that contains it
+    entirely (run_torch_profiler), and its children are the step's work:
+    is_available 26.510 + synchronize 51.111 + run_action 7750.803 us, so its
+    self time is 7894.065 - 7828.424 = 65.641 us. (Counting none of them would
+    make it the whole step.)"""
+    s, ids, _ = corpus_session
+    t = ids["h100_vit_inference.json.gz"]
+    got = rows(s, """
+        SELECT e.name, n.self_ns, e.dur_ns, p.name, n.depth
+        FROM nesting n JOIN events e USING (trace_id, event_id)
+        JOIN events p ON p.trace_id = n.trace_id AND p.event_id = n.parent_id
+        WHERE n.trace_id = $t AND n.event_id = 1""", {"t": t})
+    assert got == [("ProfilerStep#6", 65641, 7894065,
+                    "moca/library/profiling/profile.py(34): run_torch_profiler", 10)]
+    children = rows(s, """
+        SELECT e.name, e.dur_ns FROM nesting n JOIN events e USING (trace_id, event_id)
+        WHERE n.trace_id = $t AND n.parent_id = 1 ORDER BY e.ts_ns""", {"t": t})
+    assert children == [("torch/cuda/__init__.py(116): is_available", 26510),
+                        ("torch/cuda/__init__.py(975): synchronize", 51111),
+                        ("moca/library/model_hub/entry_point.py(106): run_action", 7750803)]

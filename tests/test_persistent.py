@@ -1,0 +1,178 @@
+"""Persistent databases (--db): stand-alone files, atomic loads, readers in
+other processes, reload detection, schema version check, removing runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import duckdb
+import pytest
+
+import duckprof
+from conftest import (HANDMADE, REPO, assert_one_line_error, cli_app, db_state, invoke, rows,  # noqa: F401
+                      run_cli, scalar)
+
+NESTING3 = HANDMADE / "nesting3.json"          # 19 events
+FRACTIONAL = HANDMADE / "fractional_base.json"  # 11 events
+
+
+@pytest.fixture
+def loaded_db(tmp_db):
+    with duckprof.connect(tmp_db) as s:
+        s.load([str(NESTING3), str(FRACTIONAL)], run="base")
+    return tmp_db
+
+
+def test_load_in_one_process_query_in_another(tmp_db):
+    r = run_cli("load", NESTING3, FRACTIONAL, "--db", tmp_db, "--run", "base", "-q")
+    assert r.returncode == 0, r.stderr
+    assert "loaded 2 trace(s), 30 events" in r.stdout
+    r = run_cli("query", "select name, self_ns from cpu_ops where name in ('B2', 'C6') order by name",
+                "--db", tmp_db, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [{"name": "B2", "self_ns": 15000}, {"name": "C6", "self_ns": 10000}]
+    # the file stands alone: plain DuckDB (no duckprof) can read tables and views
+    code = ("import duckdb, sys; c = duckdb.connect(sys.argv[1], read_only=True); "
+            "print(c.execute('select count(*) from events').fetchone()[0], "
+            "c.execute('select count(*) from cpu_ops').fetchone()[0])")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_db)], capture_output=True, text=True,
+                         cwd="/", timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["30", str(15 + 8)]  # nesting3: 15 cpu_ops; fractional_base: 8
+
+
+def test_two_concurrent_readers(loaded_db):
+    sql = "select count(*) as n from events"
+    env = dict(__import__("os").environ, PYTHONPATH=str(REPO))
+    code = "import sys; from duckprof.cli import main; main()"
+    procs = [subprocess.Popen([sys.executable, "-c", code, "query", sql, "--db", str(loaded_db), "-f", "csv"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(2)]
+    # and a third reader in this process while they run
+    with duckprof.connect(loaded_db, read_only=True) as s:
+        assert scalar(s, sql) == 30
+        outs = [p.communicate(timeout=120) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert out.splitlines() == ["n", "30"]
+
+
+def test_reload_is_a_noop(cli_app, loaded_db):
+    def counts():
+        with duckprof.connect(loaded_db, read_only=True) as s:
+            return [scalar(s, f"select count(*) from {t}") for t in ("traces", "events", "nesting", "devices")]
+
+    before = counts()
+    assert before[:2] == [2, 30]
+    with duckprof.connect(loaded_db) as s:
+        rep = s.load([str(NESTING3), str(FRACTIONAL)], run="base")
+    assert [f.skipped != "" for f in rep.files] == [True, True]
+    assert "already loaded" in rep.summary()
+    assert counts() == before
+    # the CLI says so too, and exits 0
+    r = invoke(cli_app, "load", NESTING3, "--db", loaded_db, "--run", "base", "-q")
+    assert r.exit_code == 0 and "already loaded in run 'base'" in r.stdout
+    assert counts() == before
+    # a copy with the same bytes under another name is the same content
+    # but the same file into another run is a new trace
+    with duckprof.connect(loaded_db) as s:
+        s.load([str(NESTING3)], run="other")
+        assert rows(s, "select run, traces, events from runs order by run") == [("base", 2, 30), ("other", 1, 19)]
+
+
+def test_failing_load_leaves_file_byte_identical(loaded_db, tmp_path):
+    bad = tmp_path / "corrupt.json"
+    bad.write_bytes(NESTING3.read_bytes()[:-200] + b"@@@@" + NESTING3.read_bytes()[-196:])
+    before = db_state(loaded_db)
+    r = run_cli("load", FRACTIONAL, bad, "--db", loaded_db, "--run", "new", "-q")
+    assert r.returncode == 2
+    assert_one_line_error(r.stderr, "corrupt.json")
+    assert db_state(loaded_db) == before
+    # in-process too, with a good new file first in the list
+    other = tmp_path / "good.json"
+    other.write_bytes(FRACTIONAL.read_bytes().replace(b'"schemaVersion": 1', b'"schemaVersion": 2'))
+    with duckprof.connect(loaded_db) as s:
+        with pytest.raises(duckprof.TraceError) as ei:
+            s.load([str(other), str(bad)], run="new")
+        assert "corrupt.json" in str(ei.value)
+        assert scalar(s, "select count(*) from traces") == 2
+        assert scalar(s, "select count(*) from events") == 30
+    assert db_state(loaded_db)[0] == before[0]
+
+
+def test_failing_load_into_new_database(cli_app, tmp_db, tmp_path):
+    bad = tmp_path / "trunc.json"
+    bad.write_bytes(NESTING3.read_bytes()[:700])
+    r = invoke(cli_app, "load", NESTING3, bad, "--db", tmp_db, "-q")
+    assert r.exit_code == 2
+    assert_one_line_error(r.stderr, ["trunc.json", "--salvage"])
+    # nothing loaded (the file may exist, holding the empty schema)
+    if tmp_db.exists():
+        with duckprof.connect(tmp_db, read_only=True) as s:
+            assert scalar(s, "select count(*) from traces") == 0
+
+
+def test_schema_version_mismatch(cli_app, loaded_db):
+    con = duckdb.connect(str(loaded_db))
+    con.execute("UPDATE duckprof_meta SET value = '0' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(duckprof.DuckprofError) as ei:
+        duckprof.connect(loaded_db, read_only=True)
+    msg = str(ei.value)
+    assert str(loaded_db) in msg and "schema version 0" in msg and str(duckprof.SCHEMA_VERSION) in msg
+    before = db_state(loaded_db)
+    for args in (["query", "select 1", "--db", loaded_db], ["load", FRACTIONAL, "--db", loaded_db],
+                 ["runs", "--db", loaded_db]):
+        r = invoke(cli_app, *args)
+        assert r.exit_code == 2
+        assert_one_line_error(r.stderr, [str(loaded_db), "schema version"])
+    assert db_state(loaded_db) == before
+
+
+def test_not_a_duckprof_database(cli_app, tmp_path):
+    db = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE t (x INTEGER)")
+    con.close()
+    r = invoke(cli_app, "query", "select 1", "--db", db)
+    assert r.exit_code == 2
+    assert_one_line_error(r.stderr, [str(db), "not a duckprof database"])
+    junk = tmp_path / "junk.duckdb"
+    junk.write_bytes(b"this is not a database at all" * 100)
+    r = invoke(cli_app, "runs", "--db", junk)
+    assert r.exit_code == 2
+    assert_one_line_error(r.stderr, str(junk))
+    r = invoke(cli_app, "runs", "--db", tmp_path / "missing.duckdb")
+    assert r.exit_code == 2
+    assert_one_line_error(r.stderr, "missing.duckdb")
+    assert not (tmp_path / "missing.duckdb").exists()
+
+
+def test_rm_run(cli_app, loaded_db):
+    with duckprof.connect(loaded_db) as s:
+        s.load([str(NESTING3)], run="second")
+    r = invoke(cli_app, "rm", "base", "--db", loaded_db)
+    assert r.exit_code == 0, r.stderr
+    assert "removed run 'base' (2 trace(s))" in r.stdout
+    with duckprof.connect(loaded_db, read_only=True) as s:
+        assert rows(s, "select run, traces, events from runs") == [("second", 1, 19)]
+        for t in ("events", "nesting", "devices"):
+            assert scalar(s, f"select count(*) from {t} where trace_id not in (select trace_id from traces)") == 0
+        assert scalar(s, "select count(*) from nesting") == 17  # host X events: not the kernel or the instant
+    before = db_state(loaded_db)
+    r = invoke(cli_app, "rm", "base", "--db", loaded_db)
+    assert r.exit_code == 2
+    assert_one_line_error(r.stderr, "base")
+    assert db_state(loaded_db) == before
+
+
+def test_read_only_query_does_not_modify(cli_app, loaded_db):
+    before = db_state(loaded_db)
+    r = invoke(cli_app, "query", "select count(*) from kernels", "--db", loaded_db)
+    assert r.exit_code == 0, r.stderr
+    r = invoke(cli_app, "query", "delete from events", "--db", loaded_db)
+    assert r.exit_code == 2
+    assert "Traceback" not in r.stderr
+    assert db_state(loaded_db) == before
