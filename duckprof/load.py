@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 import duckdb
 
 from . import estimators, sqlfiles
-from .errors import TraceError
+from .errors import DuckprofError, TraceError
 from .split import split_trace
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -165,9 +165,13 @@ class Loader:
     caught in phase 1.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, progress=None):
+    def __init__(self, con: duckdb.DuckDBPyConnection, progress=None, memory_limit: str | None = None):
         self.con = con
         self.progress = progress or (lambda msg: None)
+        # Loading into a database file: cap DuckDB's memory so a big trace spills
+        # to disk instead of growing the process (measured: 1 GB trace, peak RSS
+        # 1.95 GB unlimited, 0.92 GB at 800 MB, ~10% slower). None: no cap.
+        self.memory_limit = memory_limit
 
     def load(self, paths, run: str = "default", salvage: bool = False) -> LoadReport:
         if not run or not isinstance(run, str):
@@ -177,6 +181,9 @@ class Loader:
         con = self.con
         tmp = tempfile.mkdtemp(prefix="duckprof-")
         threads = int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+        old_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        if self.memory_limit:
+            con.execute("SET memory_limit = $m", {"m": self.memory_limit})
         try:
             known = {h for (h,) in con.execute(
                 "SELECT content_hash FROM traces WHERE run = $run", {"run": run}).fetchall()}
@@ -214,6 +221,8 @@ class Loader:
                 raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            if self.memory_limit:
+                con.execute("SET memory_limit = $m", {"m": old_limit})
         return report
 
     @staticmethod
@@ -236,6 +245,9 @@ class Loader:
         while True:
             try:
                 return _Prepared(path, split, self._validate(path, split))
+            except duckdb.OutOfMemoryException as e:
+                raise DuckprofError(f"{path}: out of memory while parsing ({str(e).splitlines()[0]}); "
+                                    "raise DUCKPROF_LOAD_MEMORY or free memory") from None
             except duckdb.Error as e:
                 msg = str(e)
                 self._drop_chunks(split)

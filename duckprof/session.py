@@ -150,7 +150,8 @@ class Session:
         error nothing is added. Files already loaded into this run are skipped."""
         if self.read_only:
             raise DuckprofError("session is read-only")
-        loader = Loader(self.con, progress=progress)
+        limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB") if self.db else None
+        loader = Loader(self.con, progress=progress, memory_limit=limit or None)
         return loader.load(paths, run=run, salvage=salvage)
 
     def sql(self, text: str, params=None) -> duckdb.DuckDBPyRelation:

@@ -15,7 +15,7 @@ FROM (
     FROM (
         SELECT row_number() OVER () AS event_id,
                regexp_extract(json, '"ts"\s*:\s*(-?[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)', 1) AS txt
-        FROM read_json_objects($files, format = 'array', maximum_object_size = 268435456)
+        FROM read_json_objects($files, format = 'array', maximum_object_size = 33554432)
     )
     WHERE txt <> ''
 ) AS x

@@ -12,7 +12,7 @@ WITH raw AS (
            json_extract(args, ['$."External id"', '$."external id"', '$.correlation',
                                '$.device', '$.stream', '$.stream_id',
                                '$."Input Dims"', '$."Input type"', '$."Concrete Inputs"']) AS a
-    FROM read_json($files, format = 'array', maximum_object_size = 268435456,
+    FROM read_json($files, format = 'array', maximum_object_size = 33554432,
                    columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR',
                               pid: 'VARCHAR', tid: 'VARCHAR', ts: 'DOUBLE', dur: 'DOUBLE',
                               id: 'VARCHAR', args: 'JSON'})

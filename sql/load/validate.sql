@@ -14,7 +14,7 @@ SELECT count(*) AS events,
        first(name) FILTER (WHERE NOT (ts IS NULL OR (isfinite(ts) AND abs(ts) < 9e15))
                               OR NOT (dur IS NULL OR (isfinite(dur) AND abs(dur) < 9e15))) AS bad_name,
        count(ph) + count(cat) + count(pid) + count(tid) + count(id) + count(args) AS fields
-FROM read_json($files, format = 'array', maximum_object_size = 268435456,
+FROM read_json($files, format = 'array', maximum_object_size = 33554432,
                columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR',
                           pid: 'VARCHAR', tid: 'VARCHAR', ts: 'DOUBLE', dur: 'DOUBLE',
                           id: 'VARCHAR', args: 'JSON'})
