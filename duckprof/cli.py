@@ -45,6 +45,9 @@ def friendly_errors(fn):
             fail(str(e))
         except duckdb.Error as e:
             fail(str(e).splitlines()[0])
+        except BrokenPipeError:  # output piped into `head` and closed: not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(0)
         except (ValueError, OSError) as e:
             fail(str(e))
         except KeyboardInterrupt:
