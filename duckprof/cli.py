@@ -7,6 +7,7 @@ import functools
 import os
 import sys
 import tempfile
+import threading
 import time
 from typing import List, Optional
 
@@ -56,22 +57,56 @@ def friendly_errors(fn):
 
 
 class Progress:
-    """One status line on stderr, shown only when a load takes more than a moment."""
+    """A progress bar on stderr for loads that take more than a moment: the
+    loader's phase ("[2/5] parsing rank1.json.gz") and, while DuckDB runs a
+    statement, its completion, polled from a second thread. Off when stderr is
+    not a terminal or with --quiet."""
+
+    BAR = 24
 
     def __init__(self, quiet: bool):
-        self.quiet = quiet or not sys.stderr.isatty()
+        self.enabled = not quiet and sys.stderr.isatty()
+        self.msg = ""
+        self.con = None
         self.t0 = time.monotonic()
         self.shown = False
+        self._stop = threading.Event()
+        self._thread = None
+
+    def attach(self, con):
+        """Start drawing; `con` is the loading connection (polled for progress)."""
+        if not self.enabled:
+            return
+        self.con = con
+        con.execute("SET enable_progress_bar = true")  # track progress ...
+        con.execute("SET enable_progress_bar_print = false")  # ... without DuckDB's own bar
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
 
     def __call__(self, msg: str):
-        if self.quiet:
-            return
-        if time.monotonic() - self.t0 > 0.5 or self.shown:
-            self.shown = True
-            sys.stderr.write(f"\r\033[K{msg[-120:]}")
+        self.msg = msg
+
+    def _run(self):
+        while not self._stop.wait(0.2):
+            if time.monotonic() - self.t0 < 0.7:
+                continue
+            try:
+                pct = self.con.query_progress()
+            except duckdb.Error:
+                pct = -1
+            if pct is not None and pct >= 0:
+                filled = int(self.BAR * min(pct, 100) / 100)
+                bar = f" [{'#' * filled}{'.' * (self.BAR - filled)}] {pct:5.1f}%"
+            else:
+                bar = ""
+            sys.stderr.write(f"\r\033[K{self.msg[-90:]}{bar}")
             sys.stderr.flush()
+            self.shown = True
 
     def done(self):
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
         if self.shown:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
@@ -97,8 +132,11 @@ def load(paths: List[str] = typer.Argument(..., help="trace files (.json, .json.
     """
     progress = Progress(quiet)
     with Session(db) as s:
-        report = s.load(paths, run=run, salvage=salvage, progress=progress)
-    progress.done()
+        progress.attach(s.con)
+        try:
+            report = s.load(paths, run=run, salvage=salvage, progress=progress)
+        finally:
+            progress.done()
     typer.echo(report.summary())
 
 

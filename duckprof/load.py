@@ -209,9 +209,10 @@ class Loader:
             for i, path in enumerate(files):
                 fr = FileReport(path=path)
                 report.files.append(fr)
-                self.progress(f"[{i + 1}/{len(files)}] reading {path}")
                 t0 = time.perf_counter()
-                p = self._prepare(path, tmp, salvage, chunks=max(2, 2 * threads), validate=validate)
+                step = f"[{i + 1}/{len(files)}] "
+                p = self._prepare(path, tmp, salvage, chunks=max(2, 2 * threads), validate=validate,
+                                  say=lambda what: self.progress(f"{step}{what} {os.path.basename(path)}"))
                 fr.seconds = time.perf_counter() - t0
                 if p.split.content_hash in known:
                     fr.skipped = f"already loaded in run '{run}' (same content); skipped"
@@ -223,10 +224,11 @@ class Loader:
             con.execute("BEGIN TRANSACTION")
             try:
                 for i, (p, fr) in enumerate(prepared):
-                    self.progress(f"[{i + 1}/{len(prepared)}] loading {p.path}")
+                    say = (lambda what, i=i, p=p: self.progress(
+                        f"[{i + 1}/{len(prepared)}] {what} {os.path.basename(p.path)}"))
                     t0 = time.perf_counter()
                     try:
-                        self._insert(p, run, next_id, fr)
+                        self._insert(p, run, next_id, fr, say)
                     except duckdb.Error as e:
                         if not validate:
                             raise _Unvalidated() from None
@@ -260,10 +262,12 @@ class Loader:
                                    f"(NaN, inf or out of range), first: {bad_name!r}")
         return events
 
-    def _prepare(self, path, tmp, salvage, chunks, validate=True) -> _Prepared:
+    def _prepare(self, path, tmp, salvage, chunks, validate=True, say=lambda what: None) -> _Prepared:
+        say("reading")
         split = split_trace(path, tmp, chunks=chunks, salvage=salvage)
         if not validate:
             return _Prepared(path, split, None)
+        say("checking")
         attempts = 0
         while True:
             try:
@@ -290,8 +294,9 @@ class Loader:
                 else:
                     raise TraceError(path, self._describe(e, split)) from None
 
-    def _insert(self, p: _Prepared, run, trace_id, fr):
+    def _insert(self, p: _Prepared, run, trace_id, fr, say=lambda what: None):
         con, split = self.con, p.split
+        say("parsing")
         meta = split.metadata
         base_ns = _int_or_none(meta.get("baseTimeNanoseconds")) or 0
         con.execute(sqlfiles.read("load/insert_events.sql"),
@@ -302,6 +307,7 @@ class Loader:
                 "AND abs(ts_ns) >= 8796093022208000 AND ts_ns % 1000 <> 0 LIMIT 1)",
                 {"t": trace_id}).fetchall()[0][0]:
             con.execute(sqlfiles.read("load/exact_ts.sql"), {"files": split.chunks, "trace_id": trace_id})
+        say("nesting")
         nesting = sqlfiles.read("load/nesting.sql")
         con.execute(nesting, {"trace_id": trace_id, "crossing_threads": []})
         # events that start inside another and outlive it: redo those threads (see nesting.sql)
@@ -314,6 +320,7 @@ class Loader:
             p.events = con.execute("SELECT count(*) FROM events WHERE trace_id = $t",
                                    {"t": trace_id}).fetchall()[0][0]
         self._insert_trace_row(p.path, run, trace_id, split, meta, base_ns, p.events)
+        say("estimating")
         add_estimates(con, trace_id)
         fr.events = p.events
         fr.json_bytes = split.json_bytes
