@@ -43,16 +43,14 @@
 -- idle_pct       DOUBLE   gpu_idle_us / dur_us, %
 -- score          DOUBLE   z(idle fraction) + 0.6 * z(self time); NULL when not a candidate
 -- source         VARCHAR  e.g. 'train.py(82): step'; NULL when the trace has no Python stacks
+{%- macro scope() -%}
+{%- if by_run %} AND trace_id IN (SELECT trace_id FROM traces WHERE run = $run){% endif -%}
+{%- if by_device %} AND device = $device{% endif -%}
+{%- endmacro %}
 WITH act AS (  -- every device event with a launch call: queued from the call's start to its end
     SELECT trace_id, device, launch_ts_ns AS s, greatest(end_ns, launch_ts_ns) AS e
     FROM gpu_activity(exclude_last_step := $exclude_last_step, round_to_us := $round_to_us)
-    WHERE launch_ts_ns IS NOT NULL
-    {%- if by_run %}
-      AND trace_id IN (SELECT trace_id FROM traces WHERE run = $run)
-    {%- endif %}
-    {%- if by_device %}
-      AND device = $device
-    {%- endif %}
+    WHERE launch_ts_ns IS NOT NULL {{ scope() }}
 ),
 -- the device queue is non-empty exactly on the union of those intervals
 -- (running-max merge); GPU idle time is everything else
@@ -70,13 +68,7 @@ queued AS (
 falling AS (
     SELECT trace_id, device, start_ns, end_ns
     FROM queue_drains(exclude_last_step := $exclude_last_step, round_to_us := $round_to_us)
-    WHERE TRUE
-    {%- if by_run %}
-      AND trace_id IN (SELECT trace_id FROM traces WHERE run = $run)
-    {%- endif %}
-    {%- if by_device %}
-      AND device = $device
-    {%- endif %}
+    WHERE TRUE {{ scope() }}
 ),
 -- one step function per device over the breakpoints of both interval sets:
 -- queued_on / falling_on say what holds from a breakpoint to the next, and
