@@ -153,21 +153,24 @@ class _Unvalidated(Exception):
 class _Prepared:
     path: str
     split: object
-    events: int
+    events: int | None  # None until staged
+    raw: str | None     # the TEMP table holding its parsed events (stage_events.sql)
 
 
 class Loader:
     """Loads files into one connection, atomically.
 
-    Phase 1 (per file, nothing written): split the file into chunk files and
-    (for a database file) parse them once with validate.sql. Bad input fails here, with a clear
-    TraceError, and the few recoverable problems (invalid UTF-8, raw control
-    characters, a chunk cut inside a nested object) are retried here.
-    Phase 2: one transaction inserts every validated file straight into the
-    main tables. A DuckDB rollback does not restore a database *file* byte for
-    byte (it has already written row groups), which is why bad input must be
-    caught in phase 1. In memory, a rollback is complete, so the validation
-    parse is skipped and a failed load is redone validated.
+    Phase 1 (per file; the database's tables are not touched): split the file
+    into chunk files and parse them into a TEMP table (stage_events.sql), then
+    check them (validate.sql). Bad input fails here with a clear TraceError;
+    the few recoverable problems (invalid UTF-8, raw control characters, a
+    chunk cut inside a nested object) are retried here.
+    Phase 2: one transaction normalises every staged file into the main tables
+    (insert_events.sql, nesting, estimates). A DuckDB rollback does not restore
+    a database *file* byte for byte (it has already written row groups), which
+    is why bad input must be caught in phase 1. In memory a rollback is
+    complete, so there each file is staged inside the transaction, and a load
+    that fails is redone the phase-1 way to report or repair the problem.
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, progress=None, memory_limit: str | None = None,
@@ -211,12 +214,15 @@ class Loader:
                 report.files.append(fr)
                 t0 = time.perf_counter()
                 step = f"[{i + 1}/{len(files)}] "
-                p = self._prepare(path, tmp, salvage, chunks=max(2, 2 * threads), validate=validate,
+                p = self._prepare(path, tmp, salvage, chunks=max(2, 2 * threads), raw=f"dp_raw_{i}",
+                                  validate=validate,
                                   say=lambda what: self.progress(f"{step}{what} {os.path.basename(path)}"))
                 fr.seconds = time.perf_counter() - t0
                 if p.split.content_hash in known:
                     fr.skipped = f"already loaded in run '{run}' (same content); skipped"
                     self._drop_chunks(p.split)
+                    if p.raw:
+                        con.execute(f"DROP TABLE IF EXISTS {p.raw}")
                     continue
                 known.add(p.split.content_hash)
                 prepared.append((p, fr))
@@ -244,6 +250,9 @@ class Loader:
                 raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            for (t,) in con.execute("SELECT table_name FROM duckdb_tables() "
+                                    "WHERE temporary AND table_name LIKE 'dp_raw_%'").fetchall():
+                con.execute(f"DROP TABLE IF EXISTS {t}")
             if self.memory_limit:
                 con.execute("SET memory_limit = $m", {"m": old_limit})
         return report
@@ -254,24 +263,28 @@ class Loader:
             if os.path.exists(c):
                 os.remove(c)
 
-    def _validate(self, path, split) -> int:
-        row = self.con.execute(sqlfiles.read("load/validate.sql"), {"files": split.chunks}).fetchall()[0]
-        events, bad, bad_name = row[:3]
+    def _stage(self, path, split, raw: str) -> int:
+        """Parse a trace's events into the TEMP table `raw` (stage_events.sql)
+        and check them (validate.sql); returns the number of events."""
+        con = self.con
+        con.execute(sqlfiles.render("load/stage_events.sql", raw=raw), {"files": split.chunks})
+        events, bad, bad_name = con.execute(sqlfiles.render("load/validate.sql", raw=raw)).fetchall()[0]
         if bad:
+            con.execute(f"DROP TABLE IF EXISTS {raw}")
             raise TraceError(path, f"{bad:,} event(s) have a ts or dur that is not a usable number "
                                    f"(NaN, inf or out of range), first: {bad_name!r}")
         return events
 
-    def _prepare(self, path, tmp, salvage, chunks, validate=True, say=lambda what: None) -> _Prepared:
+    def _prepare(self, path, tmp, salvage, chunks, raw, validate=True, say=lambda what: None) -> _Prepared:
         say("reading")
         split = split_trace(path, tmp, chunks=chunks, salvage=salvage)
         if not validate:
-            return _Prepared(path, split, None)
-        say("checking")
+            return _Prepared(path, split, None, None)
+        say("parsing")
         attempts = 0
         while True:
             try:
-                return _Prepared(path, split, self._validate(path, split))
+                return _Prepared(path, split, self._stage(path, split, raw), raw)
             except duckdb.OutOfMemoryException as e:
                 raise DuckprofError(f"{path}: out of memory while parsing ({str(e).splitlines()[0]}); "
                                     "raise DUCKPROF_LOAD_MEMORY or free memory") from None
@@ -296,11 +309,16 @@ class Loader:
 
     def _insert(self, p: _Prepared, run, trace_id, fr, say=lambda what: None):
         con, split = self.con, p.split
-        say("parsing")
+        if p.raw is None:  # in-memory load: staged here, inside the transaction
+            say("parsing")
+            p.raw = f"dp_raw_t{trace_id}"
+            con.execute(sqlfiles.render("load/stage_events.sql", raw=p.raw), {"files": split.chunks})
+        say("inserting")
         meta = split.metadata
         base_ns = _int_or_none(meta.get("baseTimeNanoseconds")) or 0
-        con.execute(sqlfiles.read("load/insert_events.sql"),
-                    {"files": split.chunks, "trace_id": trace_id, "base_ns": base_ns})
+        con.execute(sqlfiles.render("load/insert_events.sql", raw=p.raw),
+                    {"trace_id": trace_id, "base_ns": base_ns})
+        con.execute(f"DROP TABLE {p.raw}")
         if not base_ns and con.execute(
                 # fractional absolute us beyond 2^43 us, where a double is coarser than 1 ns
                 "SELECT count(*) FROM (SELECT 1 FROM events WHERE trace_id = $t "

@@ -1,25 +1,23 @@
--- Normalise the raw events of one trace (the chunk files of its traceEvents
--- array, read by DuckDB's JSON reader with explicit columns) into `events`.
--- Parameters: files (VARCHAR[]), trace_id, base_ns (0 when ts is absolute).
+-- Stage 2 of loading one trace: normalise its staged events (stage_events.sql,
+-- already numbered in file order and checked by validate.sql) into `events`.
+-- Template: raw = the staged temp table. Parameters: trace_id, base_ns (0 when
+-- ts is absolute).
 -- Timestamps: DuckDB parses numbers as DOUBLE; splitting integer and fraction
 -- keeps whole nanoseconds exact while ulp(ts) < 1 ns (ts < 2^43 us, true for
 -- relative-to-baseTimeNanoseconds traces); see README "Timestamps". Beyond
 -- that (fractional absolute us, ~1.7e15), exact_ts.sql redoes ts from the text.
 INSERT INTO events
-WITH raw AS (
-    SELECT ph, cat, name, pid, tid, id, args,
+WITH parsed AS (
+    SELECT event_id, ph, cat, name, pid, tid, id, args,
            ts, dur,  -- finite and in range: checked by validate.sql
            json_extract(args, ['$."External id"', '$."external id"', '$.correlation',
                                '$.device', '$.stream', '$.stream_id',
                                '$."Input Dims"', '$."Input type"', '$."Concrete Inputs"']) AS a
-    FROM read_json($files, format = 'array', maximum_object_size = 33554432,
-                   columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR',
-                              pid: 'VARCHAR', tid: 'VARCHAR', ts: 'DOUBLE', dur: 'DOUBLE',
-                              id: 'VARCHAR', args: 'JSON'})
+    FROM {{ raw }}
 )
 SELECT
     $trace_id AS trace_id,
-    row_number() OVER () AS event_id,
+    event_id,
     ph,
     CASE
         WHEN cat IS NULL THEN CASE WHEN name = '[memory]' THEN 'cpu_instant_event' END
@@ -62,4 +60,4 @@ SELECT
     a[8] AS input_types,
     a[9] AS concrete_inputs,
     args
-FROM raw
+FROM parsed
