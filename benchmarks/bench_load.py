@@ -94,7 +94,7 @@ def ensure_file(data_dir: str, size_name: str, gz: bool) -> tuple[str, int]:
 
 
 def run_child(tool: str, path: str, python: str, timeout: int) -> dict:
-    code = PRELUDE.format(repo=REPO, path=path) + textwrap.dedent(CHILD[tool.replace("hta", "hta")]) \
+    code = PRELUDE.format(repo=REPO, path=path) + textwrap.dedent(CHILD[tool]) \
         + POSTLUDE.format()
     try:
         p = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=timeout)

@@ -124,20 +124,20 @@ def add_estimates(con, trace_id: int) -> int:
     """Store FLOP/byte/dtype estimates for the op signatures of one trace that
     op_estimates does not have yet. Python runs once per distinct signature
     (thousands even for huge traces), never per event."""
-    rows = con.execute(f"""
-        SELECT DISTINCT hash(name, input_dims::VARCHAR, input_types::VARCHAR, concrete_inputs::VARCHAR) AS sig,
-               name, input_dims::VARCHAR, input_types::VARCHAR, concrete_inputs::VARCHAR
-        FROM events e
-        WHERE trace_id = $t AND cat = 'cpu_op' AND ph = 'X'
-          AND hash(e.name, e.input_dims::VARCHAR, e.input_types::VARCHAR, e.concrete_inputs::VARCHAR)
-              NOT IN (SELECT sig FROM op_estimates)
+    rows = con.execute("""
+        SELECT DISTINCT * FROM (
+            SELECT hash(name, input_dims::VARCHAR, input_types::VARCHAR, concrete_inputs::VARCHAR) AS sig,
+                   name, input_dims::VARCHAR, input_types::VARCHAR, concrete_inputs::VARCHAR
+            FROM events
+            WHERE trace_id = $t AND cat = 'cpu_op' AND ph = 'X')
+        WHERE sig NOT IN (SELECT sig FROM op_estimates)
         """, {"t": trace_id}).fetchall()
     if not rows:
         return 0
     data = [[str(sig), n, d, t, c, estimators.op_flops(n, d, t, c), estimators.op_bytes(n, d, t, c),
              estimators.op_dtype(d, t)] for sig, n, d, t, c in rows]
     # one statement, one bound JSON parameter: no per-row round trips
-    con.execute(f"""
+    con.execute("""
         INSERT INTO op_estimates
         SELECT (r->>0)::UBIGINT, r->>1, r->>2, r->>3, r->>4, (r->>5)::BIGINT, (r->>6)::BIGINT, r->>7
         FROM (SELECT unnest(CAST(CAST($data AS JSON) AS JSON[])) AS r)""",
@@ -180,7 +180,7 @@ class Loader:
         self.progress = progress or (lambda msg: None)
         # Loading into a database file: cap DuckDB's memory so a big trace spills
         # to disk instead of growing the process (measured: 1 GB trace, peak RSS
-        # 1.95 GB unlimited, 0.92 GB at 800 MB, ~10% slower). None: no cap.
+        # 1.95 GB unlimited, 1.15 GB at 1 GB, ~10% slower). None: no cap.
         self.memory_limit = memory_limit
 
     def load(self, paths, run: str = "default", salvage: bool = False) -> LoadReport:
@@ -188,9 +188,11 @@ class Loader:
             raise ValueError("run must be a non-empty string")
         files = expand_paths(paths)
         if not self.validate_first:
-            # In memory a rollback leaves nothing behind, so skip the validation
-            # parse (~15% of a load) and, on a parse error, roll back and redo
-            # the load the validating way: it reports or repairs exactly as above.
+            # In memory a rollback leaves nothing behind, so each file is staged
+            # inside the transaction (one file's parsed copy held at a time). A
+            # parse error aborts that transaction, so retries are impossible
+            # there: roll back and redo the load the phase-1 way, which reports
+            # or repairs the problem exactly as for a database file.
             try:
                 return self._load(files, run, salvage, validate=False)
             except _Unvalidated:
@@ -312,7 +314,7 @@ class Loader:
         if p.raw is None:  # in-memory load: staged here, inside the transaction
             say("parsing")
             p.raw = f"dp_raw_t{trace_id}"
-            con.execute(sqlfiles.render("load/stage_events.sql", raw=p.raw), {"files": split.chunks})
+            p.events = self._stage(p.path, split, p.raw)
         say("inserting")
         meta = split.metadata
         base_ns = _int_or_none(meta.get("baseTimeNanoseconds")) or 0
@@ -334,9 +336,6 @@ class Loader:
         if crossing:
             con.execute("DELETE FROM nesting WHERE trace_id = $t", {"t": trace_id})
             con.execute(nesting, {"trace_id": trace_id, "crossing_threads": crossing})
-        if p.events is None:  # not validated (in-memory load): count what was inserted
-            p.events = con.execute("SELECT count(*) FROM events WHERE trace_id = $t",
-                                   {"t": trace_id}).fetchall()[0][0]
         self._insert_trace_row(p.path, run, trace_id, split, meta, base_ns, p.events)
         say("estimating")
         add_estimates(con, trace_id)

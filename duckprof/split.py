@@ -550,14 +550,6 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
             raw.close()
 
 
-def _looks_complete(buf: bytes) -> bool:
-    try:
-        json.loads(buf)
-        return True
-    except ValueError:
-        return False
-
-
 def _json_problem(buf: bytes) -> str:
     """Why `buf` (a whole file without a usable traceEvents array) is not a trace."""
     text = buf.decode("utf-8", "replace")
