@@ -151,8 +151,7 @@ class Session:
         if self.read_only:
             raise DuckprofError("session is read-only")
         limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB") if self.db else None
-        loader = Loader(self.con, progress=progress, memory_limit=limit or None,
-                        validate_first=self.db is not None)
+        loader = Loader(self.con, progress=progress, memory_limit=limit or None)
         return loader.load(paths, run=run, salvage=salvage)
 
     def sql(self, text: str, params=None) -> duckdb.DuckDBPyRelation:

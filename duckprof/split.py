@@ -130,7 +130,7 @@ class _FileHasher(threading.Thread):
         return self.digest
 
 
-def _split_plain(path, tmpdir, stem, size, chunks):
+def _split_plain(path, tmpdir, stem, size, chunks, on_chunk):
     """Fast path for an uncompressed, well-formed file: locate the array from
     its head and tail, cut at event boundaries near equal offsets, and copy the
     byte ranges in the kernel (copy_file_range). None means: use the streaming
@@ -180,6 +180,7 @@ def _split_plain(path, tmpdir, stem, size, chunks):
                 os.write(fd, b"]")
             finally:
                 os.close(fd)
+            on_chunk(out)
     return SplitTrace(path=path, chunks=paths, metadata=metadata, size_bytes=size, json_bytes=size,
                       content_hash_value=hasher, compressed=False)
 
@@ -359,8 +360,9 @@ def _parse_metadata(path, prefix: bytes) -> dict:
 
 
 class _ChunkWriter:
-    def __init__(self, tmpdir, stem, target):
+    def __init__(self, tmpdir, stem, target, on_chunk):
         self.tmpdir, self.stem, self.target = tmpdir, stem, max(target, 4 << 20)
+        self.on_chunk = on_chunk
         self.paths: list[str] = []
         self.f = None
         self.size = 0
@@ -385,17 +387,23 @@ class _ChunkWriter:
             self.f.write(data[pos:m.start() + 1])
             self.f.write(b"]")
             self.f.close()
+            self.on_chunk(self.paths[-1])
             self._open()
             pos = m.end() - 1
 
     def close(self):
         self.f.write(b"]")
         self.f.close()
+        self.on_chunk(self.paths[-1])
 
 
 def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
-                sanitize: bool = False, spaces: bool = False) -> SplitTrace:
+                sanitize: bool = False, spaces: bool = False, on_chunk=None) -> SplitTrace:
     """Stream `path` into chunk files under `tmpdir`; see the module docstring.
+
+    on_chunk(path) is called as each chunk file is complete, in order (the
+    loader starts parsing it while the rest is being split). A chunk reported
+    before an error is raised is still on disk; the caller cleans up.
 
     sanitize: replace invalid UTF-8 with U+FFFD and escape raw control
     characters (a retry path, used only after DuckDB rejected the file);
@@ -409,11 +417,12 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
     if size == 0:
         raise TraceError(path, "empty file")
     stem = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(path))[:60]
+    on_chunk = on_chunk or (lambda chunk: None)
     if not sanitize and size > 2 * BLOCK:
         with open(path, "rb") as f:
             is_gzip = f.read(2) == b"\x1f\x8b"
         if not is_gzip:
-            fast = _split_plain(path, tmpdir, stem, size, chunks)
+            fast = _split_plain(path, tmpdir, stem, size, chunks, on_chunk)
             if fast is not None:
                 return fast
     raw, hashing, stream, compressed = _open_stream(path)
@@ -474,7 +483,7 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
         bare, start, prefix = found
         metadata = {} if bare else _parse_metadata(path, prefix)
         est = _gzip_isize(path) if compressed else size
-        writer = _ChunkWriter(tmpdir, stem, est // max(chunks, 1) + 1)
+        writer = _ChunkWriter(tmpdir, stem, est // max(chunks, 1) + 1, on_chunk)
         # Hold back the last TAIL_KEEP bytes (as a list of blocks: no re-copying)
         # so the end of the array can be found once the stream ends.
         pending = [head[start:]]
