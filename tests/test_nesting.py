@@ -194,3 +194,40 @@ def test_profiler_step_self_time_with_stack(corpus_session):
     assert children == [("torch/cuda/__init__.py(116): is_available", 26510),
                         ("torch/cuda/__init__.py(975): synchronize", 51111),
                         ("moca/library/model_hub/entry_point.py(106): run_action", 7750803)]
+
+
+# -- random traces ----------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# Small integer times make ties (equal starts, equal ends, zero lengths, a child
+# ending where its parent ends) common: the ordering rules of nesting.sql.
+_interval = st.tuples(st.integers(0, 12), st.integers(0, 6), st.sampled_from(["cpu_op", "user_annotation"]),
+                      st.integers(0, 1))
+
+
+def _nesting_of(events):
+    import json
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = f"{d}/t.json"
+        with open(path, "w") as f:
+            json.dump({"traceEvents": events}, f)
+        with duckprof.connect() as s:
+            s.load([path])
+            return {eid - 1: (None if p is None else p - 1, dep, self_ns, None if o is None else o - 1)
+                    for eid, p, dep, self_ns, o in rows(
+                        s, "SELECT event_id, parent_id, depth, self_ns, op_id FROM nesting")}
+
+
+@settings(max_examples=int(__import__("os").environ.get("NESTING_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_interval, min_size=1, max_size=14))
+def test_random_intervals_match_stack_walk(intervals):
+    """Arbitrary intervals on two threads (nested, tied, zero-length and
+    crossing ones) nest exactly as the reference stack walk says."""
+    events = [{"ph": "X", "cat": cat, "name": f"e{i}", "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+              for i, (ts, dur, cat, tid) in enumerate(intervals)]
+    tree = stack_nesting(events)
+    expected = {i: v + (op_ancestor(events, tree, i),) for i, v in tree.items()}
+    assert _nesting_of(events) == expected
