@@ -411,7 +411,11 @@ class Loader:
         crossing = [t for (t,) in con.execute(sqlfiles.read("load/nesting_check.sql"),
                                               {"trace_id": trace_id}).fetchall()]
         if crossing:
-            con.execute("DELETE FROM nesting WHERE trace_id = $t", {"t": trace_id})
+            con.execute("""
+                DELETE FROM nesting WHERE trace_id = $t AND event_id IN (
+                    SELECT event_id FROM events WHERE trace_id = $t
+                    AND list_contains(CAST($threads AS UBIGINT[]), hash(pid_label, tid_label)))""",
+                {"t": trace_id, "threads": crossing})
             con.execute(nesting, {"trace_id": trace_id, "crossing_threads": crossing})
         self._insert_trace_row(p.path, run, trace_id, split, meta, base_ns, p.events)
         say("estimating")

@@ -176,3 +176,26 @@ def test_read_only_query_does_not_modify(cli_app, loaded_db):
     assert r.exit_code == 2
     assert "Traceback" not in r.stderr
     assert db_state(loaded_db) == before
+
+
+def test_json_columns_use_zstd_and_old_storage_formats_still_load(tmp_path):
+    """events' JSON columns are stored with zstd; a database file created in a
+    storage format older than DuckDB 1.2 (no zstd) gets the schema without it,
+    and the same trace loads to the same rows."""
+    trace = str(HANDMADE / "nesting3.json")
+    new_db, old_db = tmp_path / "new.duckdb", tmp_path / "old.duckdb"
+    with duckprof.connect(new_db) as s:
+        s.load([trace])
+        s.con.execute("CHECKPOINT")
+        got = dict(rows(s, "SELECT column_name, any_value(compression) FROM pragma_storage_info('events') "
+                           "WHERE column_name IN ('args', 'input_dims') AND segment_type = 'JSON' "
+                           "GROUP BY 1"))
+        new_rows = rows(s, "SELECT * EXCLUDE (trace_id) FROM events ORDER BY event_id")
+    assert got == {"args": "ZSTD", "input_dims": "ZSTD"}
+    duckdb.connect(str(old_db), config={"storage_compatibility_version": "v1.0.0"}).close()
+    with duckprof.connect(old_db) as s:
+        s.load([trace])
+        s.con.execute("CHECKPOINT")
+        assert rows(s, "SELECT count(*) FROM pragma_storage_info('events') WHERE compression = 'ZSTD'") == [(0,)]
+        assert rows(s, "SELECT * EXCLUDE (trace_id) FROM events ORDER BY event_id") == new_rows
+        assert len(new_rows) == 19

@@ -1,6 +1,7 @@
 -- Interval nesting of the host (CPU-side) complete events of one trace.
 -- Parameters: trace_id; crossing_threads (UBIGINT[], see below: empty on the
--- first pass). Writes `nesting` (parent_id, depth, self_ns, op_id).
+-- first pass, which covers every thread; the second pass covers only these).
+-- Writes `nesting` (parent_id, depth, self_ns, op_id).
 --
 -- Quadratic interval joins die on big traces, so nesting comes from sorted
 -- passes instead. Per thread, every event contributes a start point (+1) and
@@ -27,8 +28,8 @@
 -- crossers. That window is costly, so the loader runs this file first with no
 -- crossing_threads, then nesting_check.sql: the first crossing on a thread
 -- always leaves an event whose parent ends before it does (or that is its own
--- parent). Only if some thread has one is the trace's nesting computed again,
--- with the window on those threads.
+-- parent). Only those threads are then computed again (their rows deleted
+-- first), with the window.
 INSERT INTO nesting
 WITH host AS (
     SELECT event_id, hash(pid_label, tid_label) AS thread, (cat = 'cpu_op')::INTEGER AS op,
@@ -37,6 +38,8 @@ WITH host AS (
     WHERE trace_id = $trace_id AND ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
       AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'gpu_user_annotation',
                       'mtia_ccp_events', 'trace')
+      AND (len(CAST($crossing_threads AS UBIGINT[])) = 0
+           OR list_contains(CAST($crossing_threads AS UBIGINT[]), hash(pid_label, tid_label)))
 ),
 inner_max AS (
     -- the latest end among the events that start strictly inside (ts_ns, end_ns)
@@ -44,7 +47,7 @@ inner_max AS (
            max(end_ns) OVER (PARTITION BY thread ORDER BY ts_ns
                              RANGE BETWEEN 1 FOLLOWING AND greatest(dur_ns - 1, 1) FOLLOWING) AS m
     FROM host
-    WHERE list_contains(CAST($crossing_threads AS UBIGINT[]), thread)
+    WHERE len(CAST($crossing_threads AS UBIGINT[])) > 0
 ),
 crossed AS (
     SELECT c.event_id, min(x.ts_ns) AS close_ns
