@@ -40,11 +40,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from common import reference_python, synthetic_trace  # noqa: E402
 import duckprof  # noqa: E402
 from duckprof.diff import diff  # noqa: E402
 from duckprof.synth import generate  # noqa: E402
 
-BENCH_DATA = Path(os.environ.get("DUCKPROF_BENCH_DATA", ROOT.parent / "bench-data"))
 SIZES = {"100mb": 100_000_000, "1gb": 1_000_000_000}
 CLI = [sys.executable, "-c", "import sys; sys.argv[0] = 'duckprof'; from duckprof.cli import main; main()"]
 
@@ -96,22 +96,19 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--reference", action=argparse.BooleanOptionalAction, default=True,
                     help="also time HTA TraceDiff and profile_analysis --diff")
-    ap.add_argument("--reference-python", default=str(ROOT.parent / "venv-golden" / "bin" / "python"))
+    ap.add_argument("--reference-python", default=None,
+                    help="Python with HolisticTraceAnalysis and torch (default: $DUCKPROF_REFERENCE_PYTHON, "
+                         "else this one)")
     args = ap.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     results = {}
 
-    file_a = BENCH_DATA / f"synth_{args.size}.json"
     file_b = work / f"synth_{args.size}_seed7.json"
     if args.db:
         db = args.db
     else:
-        if not file_a.exists():
-            print(f"generating {file_a.name} (seed 0) in {work}", file=sys.stderr)
-            file_a = work / file_a.name
-            if not file_a.exists():
-                generate(file_a, seed=0, target_bytes=SIZES[args.size])
+        file_a = Path(synthetic_trace(args.size))  # seed 0, shared with the other benchmarks
         if not file_b.exists():
             print(f"generating {file_b}", file=sys.stderr)
             generate(file_b, seed=7, target_bytes=SIZES[args.size])
@@ -147,9 +144,10 @@ def main():
         results["cli files"], _ = timed(lambda: run(CLI + ["diff", str(file_a), str(file_b), "-q", "-o", os.devnull],
                                                     cwd=ROOT), 1)
 
-    if args.reference and not args.db and Path(args.reference_python).exists():
+    reference = reference_python(args.reference_python, "hta") if args.reference and not args.db else None
+    if reference:
         try:
-            dt, out = run([args.reference_python, "-c", HTA_SCRIPT, str(file_a), str(file_b)])
+            dt, out = run([reference, "-c", HTA_SCRIPT, str(file_a), str(file_b)])
             hta = json.loads(out.strip().splitlines()[-1])
             results["hta parse+diff"] = dt
             results["hta diff"] = hta["diff_s"]
@@ -157,7 +155,7 @@ def main():
         except (RuntimeError, ValueError) as e:
             results["hta error"] = str(e)
         try:
-            dt, _ = run([args.reference_python, "-m", "torch._inductor.analysis.profile_analysis",
+            dt, _ = run([reference, "-m", "torch._inductor.analysis.profile_analysis",
                          "--diff", str(file_a), "A", str(file_b), "B", "float"])
             results["profile_analysis --diff"] = dt
         except RuntimeError as e:

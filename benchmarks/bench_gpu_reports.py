@@ -3,8 +3,8 @@ temporal` on a synthetic trace in a persistent database, and HTA's idle-time,
 temporal and queue-length analyses on the same file when HTA is available.
 
     python benchmarks/bench_gpu_reports.py                          # 100 MB synthetic trace
-    python benchmarks/bench_gpu_reports.py --trace /work/bench-data/synth_1gb.json.gz
-    python benchmarks/bench_gpu_reports.py --hta-python /work/venv-golden/bin/python
+    python benchmarks/bench_gpu_reports.py --trace synth_1gb.json.gz    # duckprof synth --events ... -o
+    python benchmarks/bench_gpu_reports.py --hta-python /path/to/venv-with-hta/bin/python
 
 The database is built once (load time printed) and kept next to the trace's
 cache (--db). Each report is then timed the way the CLI runs it with --db: open
@@ -29,14 +29,11 @@ import tempfile
 import textwrap
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+from common import reference_python, synthetic_trace  # noqa: E402  (puts the repository on sys.path)
 
 import duckprof  # noqa: E402
 from duckprof import report_gpu  # noqa: E402
 from duckprof.reporting import open_data  # noqa: E402
-
-DEFAULT_TRACE = "/work/bench-data/synth_100mb.json.gz"
 
 REPORTS = {
     "idle": lambda s: report_gpu.idle_report(s),
@@ -96,21 +93,16 @@ def time_reports(db, repeat):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trace", default=DEFAULT_TRACE, help="trace file (default: the 100 MB synthetic trace)")
+    ap.add_argument("--trace", help="trace file (default: the 100 MB synthetic trace, see benchmarks/common.py)")
     ap.add_argument("--db", help="database to build/reuse (default: <tmp>/bench_gpu_<trace name>.duckdb)")
     ap.add_argument("--rebuild", action="store_true", help="reload the trace even if --db exists")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--hta-python", help="Python with HolisticTraceAnalysis installed, to time HTA")
+    ap.add_argument("--hta-python", help="Python with HolisticTraceAnalysis installed, to time HTA "
+                                         "(default: $DUCKPROF_REFERENCE_PYTHON or this one, if either has it)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
 
-    trace = args.trace
-    if not os.path.exists(trace):
-        from duckprof.synth import generate
-        trace = os.path.join(tempfile.gettempdir(), "duckprof_bench_synth_100mb.json.gz")
-        if not os.path.exists(trace):
-            print(f"generating {trace} ...", file=sys.stderr)
-            generate(trace, seed=0, target_bytes=100_000_000)
+    trace = args.trace or synthetic_trace("100MB", gz=True)
     db = args.db or os.path.join(tempfile.gettempdir(), f"bench_gpu_{os.path.basename(trace)}.duckdb")
     load_s = build_db(trace, db, args.rebuild)
 
@@ -121,8 +113,9 @@ def main():
     result = {"trace": trace, "db": db, "load_s": load_s, "counts": counts,
               "reports": time_reports(db, args.repeat)}
 
-    if args.hta_python:
-        p = subprocess.run([args.hta_python, "-c", HTA_CHILD, trace], capture_output=True, text=True)
+    hta_python = reference_python(args.hta_python, "hta")
+    if hta_python:
+        p = subprocess.run([hta_python, "-c", HTA_CHILD, trace], capture_output=True, text=True)
         result["hta"] = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else \
             {"error": (p.stderr.strip().splitlines() or ["failed"])[-1]}
 

@@ -1,8 +1,8 @@
 """Kernels report and augment benchmark (GitHub issue 3).
 
     python benchmarks/bench_kernels.py                                   # 100 MB synthetic trace
-    python benchmarks/bench_kernels.py --trace /work/bench-data/synth_1gb.json.gz
-    python benchmarks/bench_kernels.py --torch-python /work/venv-torch/bin/python
+    python benchmarks/bench_kernels.py --trace synth_1gb.json.gz        # duckprof synth --events ... -o
+    python benchmarks/bench_kernels.py --torch-python /path/to/venv-with-torch/bin/python
 
 1. The trace is loaded once into a persistent database (--db; kept, reused when
    it exists). `duckprof report kernels` is then timed the way the CLI runs it
@@ -32,15 +32,12 @@ import tempfile
 import textwrap
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+from common import REPO, reference_python, synthetic_trace  # noqa: E402  (puts the repository on sys.path)
 
 import duckprof  # noqa: E402
 from duckprof.peaks import seed_peaks  # noqa: E402
 from duckprof.report_kernels import kernels_report  # noqa: E402
 from duckprof.reporting import open_data  # noqa: E402
-
-DEFAULT_TRACE = "/work/bench-data/synth_100mb.json.gz"
 
 VARIANTS = {
     "report kernels": dict(),
@@ -122,15 +119,16 @@ def run_torch(py, trace, out_dir, timeout):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trace", default=DEFAULT_TRACE)
+    ap.add_argument("--trace", help="trace file (default: the 100 MB synthetic trace, see benchmarks/common.py)")
     ap.add_argument("--db", default=None, help="database file (default: next to the trace, .kernels.duckdb)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--no-augment", action="store_true")
-    ap.add_argument("--torch-python", default=None)
+    ap.add_argument("--torch-python", default=None,
+                    help="Python with torch (default: $DUCKPROF_REFERENCE_PYTHON or this one, if either has it)")
     ap.add_argument("--timeout", type=int, default=3600)
     args = ap.parse_args(argv)
 
-    trace = args.trace
+    trace = args.trace or synthetic_trace("100MB", gz=True)
     json_bytes = os.path.getsize(trace[:-3]) if trace.endswith(".gz") and os.path.exists(trace[:-3]) else None
     db = args.db or os.path.join(tempfile.gettempdir(), os.path.basename(trace) + ".kernels.duckdb")
     load_s = build_db(trace, db)
@@ -156,8 +154,9 @@ def main(argv=None):
                 rows.append(["duckprof augment", f"{aug['seconds']:.2f}", "", f"{aug['rss'] / 1e6:,.0f}",
                              f"{aug['kernels']:,} kernels, {aug['ops']:,} ops"
                              + (" (exact scan)" if aug["exact_scan"] else "")])
-        if args.torch_python:
-            t = run_torch(args.torch_python, trace, out_dir, args.timeout)
+        torch_python = reference_python(args.torch_python, "torch")
+        if torch_python:
+            t = run_torch(torch_python, trace, out_dir, args.timeout)
             for label, r in t.items():
                 base = report_best if label == "analysis" else (aug or {}).get("seconds")
                 ratio = f"{r['seconds'] / base:,.1f}x duckprof" if r.get("seconds") and base else ""

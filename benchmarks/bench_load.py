@@ -7,8 +7,9 @@
 Each (tool, file) runs in a fresh subprocess so peak RSS (ru_maxrss) is that
 tool's own. MB/s is uncompressed JSON bytes per second of load time (interpreter
 start-up excluded). Files are generated once by duckprof.synth into --data-dir.
-HTA (HolisticTraceAnalysis) is run with --hta-python if given, else with this
-Python if it can `import hta`; otherwise it is reported as not installed.
+HTA (HolisticTraceAnalysis) is run with --hta-python if given, else with
+$DUCKPROF_REFERENCE_PYTHON, else with this Python if it can `import hta`;
+otherwise it is reported as not installed. Files: see benchmarks/common.py.
 """
 
 from __future__ import annotations
@@ -16,16 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-
-SIZES = {"100MB": 100_000_000, "1GB": 1_000_000_000}
+from common import DATA_DIR, REPO, reference_python, synthetic_trace
 
 CHILD = {
     "duckprof": """
@@ -79,18 +75,9 @@ print('RESULT ' + json.dumps({{'seconds': secs, 'events': int(n), 'peak_rss_byte
 
 
 def ensure_file(data_dir: str, size_name: str, gz: bool) -> tuple[str, int]:
-    from duckprof.synth import generate
-
-    os.makedirs(data_dir, exist_ok=True)
-    base = os.path.join(data_dir, f"synth_{size_name.lower()}.json")
-    path = base + (".gz" if gz else "")
-    if not os.path.exists(path):
-        print(f"generating {path} ...", file=sys.stderr)
-        generate(path, target_bytes=SIZES[size_name], seed=0)
+    path = synthetic_trace(size_name, gz, data_dir)
     # uncompressed size = the plain file's size (same generator, same seed)
-    if not os.path.exists(base):
-        generate(base, target_bytes=SIZES[size_name], seed=0)
-    return path, os.path.getsize(base)
+    return path, os.path.getsize(synthetic_trace(size_name, False, data_dir))
 
 
 def run_child(tool: str, path: str, python: str, timeout: int) -> dict:
@@ -107,28 +94,20 @@ def run_child(tool: str, path: str, python: str, timeout: int) -> dict:
     return {"error": err[:160]}
 
 
-def hta_python(arg: str | None) -> str | None:
-    for py in ([arg] if arg else []) + [sys.executable, "/work/venv-golden/bin/python"]:
-        if py and shutil.which(py) or (py and os.path.exists(py)):
-            ok = subprocess.run([py, "-c", "import hta"], capture_output=True).returncode == 0
-            if ok:
-                return py
-    return None
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="100MB,1GB")
     ap.add_argument("--formats", default="json,gz")
     ap.add_argument("--tools", default="duckprof,json,hta")
-    ap.add_argument("--data-dir", default=os.environ.get("DUCKPROF_BENCH_DIR", os.path.join(tempfile.gettempdir(), "duckprof-bench")))
-    ap.add_argument("--hta-python", default=None)
+    ap.add_argument("--data-dir", default=DATA_DIR)
+    ap.add_argument("--hta-python", default=None,
+                    help="Python with HolisticTraceAnalysis (default: $DUCKPROF_REFERENCE_PYTHON, else this one)")
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--json-out", default=None, help="also write the results as JSON")
     args = ap.parse_args(argv)
 
     tools = args.tools.split(",")
-    hta_py = hta_python(args.hta_python) if "hta" in tools else None
+    hta_py = reference_python(args.hta_python, "hta") if "hta" in tools else None
     rows, results = [], []
     for size in args.sizes.split(","):
         for fmt in args.formats.split(","):

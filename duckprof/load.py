@@ -194,7 +194,13 @@ class _ChunkStager:
         finally:
             cur.close()
 
-    def close(self):
+    def close(self, abort: bool = False):
+        """Wait for the parses still running; abort (on an error or Ctrl-C)
+        interrupts them first."""
+        if abort:
+            with self.lock:
+                for c in self.cursors:
+                    c.interrupt()
         self.pool.shutdown(wait=True, cancel_futures=True)
         for c in self.cursors:
             c.close()
@@ -248,6 +254,7 @@ class Loader:
             con.execute("SET memory_limit = $m", {"m": self.memory_limit})
         con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE_DB}")
         stager = _ChunkStager(con, threads)
+        done = False
         try:
             known = {h for (h,) in con.execute(
                 "SELECT content_hash FROM traces WHERE run = $run", {"run": run}).fetchall()}
@@ -301,8 +308,9 @@ class Loader:
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
+            done = True
         finally:
-            stager.close()
+            stager.close(abort=not done)
             con.execute(f"DETACH DATABASE IF EXISTS {STAGE_DB}")
             shutil.rmtree(tmp, ignore_errors=True)
             if self.memory_limit:

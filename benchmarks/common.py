@@ -1,0 +1,46 @@
+"""Shared by the benchmarks: where the synthetic traces live and which Python
+runs the reference tools.
+
+DUCKPROF_BENCH_DIR: directory for the generated synthetic traces (default: a
+duckprof-bench directory in the system temp dir); they are generated once
+(duckprof.synth, seed 0) and reused.
+DUCKPROF_REFERENCE_PYTHON: an interpreter with the reference tools installed
+(HolisticTraceAnalysis, torch), when this one does not have them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+SIZES = {"100MB": 100_000_000, "1GB": 1_000_000_000}
+DATA_DIR = os.environ.get("DUCKPROF_BENCH_DIR", os.path.join(tempfile.gettempdir(), "duckprof-bench"))
+
+
+def synthetic_trace(size: str, gz: bool = False, data_dir: str = DATA_DIR) -> str:
+    """Path of the synthetic trace of `size` ('100MB' or '1GB'), generated if missing."""
+    from duckprof.synth import generate
+
+    size = size.upper()
+    os.makedirs(data_dir, exist_ok=True)
+    path = os.path.join(data_dir, f"synth_{size.lower()}.json" + (".gz" if gz else ""))
+    if not os.path.exists(path):
+        print(f"generating {path} ...", file=sys.stderr)
+        generate(path, target_bytes=SIZES[size], seed=0)
+    return path
+
+
+def reference_python(explicit: str | None, module: str) -> str | None:
+    """The interpreter to run a reference tool with: `explicit` if given, else
+    $DUCKPROF_REFERENCE_PYTHON, else this one; None if it cannot import `module`."""
+    for py in (explicit, os.environ.get("DUCKPROF_REFERENCE_PYTHON"), sys.executable):
+        if py and os.path.exists(py):
+            ok = subprocess.run([py, "-c", f"import {module}"], capture_output=True).returncode == 0
+            return py if ok else None
+    return None
