@@ -150,6 +150,11 @@ def add_estimates(con, trace_id: int) -> int:
 STAGE_DB = "dp_stage"  # in-memory database attached during a load for staged events
 
 
+def _out_of_memory(path, doing: str, e: Exception) -> DuckprofError:
+    return DuckprofError(f"{path}: out of memory while {doing} ({str(e).splitlines()[0]}); "
+                         "raise DUCKPROF_LOAD_MEMORY or free memory")
+
+
 class _ChunkStager:
     """Parses chunk files into tables of the in-memory database dp_stage
     (stage_events.sql), several at once, each on its own cursor.
@@ -183,8 +188,8 @@ class _ChunkStager:
 
     def _stage(self, table: str, chunk: str) -> int:
         cur = self._cursor()
-        cur.execute(sqlfiles.render("load/stage_events.sql", raw=table), {"files": [chunk]})
-        return cur.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+        # CREATE TABLE ... AS returns the number of rows it wrote
+        return cur.execute(sqlfiles.render("load/stage_events.sql", raw=table), {"files": [chunk]}).fetchall()[0][0]
 
     def drop(self, tables):
         cur = self.con.cursor()
@@ -276,9 +281,7 @@ class Loader:
                 t0 = time.perf_counter()
                 if p.split.content_hash in known:
                     fr.skipped = f"already loaded in run '{run}' (same content); skipped"
-                    self._wait(p, check=False)
-                    stager.drop(p.tables)
-                    self._drop_chunks(p.split)
+                    self._discard(p, stager)
                     continue
                 known.add(p.split.content_hash)
                 self._finish(p, tmp, stager, salvage)
@@ -294,9 +297,7 @@ class Loader:
                     try:
                         self._insert(p, run, next_id, fr, say)
                     except duckdb.OutOfMemoryException as e:
-                        raise DuckprofError(f"{p.path}: out of memory while loading "
-                                            f"({str(e).splitlines()[0]}); "
-                                            "raise DUCKPROF_LOAD_MEMORY or free memory") from None
+                        raise _out_of_memory(p.path, "loading", e) from None
                     except duckdb.Error as e:
                         # validation should have caught it: still name the file
                         raise TraceError(p.path, self._describe(e, p.split)) from None
@@ -333,9 +334,17 @@ class Loader:
             return split_trace(p.path, tmp, chunks=chunks, salvage=salvage, sanitize=sanitize,
                                spaces=spaces, on_chunk=on_chunk)
         except BaseException:
-            self._wait(p, check=False)
-            stager.drop(p.tables)
+            self._discard(p, stager)
             raise
+
+    def _discard(self, p: _Prepared, stager):
+        """Throw away p's staged chunks: wait for their parses to end, drop their
+        tables and chunk files (those of a split that failed midway go with tmp)."""
+        self._wait(p, check=False)
+        stager.drop(p.tables)
+        if p.split is not None:
+            self._drop_chunks(p.split)
+        p.tables, p.futures = [], []
 
     @staticmethod
     def _wait(p: _Prepared, check=True) -> list[int]:
@@ -360,13 +369,10 @@ class Loader:
                 counts = self._wait(p)
                 break
             except duckdb.OutOfMemoryException as e:
-                raise DuckprofError(f"{p.path}: out of memory while parsing ({str(e).splitlines()[0]}); "
-                                    "raise DUCKPROF_LOAD_MEMORY or free memory") from None
+                raise _out_of_memory(p.path, "parsing", e) from None
             except duckdb.Error as e:
                 msg, split = str(e), p.split
-                stager.drop(p.tables)
-                self._drop_chunks(split)
-                p.tables, p.futures = [], []
+                self._discard(p, stager)
                 attempts += 1
                 if attempts > 3:
                     raise TraceError(p.path, self._describe(e, split)) from None

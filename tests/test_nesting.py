@@ -9,8 +9,13 @@ on real traces, computed by an independent stack walk over the raw events.
 from __future__ import annotations
 
 import decimal
+import json
+import os
+import tempfile
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import duckprof
 from conftest import HANDMADE, canonical_cat, corpus_files, corpus_path, needs_corpus, read_trace, rows, trace_events
@@ -198,9 +203,6 @@ def test_profiler_step_self_time_with_stack(corpus_session):
 
 # -- random traces ----------------------------------------------------------------
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
 # Small integer times make ties (equal starts, equal ends, zero lengths, a child
 # ending where its parent ends) common: the ordering rules of nesting.sql.
 _interval = st.tuples(st.integers(0, 12), st.integers(0, 6), st.sampled_from(["cpu_op", "user_annotation"]),
@@ -208,8 +210,6 @@ _interval = st.tuples(st.integers(0, 12), st.integers(0, 6), st.sampled_from(["c
 
 
 def _nesting_of(events):
-    import json
-    import tempfile
     with tempfile.TemporaryDirectory() as d:
         path = f"{d}/t.json"
         with open(path, "w") as f:
@@ -221,7 +221,8 @@ def _nesting_of(events):
                         s, "SELECT event_id, parent_id, depth, self_ns, op_id FROM nesting")}
 
 
-@settings(max_examples=int(__import__("os").environ.get("NESTING_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("NESTING_EXAMPLES", 60)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_interval, min_size=1, max_size=14))
 def test_random_intervals_match_stack_walk(intervals):
     """Arbitrary intervals on two threads (nested, tied, zero-length and
