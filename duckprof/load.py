@@ -22,7 +22,7 @@ import duckdb
 
 from . import estimators, sqlfiles
 from .errors import DuckprofError, TraceError
-from .split import split_trace
+from .split import CONTENT_HASH, LEGACY_CONTENT_HASH, split_trace
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -245,6 +245,7 @@ class Loader:
         # to disk instead of growing the process (measured: 1 GB trace, peak RSS
         # 1.95 GB unlimited, 1.15 GB at 1 GB, ~10% slower). None: no cap.
         self.memory_limit = memory_limit
+        self.hash_name = CONTENT_HASH
 
     def load(self, paths, run: str = "default", salvage: bool = False) -> LoadReport:
         if not run or not isinstance(run, str):
@@ -263,6 +264,8 @@ class Loader:
         try:
             known = {h for (h,) in con.execute(
                 "SELECT content_hash FROM traces WHERE run = $run", {"run": run}).fetchall()}
+            # a run loaded by an older duckprof keeps its hash (see split.CONTENT_HASH)
+            self.hash_name = LEGACY_CONTENT_HASH if any(len(h) == 32 for h in known) else CONTENT_HASH
             # split every file first (their chunks parse in the background), then
             # wait for and check each one in turn
             pending = []
@@ -332,7 +335,7 @@ class Loader:
             p.futures.append(stager.submit(table, chunk))
         try:
             return split_trace(p.path, tmp, chunks=chunks, salvage=salvage, sanitize=sanitize,
-                               spaces=spaces, on_chunk=on_chunk)
+                               spaces=spaces, on_chunk=on_chunk, hash_name=self.hash_name)
         except BaseException:
             self._discard(p, stager)
             raise

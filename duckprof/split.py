@@ -46,6 +46,19 @@ _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _WS = b" \t\r\n"
 _CTRL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+# Content hash of a trace file (reload detection). sha256 runs ~1.9x faster than
+# blake2b here (SHA extensions: 1.7 vs 0.9 GB/s), ~0.5 CPU-s less per GB loaded.
+# Runs loaded by earlier duckprof versions hold blake2b-128 hashes (32 hex
+# digits; sha256 has 64): the loader keeps hashing such a run with blake2b.
+CONTENT_HASH = "sha256"
+LEGACY_CONTENT_HASH = "blake2b"
+
+
+def new_content_hash(name: str = CONTENT_HASH):
+    if name == LEGACY_CONTENT_HASH:
+        return hashlib.blake2b(digest_size=16)
+    return hashlib.new(name)
 _SPACES = bytes.maketrans(b"\t\r\n", b"   ")
 
 
@@ -75,9 +88,9 @@ class SplitTrace:
 class _HashingReader:
     """File wrapper that hashes the raw bytes as the decompressor pulls them."""
 
-    def __init__(self, raw):
+    def __init__(self, raw, hash_name):
         self.raw = raw
-        self.hash = hashlib.blake2b(digest_size=16)
+        self.hash = new_content_hash(hash_name)
 
     def read(self, n=-1):
         data = self.raw.read(n)
@@ -96,11 +109,11 @@ class _HashingReader:
         pass
 
 
-def _open_stream(path):
+def _open_stream(path, hash_name):
     raw = open(path, "rb")
     magic = raw.read(2)
     raw.seek(0)
-    hashing = _HashingReader(raw)
+    hashing = _HashingReader(raw, hash_name)
     if magic == b"\x1f\x8b":
         return raw, hashing, _gzip.GzipFile(fileobj=hashing, mode="rb"), True
     return raw, hashing, hashing, False
@@ -110,14 +123,14 @@ class _FileHasher(threading.Thread):
     """Hashes a file in the background: hashlib and file reads release the GIL,
     so this overlaps with copying and with DuckDB's parse."""
 
-    def __init__(self, path):
+    def __init__(self, path, hash_name):
         super().__init__(daemon=True)
-        self.path, self.digest, self.error = path, None, None
+        self.path, self.hash_name, self.digest, self.error = path, hash_name, None, None
         self.start()
 
     def run(self):
         try:
-            h = hashlib.blake2b(digest_size=16)
+            h = new_content_hash(self.hash_name)
             with open(self.path, "rb", buffering=0) as f:
                 while True:
                     b = f.read(BLOCK)
@@ -135,7 +148,7 @@ class _FileHasher(threading.Thread):
         return self.digest
 
 
-def _split_plain(path, tmpdir, stem, size, chunks, on_chunk):
+def _split_plain(path, tmpdir, stem, size, chunks, on_chunk, hash_name):
     """Fast path for an uncompressed, well-formed file: locate the array from
     its head and tail, cut at event boundaries near equal offsets, and copy the
     byte ranges in the kernel (copy_file_range). None means: use the streaming
@@ -167,7 +180,7 @@ def _split_plain(path, tmpdir, stem, size, chunks, on_chunk):
                 cuts.append(off + m.start() + 1)  # chunk ends after '}'
                 cuts.append(off + m.end() - 1)    # next chunk starts at '{'
         cuts.append(stop)
-        hasher = _FileHasher(path)
+        hasher = _FileHasher(path, hash_name)
         paths = []
         src = f.fileno()
         for i in range(0, len(cuts), 2):
@@ -404,7 +417,8 @@ class _ChunkWriter:
 
 
 def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
-                sanitize: bool = False, spaces: bool = False, on_chunk=None) -> SplitTrace:
+                sanitize: bool = False, spaces: bool = False, on_chunk=None,
+                hash_name: str = CONTENT_HASH) -> SplitTrace:
     """Stream `path` into chunk files under `tmpdir`; see the module docstring.
 
     on_chunk(path) is called as each chunk file is complete, in order (the
@@ -414,7 +428,8 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
     sanitize: replace invalid UTF-8 with U+FFFD and escape raw control
     characters (a retry path, used only after DuckDB rejected the file);
     spaces: also turn raw tab/newline/CR into spaces (they are invalid inside
-    JSON strings and harmless between tokens).
+    JSON strings and harmless between tokens). hash_name: the content hash
+    (CONTENT_HASH, or LEGACY_CONTENT_HASH for runs loaded with it).
     """
     try:
         size = os.path.getsize(path)
@@ -428,10 +443,10 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
         with open(path, "rb") as f:
             is_gzip = f.read(2) == b"\x1f\x8b"
         if not is_gzip:
-            fast = _split_plain(path, tmpdir, stem, size, chunks, on_chunk)
+            fast = _split_plain(path, tmpdir, stem, size, chunks, on_chunk, hash_name)
             if fast is not None:
                 return fast
-    raw, hashing, stream, compressed = _open_stream(path)
+    raw, hashing, stream, compressed = _open_stream(path, hash_name)
     json_bytes = 0
     truncated_gzip = False
 

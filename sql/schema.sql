@@ -14,7 +14,7 @@ CREATE TABLE IF NOT EXISTS traces (
     path            VARCHAR NOT NULL,     -- absolute path at load time
     size_bytes      BIGINT,               -- file size on disk
     json_bytes      BIGINT,               -- uncompressed JSON size
-    content_hash    VARCHAR NOT NULL,     -- blake2b-128 of the file bytes (reload detection)
+    content_hash    VARCHAR NOT NULL,     -- sha256 of the file bytes, hex (reload detection)
     loaded_at       TIMESTAMP,            -- when it was loaded (UTC)
     base_time_ns    BIGINT,               -- baseTimeNanoseconds, NULL when ts is absolute
     schema_version  VARCHAR,              -- the trace's own schemaVersion

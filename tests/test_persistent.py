@@ -199,3 +199,36 @@ def test_json_columns_use_zstd_and_old_storage_formats_still_load(tmp_path):
         assert rows(s, "SELECT count(*) FROM pragma_storage_info('events') WHERE compression = 'ZSTD'") == [(0,)]
         assert rows(s, "SELECT * EXCLUDE (trace_id) FROM events ORDER BY event_id") == new_rows
         assert len(new_rows) == 19
+
+
+def test_content_hash_is_sha256_of_the_file_bytes(tmp_db, tmp_path):
+    import gzip
+    import hashlib
+    from duckprof import split
+    big = tmp_path / "big.json"  # > 2 blocks: the fast path hashes it in a background thread
+    big.write_bytes(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "op" * 20, "pid": 1, "tid": 1, "ts": i, "dur": 1}
+        for i in range(2 * split.BLOCK // 60)]}).encode())
+    assert big.stat().st_size > 2 * split.BLOCK
+    gz = tmp_path / "small.json.gz"
+    gz.write_bytes(gzip.compress(FRACTIONAL.read_bytes()))
+    files = [NESTING3, big, gz]
+    with duckprof.connect(tmp_db) as s:
+        s.load([str(f) for f in files], run="base")
+        assert rows(s, "select path, content_hash from traces order by trace_id") == [
+            (str(f), hashlib.sha256(f.read_bytes()).hexdigest()) for f in files]
+
+
+def test_run_loaded_with_the_older_blake2b_hash_still_detects_reloads(tmp_db):
+    import hashlib
+    # what an earlier duckprof stored: blake2b-128 of the file bytes
+    with duckprof.connect(tmp_db) as s:
+        s.load([str(NESTING3)], run="old")
+        s.sql("update traces set content_hash = $h",
+              {"h": hashlib.blake2b(NESTING3.read_bytes(), digest_size=16).hexdigest()})
+        rep = s.load([str(NESTING3), str(FRACTIONAL)], run="old")
+        assert [f.skipped != "" for f in rep.files] == [True, False]
+        # the run keeps its hash, so the new trace is stored with blake2b too
+        assert scalar(s, "select content_hash from traces where path = $p", {"p": str(FRACTIONAL)}) == \
+            hashlib.blake2b(FRACTIONAL.read_bytes(), digest_size=16).hexdigest()
+        assert scalar(s, "select count(*) from traces") == 2
