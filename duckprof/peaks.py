@@ -20,6 +20,7 @@ Users add devices with plain SQL on a persistent database, e.g.::
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from importlib import resources
 
@@ -31,9 +32,18 @@ _INTS = {"priority", "sm_count"}
 _TEXT = {"device_pattern", "device", "vendor", "source"}
 
 
+def _packaged_text() -> str:
+    return resources.files("duckprof").joinpath("data/peaks.csv").read_text(encoding="utf-8")
+
+
+def packaged_digest() -> str:
+    """Identifies the packaged table: a database notes the one it was seeded from."""
+    return hashlib.blake2b(_packaged_text().encode(), digest_size=8).hexdigest()
+
+
 def packaged_rows() -> list[dict]:
     """The rows of duckprof/data/peaks.csv, typed (empty cell -> None)."""
-    text = resources.files("duckprof").joinpath("data/peaks.csv").read_text(encoding="utf-8")
+    text = _packaged_text()
     out = []
     for r in csv.DictReader(io.StringIO(text)):
         row = {}
@@ -54,7 +64,9 @@ def seed_peaks(con) -> int:
 
     Idempotent: rows whose ``device`` is already in the table are left alone,
     so user edits survive and a second call adds nothing. Returns the number of
-    rows inserted. Run it once when a database is created.
+    rows inserted. Run when a database is created, and again when a newer
+    duckprof opens it for writing with a changed table (Session): devices added
+    since appear; corrections to rows already in the database are not applied.
     """
     existing = {r[0] for r in con.execute("SELECT device FROM device_peaks").fetchall()}
     rows = [tuple(r[c] for c in COLUMNS) for r in packaged_rows() if r["device"] not in existing]

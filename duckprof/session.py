@@ -11,7 +11,7 @@ import duckdb
 from . import sqlfiles
 from .errors import DuckprofError
 from .load import Loader, LoadReport
-from .peaks import seed_peaks
+from .peaks import packaged_digest, seed_peaks
 
 def view_files_in_order() -> list[str]:
     """sql/views/*.sql sorted so that every view comes after the views it uses."""
@@ -119,7 +119,8 @@ class Session:
             con.execute(schema.replace(" USING COMPRESSION zstd", ""))
         seed_peaks(con)  # datasheet peaks: stored in the file, users may add rows
         con.execute("INSERT INTO duckprof_meta VALUES ('schema_version', $v), ('created_by', 'duckprof'), "
-                    "('views_hash', $h)", {"v": str(SCHEMA_VERSION), "h": views_digest()})
+                    "('views_hash', $h), ('peaks_hash', $p)",
+                    {"v": str(SCHEMA_VERSION), "h": views_digest(), "p": packaged_digest()})
         self._create_views()
         con.execute("COMMIT")
 
@@ -142,15 +143,21 @@ class Session:
 
     def _refresh_views(self):
         """Recreate the views when the packaged view SQL changed since they were
-        made (tracked by a hash in duckprof_meta). Unchanged: nothing is written,
-        so opening a database to load into it does not modify the file."""
-        digest = views_digest()
-        rows = self.con.execute("SELECT value FROM duckprof_meta WHERE key = 'views_hash'").fetchall()
-        if rows and rows[0][0] == digest:
+        made, and add the devices new in the packaged peaks table (each tracked
+        by a hash in duckprof_meta). Unchanged: nothing is written, so opening a
+        database to load into it does not modify the file."""
+        views, peaks = views_digest(), packaged_digest()
+        stored = dict(self.con.execute(
+            "SELECT key, value FROM duckprof_meta WHERE key IN ('views_hash', 'peaks_hash')").fetchall())
+        if stored.get("views_hash") == views and stored.get("peaks_hash") == peaks:
             return
         self.con.execute("BEGIN TRANSACTION")
-        self._create_views()
-        self.con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('views_hash', $h)", {"h": digest})
+        if stored.get("views_hash") != views:
+            self._create_views()
+        if stored.get("peaks_hash") != peaks:
+            seed_peaks(self.con)
+        self.con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('views_hash', $h), ('peaks_hash', $p)",
+                         {"h": views, "p": peaks})
         self.con.execute("COMMIT")
 
     # -- API ----------------------------------------------------------------

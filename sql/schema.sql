@@ -90,7 +90,8 @@ CREATE TABLE IF NOT EXISTS op_estimates (
 );
 
 -- device_peaks: datasheet peaks per device model (dense, no sparsity), seeded at
--- database creation from duckprof/data/peaks.csv (duckprof.peaks.seed_peaks).
+-- database creation from duckprof/data/peaks.csv (duckprof.peaks.seed_peaks); a newer
+-- duckprof adds the devices its table gained when it opens the database to load.
 -- Add rows for devices duckprof does not know (a lower priority wins); the
 -- device_peak view matches each traced device to one row.
 CREATE TABLE IF NOT EXISTS device_peaks (

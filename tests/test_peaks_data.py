@@ -105,6 +105,9 @@ def test_dense_not_sparse_ordering():
     ("NVIDIA H100 NVL", "NVIDIA H100 NVL"),
     ("NVIDIA H200", "NVIDIA H200 SXM"),
     ("NVIDIA B200", "NVIDIA B200"),
+    ("NVIDIA GB200", "NVIDIA GB200"),
+    ("NVIDIA GH200 480GB", "NVIDIA GH200 96GB HBM3"),
+    ("NVIDIA GH200 120GB", "NVIDIA GH200 96GB HBM3"),
     ("NVIDIA L4", "NVIDIA L4"),
     ("NVIDIA L40S", "NVIDIA L40S"),
     ("Tesla V100-DGXS-32GB", "NVIDIA V100 SXM2"),
@@ -114,6 +117,7 @@ def test_dense_not_sparse_ordering():
     ("AMD Instinct MI300X VF", "AMD Instinct MI300X"),
     ("AMD Instinct MI325X", "AMD Instinct MI325X"),
     ("AMD Instinct MI355X", "AMD Instinct MI355X"),
+    ("AMD Instinct MI350X", "AMD Instinct MI350X"),
     ("AMD Instinct MI250X", "AMD Instinct MI250X (one GCD)"),
     ("AMD Instinct MI250", "AMD Instinct MI250 (one GCD)"),
 ])
@@ -126,6 +130,22 @@ def test_first_row_wins_when_several_match():
     hits = [r["device"] for r in ROWS if re.search(r["device_pattern"], "NVIDIA H200 NVL", re.IGNORECASE)]
     assert hits == ["NVIDIA H200 NVL", "NVIDIA H200 SXM"]
     assert match("NVIDIA H200 NVL")["device"] == "NVIDIA H200 NVL"
+    hits = [r["device"] for r in ROWS if re.search(r["device_pattern"], "NVIDIA GH200 144G HBM3e", re.IGNORECASE)]
+    assert hits == ["NVIDIA GH200 144G HBM3e", "NVIDIA GH200 96GB HBM3"]
+
+
+def test_spot_checked_figures():
+    """Figures checked against the datasheets named in each row's source."""
+    b200, gb200 = match("NVIDIA B200"), match("NVIDIA GB200")
+    assert (b200["sm_count"], b200["fp32_tflops"], b200["bf16_tflops"], b200["dram_gbps"]) == (148, 75, 2250, 7700)
+    assert (gb200["sm_count"], gb200["fp32_tflops"], gb200["bf16_tflops"], gb200["dram_gbps"]) == (152, 80, 2500, 8000)
+    assert match("NVIDIA GH200 480GB")["dram_gbps"] == 4000
+    assert match("NVIDIA GH200 144G HBM3e")["dram_gbps"] == 4900
+    mi355x, mi350x = match("AMD Instinct MI355X"), match("AMD Instinct MI350X")
+    assert (mi355x["fp64_tflops"], mi355x["bf16_tflops"], mi355x["tf32_tflops"]) == (78.6, 2516.6, None)
+    assert (mi350x["fp64_tflops"], mi350x["bf16_tflops"], mi350x["tf32_tflops"]) == (72.1, 2307, None)
+    # an unnamed 256-CU, 288 GB device (ROCm in a container may report no name) stays MI355X
+    assert match("", 288 * 2**30 - 2**28, 256)["device"] == "AMD Instinct MI355X"
 
 
 def test_no_false_positives():
@@ -150,7 +170,8 @@ def test_fallback_by_memory_and_cu_count():
 def test_patterns_work_in_duckdb_re2():
     duckdb = pytest.importorskip("duckdb")
     con = duckdb.connect()
-    names = ["NVIDIA A100-PG509-200", "NVIDIA H100 80GB HBM3", "NVIDIA B200", "Tesla V100-DGXS-32GB",
+    names = ["NVIDIA A100-PG509-200", "NVIDIA H100 80GB HBM3", "NVIDIA B200", "NVIDIA GB200",
+             "NVIDIA GH200 480GB", "NVIDIA GH200 144G HBM3e", "NVIDIA H200", "Tesla V100-DGXS-32GB",
              "AMD Instinct MI300X VF", "NVIDIA L4", "NVIDIA L40S", "AMD Instinct MI250X / MI250", "AMD Radeon Graphics"]
     con.execute("CREATE TABLE n(name VARCHAR)")
     con.executemany("INSERT INTO n VALUES (?)", [[x] for x in names])

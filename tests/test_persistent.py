@@ -232,3 +232,24 @@ def test_run_loaded_with_the_older_blake2b_hash_still_detects_reloads(tmp_db):
         assert scalar(s, "select content_hash from traces where path = $p", {"p": str(FRACTIONAL)}) == \
             hashlib.blake2b(FRACTIONAL.read_bytes(), digest_size=16).hexdigest()
         assert scalar(s, "select count(*) from traces") == 2
+
+
+def test_newer_packaged_peaks_reach_an_existing_database_without_undoing_user_edits(tmp_db):
+    with duckprof.connect(tmp_db) as s:
+        n = scalar(s, "select count(*) from device_peaks")
+        # as an older duckprof left it: a device missing, another edited by the user
+        s.sql("delete from device_peaks where device = 'NVIDIA GB200'")
+        s.sql("update device_peaks set dram_gbps = 1234 where device = 'NVIDIA B200'")
+        s.sql("update duckprof_meta set value = 'older' where key = 'peaks_hash'")
+    before = db_state(tmp_db)
+    with duckprof.connect(tmp_db, read_only=True) as s:  # a reader never writes
+        assert scalar(s, "select count(*) from device_peaks") == n - 1
+    assert db_state(tmp_db) == before
+    with duckprof.connect(tmp_db) as s:
+        assert scalar(s, "select count(*) from device_peaks") == n
+        assert scalar(s, "select dram_gbps from device_peaks where device = 'NVIDIA GB200'") == 8000
+        assert scalar(s, "select dram_gbps from device_peaks where device = 'NVIDIA B200'") == 1234
+    after = db_state(tmp_db)
+    with duckprof.connect(tmp_db) as s:  # up to date: opening writes nothing
+        pass
+    assert db_state(tmp_db) == after
