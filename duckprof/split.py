@@ -284,10 +284,14 @@ def _find_array_start(path, buf: bytes):
 
 # Tokens of the *reversed* tail: a '"' followed (in reversed order) by an odd
 # run of backslashes was escaped in the file, so it does not end the string.
-_RTOKEN = re.compile(rb'"(?:[^"]|"(?=(?:\\\\)*\\(?!\\)))*"|[{}\[\]:,]')
+# Commas and colons are not tokens: the scan needs only strings and brackets.
+_RTOKEN = re.compile(rb'"(?:[^"]|"(?=(?:\\\\)*\\(?!\\)))*"|[{}\[\]]')
 
 
-_SKIP_BUDGET = 256 << 10
+# Other top-level arrays (deviceProperties: ~1 KB per GPU) are far shorter. The
+# scan is Python, one step per token: for a small trace it walks the whole
+# array up to this budget (256 KB cost ~13 ms per file, for thousands of ranks).
+_SKIP_BUDGET = 64 << 10
 
 
 def _find_array_end(tail: bytes, bare: bool):
@@ -330,8 +334,6 @@ def _scan_reversed(rev: bytes, whole: bool):
             break  # a top-level array this long can only be traceEvents
         tok = m.group()
         if want_key:
-            if tok == b":":
-                continue
             want_key = False
             if tok[:1] == b'"' and tok[::-1] == b'"traceEvents"':
                 break
