@@ -122,18 +122,20 @@ def _clean_duckdb_error(e: Exception, split) -> str:
     return msg.strip().rstrip(".")
 
 
-def add_estimates(con, trace_id: int) -> int:
-    """Store FLOP/byte/dtype estimates for the op signatures of one trace that
-    op_estimates does not have yet. Python runs once per distinct signature
-    (thousands even for huge traces), never per event."""
+def add_estimates(con, first_trace_id: int, last_trace_id: int | None = None) -> int:
+    """Store FLOP/byte/dtype estimates for the op signatures of the traces
+    first_trace_id..last_trace_id that op_estimates does not have yet. Python
+    runs once per distinct signature (thousands even for huge traces), never
+    per event."""
     rows = con.execute("""
         SELECT DISTINCT * FROM (
             SELECT hash(name, input_dims::VARCHAR, input_types::VARCHAR, concrete_inputs::VARCHAR) AS sig,
                    name, input_dims::VARCHAR, input_types::VARCHAR, concrete_inputs::VARCHAR
             FROM events
-            WHERE trace_id = $t AND cat = 'cpu_op' AND ph = 'X')
+            WHERE trace_id BETWEEN $first AND $last AND cat = 'cpu_op' AND ph = 'X')
         WHERE sig NOT IN (SELECT sig FROM op_estimates)
-        """, {"t": trace_id}).fetchall()
+        """, {"first": first_trace_id, "last": first_trace_id if last_trace_id is None else last_trace_id}
+    ).fetchall()
     if not rows:
         return 0
     data = [[str(sig), n, d, t, c, estimators.op_flops(n, d, t, c), estimators.op_bytes(n, d, t, c),
@@ -148,6 +150,25 @@ def add_estimates(con, trace_id: int) -> int:
 
 
 STAGE_DB = "dp_stage"  # in-memory database attached during a load for staged events
+# Traces smaller than this are inserted and nested together, up to this many
+# bytes and files at once: per statement, not per event, costs dominate small
+# traces (190 ranks of 1 MB: 9.1 s one by one).
+BATCH_BYTES = 64 << 20
+BATCH_FILES = 256
+
+
+def _batches(prepared):
+    """Consecutive runs of prepared files to insert with one set of statements."""
+    batch, size = [], 0
+    for item in prepared:
+        n = item[0].split.json_bytes
+        if batch and (size + n > BATCH_BYTES or len(batch) >= BATCH_FILES):
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += n
+    if batch:
+        yield batch
 
 
 def _out_of_memory(path, doing: str, e: Exception) -> DuckprofError:
@@ -293,21 +314,31 @@ class Loader:
             next_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM traces").fetchall()[0][0]
             con.execute("BEGIN TRANSACTION")
             try:
-                for i, (p, fr) in enumerate(prepared):
-                    say = (lambda what, i=i, p=p: self.progress(
-                        f"[{i + 1}/{len(prepared)}] {what} {os.path.basename(p.path)}"))
+                inserted = 0
+                for batch in _batches(prepared):
+                    p0 = batch[0][0]
+                    what = (os.path.basename(p0.path) if len(batch) == 1
+                            else f"{len(batch)} traces ({os.path.basename(p0.path)}, ...)")
+                    counter = (f"{inserted + 1}" if len(batch) == 1
+                               else f"{inserted + 1}-{inserted + len(batch)}")
+                    say = (lambda verb, c=counter, w=what: self.progress(f"[{c}/{len(prepared)}] {verb} {w}"))
                     t0 = time.perf_counter()
                     try:
-                        self._insert(p, run, next_id, fr, say)
+                        self._insert(batch, run, next_id, say)
                     except duckdb.OutOfMemoryException as e:
-                        raise _out_of_memory(p.path, "loading", e) from None
+                        raise _out_of_memory(p0.path, "loading", e) from None
                     except duckdb.Error as e:
-                        # validation should have caught it: still name the file
-                        raise TraceError(p.path, self._describe(e, p.split)) from None
-                    fr.trace_id = next_id
-                    fr.seconds += time.perf_counter() - t0
-                    next_id += 1
-                    self._drop_chunks(p.split)
+                        # validation should have caught it: still name the file(s)
+                        also = f" (inserted together with {len(batch) - 1} other file(s))" if len(batch) > 1 else ""
+                        raise TraceError(p0.path, self._describe(e, p0.split) + also) from None
+                    # the batch's time, shared out by size
+                    seconds, total = time.perf_counter() - t0, sum(p.split.json_bytes for p, _ in batch) or 1
+                    for p, fr in batch:
+                        fr.trace_id = next_id
+                        fr.seconds += seconds * p.split.json_bytes / total
+                        next_id += 1
+                        self._drop_chunks(p.split)
+                    inserted += len(batch)
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -408,42 +439,45 @@ class Loader:
                                      f"(NaN, inf or out of range), first: {bad_name!r}")
         p.events = events
 
-    def _insert(self, p: _Prepared, run, trace_id, fr, say=lambda what: None):
-        con, split = self.con, p.split
+    def _insert(self, batch, run, first, say=lambda what: None):
+        """Insert, nest and estimate the staged files of one batch as the
+        traces first, first + 1, ... (all in the load's transaction)."""
+        con = self.con
+        last = first + len(batch) - 1
+        ids = {"first_trace_id": first, "last_trace_id": last}
+        base = [_int_or_none(p.split.metadata.get("baseTimeNanoseconds")) or 0 for p, _ in batch]
         say("inserting")
-        meta = split.metadata
-        base_ns = _int_or_none(meta.get("baseTimeNanoseconds")) or 0
-        con.execute(sqlfiles.render("load/insert_events.sql", raw=p.raw),
-                    {"trace_id": trace_id, "base_ns": base_ns})
-        if not base_ns and con.execute(
-                # fractional absolute us beyond 2^43 us, where a double is coarser than 1 ns
-                "SELECT count(*) FROM (SELECT 1 FROM events WHERE trace_id = $t "
-                "AND abs(ts_ns) >= 8796093022208000 AND ts_ns % 1000 <> 0 LIMIT 1)",
-                {"t": trace_id}).fetchall()[0][0]:
-            con.execute(sqlfiles.read("load/exact_ts.sql"), {"files": split.chunks, "trace_id": trace_id})
+        con.execute(sqlfiles.render("load/insert_events.sql", raws=[p.raw for p, _ in batch]),
+                    {"first_trace_id": first, "base_ns": base})
+        absolute = [first + k for k, b in enumerate(base) if not b]
+        if absolute:
+            # fractional absolute us beyond 2^43 us, where a double is coarser than 1 ns
+            for (t,) in con.execute(
+                    "SELECT DISTINCT trace_id FROM events WHERE trace_id BETWEEN $first AND $last "
+                    "AND list_contains($absolute, trace_id) "
+                    "AND abs(ts_ns) >= 8796093022208000 AND ts_ns % 1000 <> 0",
+                    {"first": first, "last": last, "absolute": absolute}).fetchall():
+                con.execute(sqlfiles.read("load/exact_ts.sql"),
+                            {"files": batch[t - first][0].split.chunks, "trace_id": t})
         say("nesting")
         nesting = sqlfiles.read("load/nesting.sql")
-        con.execute(nesting, {"trace_id": trace_id, "crossing_threads": []})
+        con.execute(nesting, {**ids, "crossing_threads": []})
         # events that start inside another and outlive it: redo those threads (see nesting.sql)
-        crossing = [t for (t,) in con.execute(sqlfiles.read("load/nesting_check.sql"),
-                                              {"trace_id": trace_id}).fetchall()]
+        crossing = [t for (t,) in con.execute(sqlfiles.read("load/nesting_check.sql"), ids).fetchall()]
         if crossing:
-            con.execute("""
-                DELETE FROM nesting WHERE trace_id = $t AND event_id IN (
-                    SELECT event_id FROM events WHERE trace_id = $t
-                    AND list_contains(CAST($threads AS UBIGINT[]), hash(pid_label, tid_label)))""",
-                {"t": trace_id, "threads": crossing})
-            con.execute(nesting, {"trace_id": trace_id, "crossing_threads": crossing})
-        self._insert_trace_row(p.path, run, trace_id, split, meta, base_ns, p.events)
+            con.execute(sqlfiles.read("load/nesting_clear.sql"), {**ids, "threads": crossing})
+            con.execute(nesting, {**ids, "crossing_threads": crossing})
+        for k, (p, fr) in enumerate(batch):
+            self._insert_trace_row(p.path, run, first + k, p.split, p.split.metadata, base[k], p.events)
+            fr.events = p.events
+            fr.json_bytes = p.split.json_bytes
+            if p.split.salvaged_bytes:
+                fr.notes.append(f"truncated file salvaged: loaded {p.events:,} complete events, "
+                                f"dropped the last {p.split.salvaged_bytes:,} bytes "
+                                f"(an incomplete event starting {p.split.salvaged_preview[:60]!r})")
+            fr.notes.extend(p.split.notes)
         say("estimating")
-        add_estimates(con, trace_id)
-        fr.events = p.events
-        fr.json_bytes = split.json_bytes
-        if split.salvaged_bytes:
-            fr.notes.append(f"truncated file salvaged: loaded {p.events:,} complete events, "
-                            f"dropped the last {split.salvaged_bytes:,} bytes "
-                            f"(an incomplete event starting {split.salvaged_preview[:60]!r})")
-        fr.notes.extend(split.notes)
+        add_estimates(con, first, last)
 
     @staticmethod
     def _describe(e, split) -> str:

@@ -50,3 +50,46 @@ def test_top_level_keys_after_trace_events(tmp_path, gz, n_events):
             (n_events, 'op"]0\\')]
         assert rows(s, "SELECT rank, metadata->>'traceName' FROM traces") == [(5, "t]")]
         assert rows(s, "SELECT count(*), min(num_sms) FROM devices") == [(8, 108)]
+
+
+def test_traces_inserted_together_equal_traces_inserted_one_by_one(monkeypatch, tmp_path):
+    """Small traces are inserted and nested in batches (load.BATCH_BYTES): every
+    table must come out as when each trace is inserted alone. The files cover
+    crossing events (with_stack), fractional absolute us (exact_ts.sql),
+    baseTimeNanoseconds, three nesting levels, and two ranks whose threads have
+    the same pid/tid and overlap in time."""
+    from conftest import HANDMADE, corpus_path
+    from duckprof import load
+    rank1 = tmp_path / "nesting3_rank1.json"
+    doc = json.loads((HANDMADE / "nesting3.json").read_text())
+    for e in doc["traceEvents"]:
+        e["ts"] += 1  # overlaps the original's events, starting 1 us later
+    rank1.write_text(json.dumps(doc))
+    files = [str(HANDMADE / f) for f in ("nesting3.json", "absolute_fractional.json", "fractional_base.json")]
+    files.append(str(rank1))
+    files += [str(corpus_path(f)) for f in ("b200_eager_stack.json.gz", "a100_nccl_train.json.gz",
+                                             "backward_thread_minimal.json")]
+    queries = {
+        "events": "SELECT t.path, e.* EXCLUDE (trace_id) FROM events e JOIN traces t USING (trace_id)",
+        "nesting": "SELECT t.path, n.* EXCLUDE (trace_id) FROM nesting n JOIN traces t USING (trace_id)",
+        "traces": "SELECT * EXCLUDE (trace_id, loaded_at) FROM traces",
+        "devices": "SELECT t.path, d.* EXCLUDE (trace_id) FROM devices d JOIN traces t USING (trace_id)",
+        "op_estimates": "SELECT * FROM op_estimates",
+    }
+
+    def tables(batch_bytes):
+        monkeypatch.setattr(load, "BATCH_BYTES", batch_bytes)
+        said = []
+        with duckprof.connect() as s:
+            report = s.load(files, run="r", progress=said.append)
+            return ([f.trace_id for f in report.files], [m for m in said if m.split()[1] == "nesting"],
+                    {k: sorted(rows(s, q), key=repr) for k, q in queries.items()})
+
+    default = load.BATCH_BYTES
+    ids_alone, said_alone, alone = tables(0)
+    ids_together, said_together, together = tables(default)
+    assert ids_alone == ids_together == [1, 2, 3, 4, 5, 6, 7]
+    assert len(said_alone) == 7 and said_together == ["[1-7/7] nesting 7 traces (nesting3.json, ...)"]
+    assert len(together["nesting"]) > 20_000
+    for k in queries:
+        assert together[k] == alone[k], k

@@ -1,22 +1,31 @@
--- Stage 2 of loading one trace: normalise its staged events (stage_events.sql,
--- already numbered in file order and checked by validate.sql) into `events`.
--- Template: raw = the staged temp table. Parameters: trace_id, base_ns (0 when
--- ts is absolute).
+-- Stage 2 of loading: normalise the staged events of one or more traces
+-- (stage_events.sql, already numbered in file order and checked by
+-- validate.sql) into `events`. Small traces are inserted together: one
+-- statement for many files costs far less than one each.
+-- Template: raws = the staged views, one per trace, in trace_id order.
+-- Parameters: first_trace_id (the first view's trace_id; the others follow),
+-- base_ns (BIGINT[], one per view; 0 when ts is absolute).
 -- Timestamps: DuckDB parses numbers as DOUBLE; splitting integer and fraction
 -- keeps whole nanoseconds exact while ulp(ts) < 1 ns (ts < 2^43 us, true for
 -- relative-to-baseTimeNanoseconds traces); see README "Timestamps". Beyond
 -- that (fractional absolute us, ~1.7e15), exact_ts.sql redoes ts from the text.
 INSERT INTO events
-WITH parsed AS (
-    SELECT event_id, ph, cat, name, pid, tid, id, args,
+WITH staged AS (
+{%- for raw in raws %}
+    {% if not loop.first %}UNION ALL {% endif %}SELECT {{ loop.index0 }} AS src, * FROM {{ raw }}
+{%- endfor %}
+),
+parsed AS (
+    SELECT $first_trace_id + src AS trace_id, CAST($base_ns AS BIGINT[])[src + 1] AS base_ns,
+           event_id, ph, cat, name, pid, tid, id, args,
            ts, dur,  -- finite and in range: checked by validate.sql
            json_extract(args, ['$."External id"', '$."external id"', '$.correlation',
                                '$.device', '$.stream', '$.stream_id',
                                '$."Input Dims"', '$."Input type"', '$."Concrete Inputs"']) AS a
-    FROM {{ raw }}
+    FROM staged
 )
 SELECT
-    $trace_id AS trace_id,
+    trace_id,
     event_id,
     ph,
     CASE
@@ -47,9 +56,9 @@ SELECT
     coalesce(try_cast(tid AS BIGINT), try_cast(regexp_extract(tid, '(-?[0-9]+)\s*$', 1) AS BIGINT)) AS tid,
     pid AS pid_label,
     tid AS tid_label,
-    $base_ns + floor(ts)::BIGINT * 1000 + round((ts - floor(ts)) * 1000)::BIGINT AS ts_ns,
+    base_ns + floor(ts)::BIGINT * 1000 + round((ts - floor(ts)) * 1000)::BIGINT AS ts_ns,
     round(dur * 1000)::BIGINT AS dur_ns,
-    $base_ns + floor(ts)::BIGINT * 1000 + round((ts - floor(ts)) * 1000)::BIGINT
+    base_ns + floor(ts)::BIGINT * 1000 + round((ts - floor(ts)) * 1000)::BIGINT
         + round(dur * 1000)::BIGINT AS end_ns,
     coalesce(try_cast(a[1]::VARCHAR AS BIGINT), try_cast(a[2]::VARCHAR AS BIGINT)) AS external_id,
     try_cast(a[3]::VARCHAR AS BIGINT) AS correlation,

@@ -1,7 +1,10 @@
--- Interval nesting of the host (CPU-side) complete events of one trace.
--- Parameters: trace_id; crossing_threads (UBIGINT[], see below: empty on the
--- first pass, which covers every thread; the second pass covers only these).
--- Writes `nesting` (parent_id, depth, self_ns, op_id).
+-- Interval nesting of the host (CPU-side) complete events of the traces
+-- first_trace_id..last_trace_id (parameters; several small traces are nested
+-- in one statement). crossing_threads (UBIGINT[], see below): empty on the
+-- first pass, which covers every thread; the second pass covers only these.
+-- The thread key hash(trace_id, pid_label, tid_label) is spelled here, in
+-- nesting_check.sql and in nesting_clear.sql: change them together. Writes
+-- `nesting` (parent_id, depth, self_ns, op_id).
 --
 -- Quadratic interval joins die on big traces, so nesting comes from sorted
 -- passes instead. Per thread, every event contributes a start point (+1) and
@@ -32,49 +35,50 @@
 -- first), with the window.
 INSERT INTO nesting
 WITH host AS (
-    SELECT event_id, hash(pid_label, tid_label) AS thread, (cat = 'cpu_op')::INTEGER AS op,
-           ts_ns, end_ns, dur_ns
+    SELECT trace_id, event_id, hash(trace_id, pid_label, tid_label) AS thread,
+           (cat = 'cpu_op')::INTEGER AS op, ts_ns, end_ns, dur_ns
     FROM events
-    WHERE trace_id = $trace_id AND ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
+    WHERE trace_id BETWEEN $first_trace_id AND $last_trace_id
+      AND ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
       AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'gpu_user_annotation',
                       'mtia_ccp_events', 'trace')
       AND (len(CAST($crossing_threads AS UBIGINT[])) = 0
-           OR list_contains(CAST($crossing_threads AS UBIGINT[]), hash(pid_label, tid_label)))
+           OR list_contains(CAST($crossing_threads AS UBIGINT[]), hash(trace_id, pid_label, tid_label)))
 ),
 inner_max AS (
     -- the latest end among the events that start strictly inside (ts_ns, end_ns)
-    SELECT event_id, thread, ts_ns, end_ns,
+    SELECT trace_id, event_id, thread, ts_ns, end_ns,
            max(end_ns) OVER (PARTITION BY thread ORDER BY ts_ns
                              RANGE BETWEEN 1 FOLLOWING AND greatest(dur_ns - 1, 1) FOLLOWING) AS m
     FROM host
     WHERE len(CAST($crossing_threads AS UBIGINT[])) > 0
 ),
 crossed AS (
-    SELECT c.event_id, min(x.ts_ns) AS close_ns
+    SELECT c.trace_id, c.event_id, min(x.ts_ns) AS close_ns
     FROM inner_max c JOIN host x
       ON x.thread = c.thread AND x.ts_ns > c.ts_ns AND x.ts_ns < c.end_ns AND x.end_ns > c.end_ns
     WHERE c.m > c.end_ns
-    GROUP BY c.event_id
+    GROUP BY c.trace_id, c.event_id
 ),
 points AS (
     -- starts at one time: longer first, then in file order
-    SELECT event_id, thread, ts_ns AS t, 1 AS kind, -dur_ns AS k2, event_id AS k3, 0 AS k4, 0 AS sub,
+    SELECT trace_id, event_id, thread, ts_ns AS t, 1 AS kind, -dur_ns AS k2, event_id AS k3, 0 AS k4, 0 AS sub,
            1 AS delta, op, ts_ns, end_ns
     FROM host
     UNION ALL
     -- ends at one time: innermost first, the reverse of the start order (by the
     -- original duration: a closed event's end may meet its children's); a
     -- zero-length event's end right after its own start
-    SELECT h.event_id, h.thread, coalesce(c.close_ns, h.end_ns), CASE WHEN h.dur_ns = 0 THEN 1 ELSE 0 END,
+    SELECT h.trace_id, h.event_id, h.thread, coalesce(c.close_ns, h.end_ns), CASE WHEN h.dur_ns = 0 THEN 1 ELSE 0 END,
            CASE WHEN h.dur_ns = 0 THEN 0 ELSE -h.ts_ns END,
            CASE WHEN h.dur_ns = 0 THEN h.event_id ELSE h.dur_ns END,
            CASE WHEN h.dur_ns = 0 THEN 0 ELSE -h.event_id END,
            1, -1, h.op, h.ts_ns, h.end_ns
-    FROM host h LEFT JOIN crossed c USING (event_id)
+    FROM host h LEFT JOIN crossed c USING (trace_id, event_id)
 ),
 walk AS (
     -- lvl: open intervals after this point, minus 1; op_lvl: the same for cpu_ops
-    SELECT event_id, thread, sub, op, ts_ns, end_ns,
+    SELECT trace_id, event_id, thread, sub, op, ts_ns, end_ns,
            row_number() OVER w AS pos,
            sum(delta) OVER w - 1 AS lvl,
            sum(delta * op) OVER w - 1 AS op_lvl
@@ -84,7 +88,7 @@ walk AS (
 ),
 linked AS (
     -- one row per event, from its end point
-    SELECT event_id, ts_ns, end_ns, lvl + 1 AS depth,
+    SELECT trace_id, event_id, ts_ns, end_ns, lvl + 1 AS depth,
            last_value(CASE WHEN sub = 0 THEN event_id END IGNORE NULLS) OVER wp AS parent_id,
            last_value(CASE WHEN sub = 0 THEN ts_ns END IGNORE NULLS) OVER wp AS parent_ts,
            last_value(CASE WHEN sub = 0 THEN end_ns END IGNORE NULLS) OVER wp AS parent_end,
@@ -97,10 +101,10 @@ linked AS (
 child_time AS (
     -- a child is clipped to its parent: overlapping (not properly nested)
     -- events in real traces must not make self time negative
-    SELECT parent_id, sum(greatest(0, least(end_ns, parent_end) - greatest(ts_ns, parent_ts))) AS child_ns
-    FROM linked WHERE parent_id IS NOT NULL GROUP BY parent_id
+    SELECT trace_id, parent_id, sum(greatest(0, least(end_ns, parent_end) - greatest(ts_ns, parent_ts))) AS child_ns
+    FROM linked WHERE parent_id IS NOT NULL GROUP BY trace_id, parent_id
 )
-SELECT $trace_id, l.event_id, l.parent_id, l.depth,
+SELECT l.trace_id, l.event_id, l.parent_id, l.depth,
        l.end_ns - l.ts_ns - coalesce(c.child_ns, 0) AS self_ns, l.op_id
 FROM linked l
-LEFT JOIN child_time c ON c.parent_id = l.event_id
+LEFT JOIN child_time c ON c.trace_id = l.trace_id AND c.parent_id = l.event_id
