@@ -210,7 +210,11 @@ class _ChunkStager:
     def _stage(self, table: str, chunk: str) -> int:
         cur = self._cursor()
         # CREATE TABLE ... AS returns the number of rows it wrote
-        return cur.execute(sqlfiles.render("load/stage_events.sql", raw=table), {"files": [chunk]}).fetchall()[0][0]
+        n = cur.execute(sqlfiles.render("load/stage_events.sql", raw=table), {"files": [chunk]}).fetchall()[0][0]
+        # staged: the chunk file is not needed any more (a load of many big
+        # files would otherwise hold a copy of all their JSON in the temp dir)
+        os.remove(chunk)
+        return n
 
     def drop(self, tables):
         cur = self.con.cursor()
@@ -457,8 +461,7 @@ class Loader:
                     "AND list_contains($absolute, trace_id) "
                     "AND abs(ts_ns) >= 8796093022208000 AND ts_ns % 1000 <> 0",
                     {"first": first, "last": last, "absolute": absolute}).fetchall():
-                con.execute(sqlfiles.read("load/exact_ts.sql"),
-                            {"files": batch[t - first][0].split.chunks, "trace_id": t})
+                self._exact_ts(batch[t - first][0], t)
         say("nesting")
         nesting = sqlfiles.read("load/nesting.sql")
         con.execute(nesting, {**ids, "crossing_threads": []})
@@ -478,6 +481,20 @@ class Loader:
             fr.notes.extend(p.split.notes)
         say("estimating")
         add_estimates(con, first, last)
+
+    def _exact_ts(self, p: _Prepared, trace_id):
+        """Redo one trace's ts from the JSON text (exact_ts.sql). Its chunk files
+        were removed once staged: split the file again (into one chunk)."""
+        old = p.split
+        tmp = tempfile.mkdtemp(prefix="duckprof-")
+        try:
+            again = split_trace(p.path, tmp, chunks=1, salvage=bool(old.salvaged_bytes),
+                                sanitize=old.sanitized, spaces=old.spaces, hash_name=self.hash_name)
+            if again.content_hash != old.content_hash:
+                raise TraceError(p.path, "the file changed while it was being loaded")
+            self.con.execute(sqlfiles.read("load/exact_ts.sql"), {"files": again.chunks, "trace_id": trace_id})
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     @staticmethod
     def _describe(e, split) -> str:

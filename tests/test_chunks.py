@@ -93,3 +93,27 @@ def test_traces_inserted_together_equal_traces_inserted_one_by_one(monkeypatch, 
     assert len(together["nesting"]) > 20_000
     for k in queries:
         assert together[k] == alone[k], k
+
+
+def test_chunk_files_are_removed_once_staged(tmp_path, monkeypatch):
+    """A load of many big files must not hold a copy of all their JSON in the
+    temp dir: each chunk file goes as soon as DuckDB has parsed it."""
+    import tempfile
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setattr(split, "MIN_CHUNK", 1 << 20)
+    files = []
+    for seed in range(3):
+        files.append(str(tmp_path / f"rank{seed}.json"))
+        synth.generate(files[-1], target_bytes=3_000_000, seed=seed)
+    left = []
+
+    def progress(msg):
+        if " inserting " in msg:
+            left.append(sorted(p.name for p in temp.rglob("*.json")))
+    with duckprof.connect() as s:
+        s.load(files, progress=progress)
+        assert rows(s, "SELECT count(*) FROM traces") == [(3,)]
+    assert left == [[]]  # one batch, nothing left when it is inserted
+    assert list(temp.iterdir()) == []  # and the load's temp dir is gone
