@@ -1,7 +1,8 @@
 """Load benchmark: duckprof vs Python json.load vs HTA on the same synthetic traces.
 
-    python benchmarks/bench_load.py                      # 100 MB and 1 GB, .json and .json.gz
-    python benchmarks/bench_load.py --sizes 100MB --tools duckprof,json
+    python benchmarks/bench_load.py                      # 100 MB and 1 GB, .json and .json.gz,
+                                                         # and two jobs of many rank files
+    python benchmarks/bench_load.py --sizes 100MB --ranks '' --tools duckprof,json
     python benchmarks/bench_load.py --hta-python /path/to/venv/bin/python
 
 Each (tool, file) runs in a fresh subprocess so peak RSS (ru_maxrss) is that
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import textwrap
 
-from common import DATA_DIR, REPO, reference_python, synthetic_trace
+from common import DATA_DIR, REPO, reference_python, synthetic_ranks, synthetic_trace
 
 CHILD = {
     "duckprof": """
@@ -44,16 +45,20 @@ CHILD = {
     "json": """
         import json, gzip
         t0 = time.perf_counter()
-        with (gzip.open(path, 'rb') if path.endswith('.gz') else open(path, 'rb')) as f:
-            n = len(json.load(f)['traceEvents'])
+        n = 0
+        for p in files:
+            with (gzip.open(p, 'rb') if p.endswith('.gz') else open(p, 'rb')) as f:
+                n += len(json.load(f)['traceEvents'])
         secs = time.perf_counter() - t0
     """,
     "hta": """
         import logging
         logging.disable(logging.CRITICAL)
-        d = os.path.join(tmp, 'trace_dir')
-        os.makedirs(d)
-        os.symlink(path, os.path.join(d, os.path.basename(path)))
+        d = path
+        if not os.path.isdir(path):
+            d = os.path.join(tmp, 'trace_dir')
+            os.makedirs(d)
+            os.symlink(path, os.path.join(d, os.path.basename(path)))
         from hta.trace_analysis import TraceAnalysis
         t0 = time.perf_counter()
         ta = TraceAnalysis(trace_dir=d)
@@ -65,7 +70,8 @@ CHILD = {
 PRELUDE = """
 import os, sys, time, json, resource, tempfile
 sys.path.insert(0, {repo!r})
-path = {path!r}
+path = {path!r}  # a trace, or a directory of rank traces
+files = sorted(os.path.join(path, f) for f in os.listdir(path)) if os.path.isdir(path) else [path]
 tmp = tempfile.mkdtemp(prefix='duckprof-bench-')
 """
 POSTLUDE = """
@@ -78,6 +84,12 @@ def ensure_file(data_dir: str, size_name: str, gz: bool) -> tuple[str, int]:
     path = synthetic_trace(size_name, gz, data_dir)
     # uncompressed size = the plain file's size (same generator, same seed)
     return path, os.path.getsize(synthetic_trace(size_name, False, data_dir))
+
+
+def ensure_ranks(data_dir: str, spec: str, gz: bool) -> tuple[str, int]:
+    path = synthetic_ranks(spec, gz, data_dir)
+    plain = synthetic_ranks(spec, False, data_dir)
+    return path, sum(os.path.getsize(os.path.join(plain, f)) for f in os.listdir(plain))
 
 
 def run_child(tool: str, path: str, python: str, timeout: int) -> dict:
@@ -97,6 +109,8 @@ def run_child(tool: str, path: str, python: str, timeout: int) -> dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="100MB,1GB")
+    ap.add_argument("--ranks", default="200x1MB,8x100MB",
+                    help="jobs of many rank files, NxSIZE each ('' for none); each tool loads the whole directory")
     ap.add_argument("--formats", default="json,gz")
     ap.add_argument("--tools", default="duckprof,json,hta")
     ap.add_argument("--data-dir", default=DATA_DIR)
@@ -109,9 +123,11 @@ def main(argv=None):
     tools = args.tools.split(",")
     hta_py = reference_python(args.hta_python, "hta") if "hta" in tools else None
     rows, results = [], []
-    for size in args.sizes.split(","):
+    cases = [(ensure_file, s) for s in args.sizes.split(",") if s] + \
+        [(ensure_ranks, r) for r in args.ranks.split(",") if r]
+    for ensure, size in cases:
         for fmt in args.formats.split(","):
-            path, json_bytes = ensure_file(args.data_dir, size, fmt == "gz")
+            path, json_bytes = ensure(args.data_dir, size, fmt == "gz")
             per_tool = {}
             for tool in tools:
                 py = hta_py if tool == "hta" else sys.executable

@@ -36,6 +36,31 @@ def synthetic_trace(size: str, gz: bool = False, data_dir: str = DATA_DIR) -> st
     return path
 
 
+def parse_size(size: str) -> int:
+    """'1MB' -> 1_000_000, '1GB' -> 1_000_000_000 (decimal units, like MB/s)."""
+    size = size.strip().upper()
+    for unit, mult in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if size.endswith(unit):
+            return int(float(size[:-len(unit)]) * mult)
+    return int(size)
+
+
+def synthetic_ranks(spec: str, gz: bool = False, data_dir: str = DATA_DIR) -> str:
+    """Directory of the synthetic rank traces of one job, spec 'NxSIZE' (e.g.
+    '200x1MB': 200 ranks of ~1 MB each), generated if missing."""
+    from duckprof.synth import generate
+
+    n, size = spec.lower().split("x")
+    d = os.path.join(data_dir, f"ranks_{spec.lower()}" + ("_gz" if gz else ""))
+    if not os.path.isdir(d) or len(os.listdir(d)) != int(n):
+        print(f"generating {d} ...", file=sys.stderr)
+        os.makedirs(d, exist_ok=True)
+        for r in range(int(n)):
+            generate(os.path.join(d, f"rank{r}.json" + (".gz" if gz else "")), target_bytes=parse_size(size),
+                     seed=r, rank=r, world_size=int(n))
+    return d
+
+
 def reference_python(explicit: str | None, module: str) -> str | None:
     """The interpreter to run a reference tool with: `explicit` if given, else
     $DUCKPROF_REFERENCE_PYTHON, else this one; None if it cannot import `module`."""

@@ -253,3 +253,28 @@ def test_newer_packaged_peaks_reach_an_existing_database_without_undoing_user_ed
     with duckprof.connect(tmp_db) as s:  # up to date: opening writes nothing
         pass
     assert db_state(tmp_db) == after
+
+
+def test_an_error_while_inserting_a_batch_names_the_files_and_changes_nothing(loaded_db, monkeypatch, tmp_path):
+    """Validation catches bad input before the transaction; should an insert
+    still fail, the load rolls back and says which files it was inserting."""
+    from duckprof import sqlfiles
+    real_render = sqlfiles.render
+
+    def failing_render(rel, **kw):
+        sql = real_render(rel, **kw)
+        return sql.replace("    event_id,\n", "    CAST('x' || event_id AS BIGINT),\n", 1) if rel == "load/insert_events.sql" else sql
+
+    monkeypatch.setattr(sqlfiles, "render", failing_render)
+    other = tmp_path / "other.json"
+    other.write_bytes(NESTING3.read_bytes().replace(b'"schemaVersion": 1', b'"schemaVersion": 3'))
+    before = db_state(loaded_db)
+    with duckprof.connect(loaded_db) as s:
+        with pytest.raises(duckprof.TraceError) as ei:
+            s.load([str(other), str(FRACTIONAL)], run="new")
+        msg = str(ei.value)
+        assert msg.startswith(str(other)) and "inserted together with 1 other file(s)" in msg, msg
+        assert "\n" not in msg and "Could not convert" in msg
+        assert scalar(s, "select count(*) from traces") == 2
+        assert scalar(s, "select current_setting('preserve_insertion_order')") is True
+    assert db_state(loaded_db) == before
