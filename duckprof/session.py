@@ -168,7 +168,26 @@ class Session:
             raise DuckprofError("session is read-only")
         limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB") if self.db else None
         loader = Loader(self.con, progress=progress, memory_limit=limit or None)
-        return loader.load(paths, run=run, salvage=salvage)
+        report = loader.load(paths, run=run, salvage=salvage)
+        if self.db and report.loaded:
+            self._checkpoint_without_vacuum()
+        return report
+
+    def _checkpoint_without_vacuum(self):
+        """Write the load to the database file now, leaving row groups as they
+        are. Each trace ends in a partly filled row group, and DuckDB's
+        checkpoint would merge them by rewriting (8 ranks of 100 MB: 1.1 s when
+        the database closed, and a file of 248 instead of 156 MB, the old
+        blocks left free). Deleted rows (`rm`) are still vacuumed by later
+        checkpoints."""
+        con = self.con
+        con.execute("SET max_vacuum_tasks = 0")
+        try:
+            con.execute("CHECKPOINT")
+        except duckdb.Error:
+            pass  # another transaction is open: the checkpoint at close does it
+        finally:
+            con.execute("RESET max_vacuum_tasks")
 
     def sql(self, text: str, params=None) -> duckdb.DuckDBPyRelation:
         """Run SQL over the tables and views; returns a DuckDB relation

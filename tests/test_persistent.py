@@ -278,3 +278,26 @@ def test_an_error_while_inserting_a_batch_names_the_files_and_changes_nothing(lo
         assert scalar(s, "select count(*) from traces") == 2
         assert scalar(s, "select current_setting('preserve_insertion_order')") is True
     assert db_state(loaded_db) == before
+
+
+def test_a_load_is_checkpointed_without_rewriting_row_groups(tmp_db, tmp_path):
+    """A big trace's INSERT writes full row groups straight to the file and
+    ends in a partly filled one; DuckDB's checkpoint would merge such groups
+    by rewriting them (slow, and the old blocks stay in the file). The load
+    checkpoints with vacuuming off: the file is complete when load() returns,
+    and the row groups are as inserted."""
+    import os
+    from duckprof import synth
+    files = []
+    for seed in range(2):
+        files.append(str(tmp_path / f"rank{seed}.json"))
+        synth.generate(files[-1], events=135_000, seed=seed, rank=seed)
+    with duckprof.connect(tmp_db) as s:
+        s.load(files, run="r")
+        assert not os.path.exists(str(tmp_db) + ".wal")
+        per_trace = [n for (n,) in rows(s, "SELECT count(*) FROM events GROUP BY trace_id ORDER BY trace_id")]
+        assert len(per_trace) == 2 and all(122_880 < n < 2 * 122_880 for n in per_trace), per_trace
+        # one full and one partial row group each; merged, the 2 partials would fit in one
+        assert sum(n - 122_880 for n in per_trace) < 122_880
+        assert scalar(s, "SELECT count(DISTINCT row_group_id) FROM pragma_storage_info('events')") == 4
+        assert scalar(s, "SELECT current_setting('max_vacuum_tasks')") == 100
