@@ -256,4 +256,4 @@ def test_two_ranks_of_one_run(cli_app, tmp_path):
     assert r.exit_code == 0, r.stderr
     r = invoke(cli_app, "runs", "--db", db, "-f", "json")
     got = json.loads(r.stdout)
-    assert [(x["run"], x["traces"], x["ranks"], x["events"]) for x in got] == [("job", 2, "0,1", 4855 + 4720)]
+    assert [(x["run"], x["traces"], x["ranks"], x["events"]) for x in got] == [("job", 2, "0-1", 4855 + 4720)]

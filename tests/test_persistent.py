@@ -301,3 +301,13 @@ def test_a_load_is_checkpointed_without_rewriting_row_groups(tmp_db, tmp_path):
         assert sum(n - 122_880 for n in per_trace) < 122_880
         assert scalar(s, "SELECT count(DISTINCT row_group_id) FROM pragma_storage_info('events')") == 4
         assert scalar(s, "SELECT current_setting('max_vacuum_tasks')") == 100
+
+
+def test_runs_lists_ranks_in_numeric_order_with_ranges():
+    with duckprof.connect() as s:
+        for t, run, rank in [(1, "a", 0), (2, "a", 1), (3, "a", 2), (4, "a", 5), (5, "a", 7), (6, "a", 8),
+                             (7, "a", 10), (8, "b", None), (9, "c", 10), (10, "c", 10), (11, "c", 2)]:
+            s.sql("INSERT INTO traces (trace_id, run, rank, path, content_hash, event_count, json_bytes) "
+                  "VALUES ($t, $run, $rank, 'p', 'h', 1, 2)", {"t": t, "run": run, "rank": rank})
+        assert rows(s, "SELECT run, traces, ranks, events FROM runs ORDER BY run") == [
+            ("a", 7, "0-2,5,7-8,10", 7), ("b", 1, None, 1), ("c", 3, "2,10", 3)]
