@@ -240,10 +240,10 @@ class _ChunkStager:
 class _Prepared:
     path: str
     split: object          # SplitTrace
-    name: str              # stem of its staged tables in dp_stage
+    name: str              # its view over all its staged events in dp_stage (numbered in
+                           # file order); its chunk tables are name_0, name_1, ...
     tables: list = field(default_factory=list)   # one staged table per chunk, in order
     futures: list = field(default_factory=list)  # their staging jobs (count of events each)
-    raw: str | None = None  # the view over all its staged events, numbered in file order
     events: int | None = None
 
 
@@ -341,7 +341,6 @@ class Loader:
                         fr.trace_id = next_id
                         fr.seconds += seconds * p.split.json_bytes / total
                         next_id += 1
-                        self._drop_chunks(p.split)
                     inserted += len(batch)
                 con.execute("COMMIT")
             except BaseException:
@@ -429,14 +428,13 @@ class Loader:
                 p.split = self._split(p, tmp, stager, chunks=1, salvage=salvage, **kw)
         # event_id = position in traceEvents: each chunk is numbered from 1
         offsets = [sum(counts[:k]) for k in range(len(counts))]
-        p.raw = p.name
         con = self.con.cursor()
         try:
-            con.execute(f"CREATE OR REPLACE VIEW {p.raw} AS " + "\nUNION ALL ".join(
+            con.execute(f"CREATE OR REPLACE VIEW {p.name} AS " + "\nUNION ALL ".join(
                 f"SELECT event_id + {off} AS event_id, * EXCLUDE (event_id) FROM {t}"
                 for t, off in zip(p.tables, offsets)))
             events, bad, bad_name = con.execute(
-                sqlfiles.render("load/validate.sql", raw=p.raw)).fetchall()[0]
+                sqlfiles.render("load/validate.sql", raw=p.name)).fetchall()[0]
         finally:
             con.close()
         if bad:
@@ -455,14 +453,11 @@ class Loader:
         # Several small traces: DuckDB inserts their many one-row-group tables
         # one after another while it keeps insertion order (0.52 -> 0.37 s for
         # 68 traces of 1 MB). One big trace keeps its file order on disk, which
-        # keeps the zone maps of ts_ns tight.
-        unordered = len(batch) > 1
-        if unordered:
-            con.execute("SET preserve_insertion_order = false")
-        con.execute(sqlfiles.render("load/insert_events.sql", raws=[p.raw for p, _ in batch]),
+        # keeps the zone maps of ts_ns tight. (load() resets the setting once the
+        # transaction has ended.)
+        con.execute(f"SET preserve_insertion_order = {'true' if len(batch) == 1 else 'false'}")
+        con.execute(sqlfiles.render("load/insert_events.sql", raws=[p.name for p, _ in batch]),
                     {"first_trace_id": first, "base_ns": base})
-        if unordered:  # (after an error, load() resets it once the transaction is rolled back)
-            con.execute("RESET preserve_insertion_order")
         absolute = [first + k for k, b in enumerate(base) if not b]
         if absolute:
             # fractional absolute us beyond 2^43 us, where a double is coarser than 1 ns
@@ -518,39 +513,30 @@ class Loader:
         return msg
 
     def _insert_trace_rows(self, batch, run, first, base):
-        """The traces and devices rows of one batch, one statement each (per-row
-        statements cost ~3 ms a trace: 0.6 s for 190 small ranks)."""
+        """The traces and devices rows of one batch (per-row statements cost
+        ~3 ms a trace: 0.6 s for 190 small ranks)."""
         loaded_at = datetime.now(timezone.utc).replace(tzinfo=None)
-        traces = {k: [] for k in ("trace_id", "rank", "path", "size", "json_bytes", "hash", "base",
-                                  "schema_version", "events", "salvaged", "metadata")}
-        devices = {k: [] for k in ("trace_id", "device", "name", "mem", "major", "minor", "sms", "props")}
+        traces, devices = [], []
         for k, (p, _) in enumerate(batch):
             split, meta = p.split, p.split.metadata
-            for key, value in (("trace_id", first + k), ("rank", rank_of(p.path, meta)), ("path", p.path),
-                               ("size", split.size_bytes), ("json_bytes", split.json_bytes),
-                               ("hash", split.content_hash), ("base", base[k] or None),
-                               ("schema_version", None if meta.get("schemaVersion") is None
-                                else str(meta.get("schemaVersion"))),
-                               ("events", p.events), ("salvaged", split.salvaged_bytes),
-                               ("metadata", json.dumps(meta, allow_nan=True, default=str))):
-                traces[key].append(value)
+            traces.append((first + k, run, rank_of(p.path, meta), p.path, split.size_bytes, split.json_bytes,
+                           split.content_hash, loaded_at, base[k] or None,
+                           None if meta.get("schemaVersion") is None else str(meta.get("schemaVersion")),
+                           p.events, split.salvaged_bytes, json.dumps(meta, allow_nan=True, default=str)))
             props = meta.get("deviceProperties")
             for d in props if isinstance(props, list) else []:
                 if isinstance(d, dict):
-                    for key, value in (("trace_id", first + k), ("device", _int_or_none(d.get("id"))),
-                                       ("name", str(d.get("name", ""))),
-                                       ("mem", _int_or_none(d.get("totalGlobalMem"))),
-                                       ("major", _int_or_none(d.get("computeMajor"))),
-                                       ("minor", _int_or_none(d.get("computeMinor"))),
-                                       ("sms", _int_or_none(d.get("numSms", d.get("multiProcessorCount")))),
-                                       ("props", json.dumps(d, default=str))):
-                        devices[key].append(value)
-        self.con.execute(
-            "INSERT INTO traces SELECT unnest($trace_id), $run, unnest($rank), unnest($path), unnest($size), "
-            "unnest($json_bytes), unnest($hash), $loaded_at, unnest($base), unnest($schema_version), "
-            "unnest($events), unnest($salvaged), unnest($metadata)",
-            {**traces, "run": run, "loaded_at": loaded_at})
-        if devices["trace_id"]:
-            self.con.execute(
-                "INSERT INTO devices SELECT unnest($trace_id), unnest($device), unnest($name), unnest($mem), "
-                "unnest($major), unnest($minor), unnest($sms), unnest($props)", devices)
+                    devices.append((first + k, _int_or_none(d.get("id")), str(d.get("name", "")),
+                                    _int_or_none(d.get("totalGlobalMem")), _int_or_none(d.get("computeMajor")),
+                                    _int_or_none(d.get("computeMinor")),
+                                    _int_or_none(d.get("numSms", d.get("multiProcessorCount"))),
+                                    json.dumps(d, default=str)))
+        self._insert_rows("traces", traces)
+        self._insert_rows("devices", devices)
+
+    def _insert_rows(self, table, rows):
+        """Tuples in the table's column order, in one statement: one list
+        parameter per column, unnested side by side."""
+        if rows:
+            columns = [list(c) for c in zip(*rows)]
+            self.con.execute(f"INSERT INTO {table} SELECT {', '.join(['unnest(?)'] * len(columns))}", columns)

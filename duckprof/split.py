@@ -38,14 +38,16 @@ BLOCK = 8 << 20
 TAIL_KEEP = 8 << 20  # bytes held back to find where the array ends
 MAX_PREFIX = 256 << 20
 # Chunks are at least this big (~140k events, more than one DuckDB row group of
-# 122,880 rows): each chunk's rows are inserted as their own row groups, and
-# partly filled ones are merged (rewritten) at the next checkpoint. 4 chunks of
-# a 100 MB trace made closing the database cost 0.25 s.
+# 122,880 rows): each chunk's rows are inserted as their own row groups, so
+# small chunks leave many partly filled ones (4 chunks of a 100 MB trace cost
+# 0.25 s when a vacuuming checkpoint merged them; the load's own checkpoint
+# now skips that merge, see Session.load, but the table stays more compact).
 MIN_CHUNK = 48 << 20
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _WS = b" \t\r\n"
 _CTRL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_SPACES = bytes.maketrans(b"\t\r\n", b"   ")
 
 # Content hash of a trace file (reload detection). sha256 runs ~1.9x faster than
 # blake2b here (SHA extensions: 1.7 vs 0.9 GB/s), ~0.5 CPU-s less per GB loaded.
@@ -59,7 +61,6 @@ def new_content_hash(name: str = CONTENT_HASH):
     if name == LEGACY_CONTENT_HASH:
         return hashlib.blake2b(digest_size=16)
     return hashlib.new(name)
-_SPACES = bytes.maketrans(b"\t\r\n", b"   ")
 
 
 @dataclass
