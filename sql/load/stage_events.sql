@@ -2,6 +2,9 @@
 -- (DuckDB's JSON reader, explicit columns) into a table of the in-memory
 -- staging database, numbered in file order from 1. Template: raw = the table's
 -- qualified name. Parameter: files (VARCHAR[], one chunk).
+-- Columns: event_id (BIGINT, position in the chunk from 1); ph, cat, name,
+-- pid, tid, id (VARCHAR, as written); ts, dur (DOUBLE, microseconds as
+-- written); args (JSON).
 -- Numbering in file order (WITH ORDINALITY) makes DuckDB read on one thread:
 -- the loader parses chunks side by side on separate cursors and adds each
 -- chunk's offset afterwards (duckprof/load.py, _ChunkStager). This is also the
