@@ -1,11 +1,9 @@
 -- Threads whose nesting needs the crossing pass of nesting.sql: those where
--- the first pass gave an event itself as its parent, or a parent that does not
--- contain it (see nesting.sql). Parameters: first_trace_id, last_trace_id.
--- Returns thread (UBIGINT, the key nesting.sql uses), none for properly
--- nested traces.
+-- the first pass marked an event (depth -1) because its parent is itself or
+-- does not contain it (see nesting.sql). Parameters: first_trace_id,
+-- last_trace_id. Returns thread (UBIGINT, the key nesting.sql uses), none for
+-- properly nested traces.
 SELECT DISTINCT hash(e.trace_id, e.pid_label, e.tid_label) AS thread
 FROM nesting n
 JOIN events e ON e.trace_id = n.trace_id AND e.event_id = n.event_id
-JOIN events p ON p.trace_id = n.trace_id AND p.event_id = n.parent_id
-WHERE n.trace_id BETWEEN $first_trace_id AND $last_trace_id
-  AND (n.parent_id = n.event_id OR e.end_ns > p.end_ns OR e.ts_ns < p.ts_ns)
+WHERE n.trace_id BETWEEN $first_trace_id AND $last_trace_id AND n.depth < 0
