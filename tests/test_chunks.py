@@ -40,7 +40,8 @@ def test_top_level_keys_after_trace_events(tmp_path, gz, n_events):
     devices = [{"id": d, "name": 'NVIDIA A100-SXM4-80GB "]" [', "totalGlobalMem": 85e9, "numSms": 108}
                for d in range(8)]
     doc = {"schemaVersion": 1, "traceEvents": events, "deviceProperties": devices,
-           "distributedInfo": {"rank": 5, "backend": "nccl", "ranks": [0, 5]}, "traceName": "t]"}
+           "distributedInfo": {"rank": 5, "backend": "nccl", "ranks": [0, 5]},
+           'odd "key" ]\\': [1, "]", {"a": "["}], "traceName": "t]"}
     data = json.dumps(doc, indent=1 if n_events == 2_000 else None).encode()
     path = tmp_path / ("t.json.gz" if gz else "t.json")
     path.write_bytes(gzip.compress(data) if gz else data)
@@ -49,6 +50,7 @@ def test_top_level_keys_after_trace_events(tmp_path, gz, n_events):
         assert rows(s, "SELECT count(*), max(name) FILTER (WHERE event_id = 1) FROM events") == [
             (n_events, 'op"]0\\')]
         assert rows(s, "SELECT rank, metadata->>'traceName' FROM traces") == [(5, "t]")]
+        assert json.loads(rows(s, "SELECT metadata FROM traces")[0][0])['odd "key" ]\\'] == [1, "]", {"a": "["}]
         assert rows(s, "SELECT count(*), min(num_sms) FROM devices") == [(8, 108)]
 
 
