@@ -1,4 +1,6 @@
-"""Load benchmark: duckprof vs Python json.load vs HTA on the same synthetic traces.
+"""Load benchmark: duckprof vs Python json.load vs HTA on the same synthetic traces,
+with duckdb-raw, the floor of duckprof's design (DuckDB parsing the same chunks
+into a table file with no normalisation), to show how much of the time is parsing.
 
     python benchmarks/bench_load.py                      # 100 MB and 1 GB, .json and .json.gz,
                                                          # and two jobs of many rank files
@@ -40,6 +42,25 @@ CHILD = {
         s = duckprof.connect()
         s.load([path], run='bench')
         n = s.sql("select count(*) from events").fetchall()[0][0]
+        secs = time.perf_counter() - t0
+    """,
+    # The floor of this design: the same chunking, then one read_json of every
+    # chunk into a table of a database file, as written (no normalisation,
+    # validation, nesting or estimates). duckprof cannot load faster than this.
+    "duckdb-raw": """
+        import duckdb
+        from duckprof.split import split_trace
+        t0 = time.perf_counter()
+        con = duckdb.connect(os.path.join(tmp, 'raw.duckdb'))
+        con.execute("SET memory_limit = '1GB'")  # duckprof's cap for file loads
+        con.execute("CREATE TABLE raw (ph VARCHAR, cat VARCHAR, name VARCHAR, pid VARCHAR, tid VARCHAR, "
+                    "ts DOUBLE, dur DOUBLE, id VARCHAR, args JSON USING COMPRESSION zstd)")
+        chunks = [c for p in files for c in split_trace(p, tmp, chunks=4).chunks]
+        con.execute("INSERT INTO raw SELECT * FROM read_json($f, format = 'array', columns = {ph: 'VARCHAR', "
+                    "cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', ts: 'DOUBLE', "
+                    "dur: 'DOUBLE', id: 'VARCHAR', args: 'JSON'})", {'f': chunks})
+        n = con.execute("SELECT count(*) FROM raw").fetchall()[0][0]
+        con.close()
         secs = time.perf_counter() - t0
     """,
     "json": """
@@ -112,7 +133,7 @@ def main(argv=None):
     ap.add_argument("--ranks", default="200x1MB,8x100MB",
                     help="jobs of many rank files, NxSIZE each ('' for none); each tool loads the whole directory")
     ap.add_argument("--formats", default="json,gz")
-    ap.add_argument("--tools", default="duckprof,json,hta")
+    ap.add_argument("--tools", default="duckprof,duckdb-raw,json,hta")
     ap.add_argument("--data-dir", default=DATA_DIR)
     ap.add_argument("--hta-python", default=None,
                     help="Python with HolisticTraceAnalysis (default: $DUCKPROF_REFERENCE_PYTHON, else this one)")
