@@ -8,8 +8,10 @@ into a table file with no normalisation), to show how much of the time is parsin
     python benchmarks/bench_load.py --hta-python /path/to/venv/bin/python
 
 Each (tool, file) runs in a fresh subprocess so peak RSS (ru_maxrss) is that
-tool's own. MB/s is uncompressed JSON bytes per second of load time (interpreter
-start-up excluded). Files are generated once by duckprof.synth into --data-dir.
+tool's own, --repeat times (runs slower than --repeat-below seconds once), in
+rounds over the tools; the table shows the median time and the highest RSS.
+MB/s is uncompressed JSON bytes per second of load time (interpreter start-up
+excluded). Files are generated once by duckprof.synth into --data-dir.
 HTA (HolisticTraceAnalysis) is run with --hta-python if given, else with
 $DUCKPROF_REFERENCE_PYTHON, else with this Python if it can `import hta`;
 otherwise it is reported as not installed. Files: see benchmarks/common.py.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -137,6 +140,9 @@ def main(argv=None):
     ap.add_argument("--data-dir", default=DATA_DIR)
     ap.add_argument("--hta-python", default=None,
                     help="Python with HolisticTraceAnalysis (default: $DUCKPROF_REFERENCE_PYTHON, else this one)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per tool and input; the median is shown")
+    ap.add_argument("--repeat-below", type=float, default=30,
+                    help="repeat only runs faster than this many seconds (HTA on 1 GB takes ~10 minutes)")
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--json-out", default=None, help="also write the results as JSON")
     args = ap.parse_args(argv)
@@ -149,14 +155,26 @@ def main(argv=None):
     for ensure, size in cases:
         for fmt in args.formats.split(","):
             path, json_bytes = ensure(args.data_dir, size, fmt == "gz")
+            # rounds of every tool in turn, so that a machine slowing down for a
+            # while (this one varies by 10-20%) slows every tool alike
+            runs = {tool: [] for tool in tools}
+            for rnd in range(args.repeat):
+                for tool in tools:
+                    done = runs[tool]
+                    if done and ("error" in done[-1] or done[-1]["seconds"] > args.repeat_below):
+                        continue
+                    py = hta_py if tool == "hta" else sys.executable
+                    if py is None:
+                        done.append({"error": "HolisticTraceAnalysis not installed (pip install HolisticTraceAnalysis)"})
+                        continue
+                    print(f"{tool} on {os.path.basename(path)} (round {rnd + 1}) ...", file=sys.stderr)
+                    done.append(run_child(tool, path, py, args.timeout))
             per_tool = {}
-            for tool in tools:
-                py = hta_py if tool == "hta" else sys.executable
-                if py is None:
-                    r = {"error": "HolisticTraceAnalysis not installed (pip install HolisticTraceAnalysis)"}
-                else:
-                    print(f"{tool} on {os.path.basename(path)} ...", file=sys.stderr)
-                    r = run_child(tool, path, py, args.timeout)
+            for tool, done in runs.items():
+                ok = [r for r in done if "error" not in r]
+                r = dict(done[-1]) if not ok else {
+                    "seconds": statistics.median(x["seconds"] for x in ok), "runs": [x["seconds"] for x in ok],
+                    "events": ok[0]["events"], "peak_rss_bytes": max(x["peak_rss_bytes"] for x in ok)}
                 r.update(tool=tool, file=os.path.basename(path), json_bytes=json_bytes)
                 per_tool[tool] = r
                 results.append(r)
@@ -168,7 +186,8 @@ def main(argv=None):
                 mbs = json_bytes / 1e6 / r["seconds"]
                 ratio = (r["seconds"] / base["seconds"]) if "seconds" in base and tool != tools[0] else None
                 rows.append([tool, r["file"], json_bytes / 1e6, r["seconds"], mbs, r["peak_rss_bytes"] / 1e6,
-                             r["peak_rss_bytes"] / json_bytes, ratio, f"{r['events']:,} events"])
+                             r["peak_rss_bytes"] / json_bytes, ratio,
+                             f"{r['events']:,} events; {len(r['runs'])} run(s)"])
     from tabulate import tabulate
     print(tabulate(rows, headers=["tool", "file", "JSON MB", "seconds", "MB/s", "peak RSS MB",
                                   "RSS / size", f"time vs {tools[0]}", "note"],
