@@ -122,7 +122,7 @@ def _clean_duckdb_error(e: Exception, split) -> str:
     return msg.strip().rstrip(".")
 
 
-def add_estimates(con, first_trace_id: int, last_trace_id: int | None = None) -> int:
+def add_estimates(con, first_trace_id: int, last_trace_id: int) -> int:
     """Store FLOP/byte/dtype estimates for the op signatures of the traces
     first_trace_id..last_trace_id that op_estimates does not have yet. Python
     runs once per distinct signature (thousands even for huge traces), never
@@ -134,8 +134,7 @@ def add_estimates(con, first_trace_id: int, last_trace_id: int | None = None) ->
             FROM events
             WHERE trace_id BETWEEN $first AND $last AND cat = 'cpu_op' AND ph = 'X')
         WHERE sig NOT IN (SELECT sig FROM op_estimates)
-        """, {"first": first_trace_id, "last": first_trace_id if last_trace_id is None else last_trace_id}
-    ).fetchall()
+        """, {"first": first_trace_id, "last": last_trace_id}).fetchall()
     if not rows:
         return 0
     data = [[str(sig), n, d, t, c, estimators.op_flops(n, d, t, c), estimators.op_bytes(n, d, t, c),
@@ -356,12 +355,6 @@ class Loader:
                 con.execute("SET memory_limit = $m", {"m": old_limit})
         return report
 
-    @staticmethod
-    def _drop_chunks(split):
-        for c in split.chunks:
-            if os.path.exists(c):
-                os.remove(c)
-
     def _split(self, p: _Prepared, tmp, stager, chunks, salvage, sanitize=False, spaces=False):
         """Split p's file; each chunk starts parsing as soon as it is written."""
         def on_chunk(chunk):
@@ -380,8 +373,9 @@ class Loader:
         tables and chunk files (those of a split that failed midway go with tmp)."""
         self._wait(p, check=False)
         stager.drop(p.tables)
-        if p.split is not None:
-            self._drop_chunks(p.split)
+        for c in p.split.chunks if p.split is not None else []:
+            if os.path.exists(c):
+                os.remove(c)
         p.tables, p.futures = [], []
 
     @staticmethod

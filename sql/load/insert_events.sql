@@ -9,7 +9,7 @@
 -- keeps whole nanoseconds exact while ulp(ts) < 1 ns (ts < 2^43 us, true for
 -- relative-to-baseTimeNanoseconds traces); see README "Timestamps". Beyond
 -- that (fractional absolute us, ~1.7e15), exact_ts.sql redoes ts from the text.
-{#- the canonical categories, kept as written in any spelling of case -#}
+{#- the canonical categories (other spellings of case are lowercased to them) -#}
 {%- set canonical_cats = "('kernel', 'cpu_op', 'cuda_runtime', 'cuda_driver', 'gpu_memcpy', 'gpu_memset',
     'ac2g', 'fwdbwd', 'user_annotation', 'gpu_user_annotation', 'python_function', 'cpu_instant_event',
     'trace', 'overhead', 'cuda_sync', 'cuda_profiler_range', 'mtia_runtime', 'mtia_ccp_events',
