@@ -49,7 +49,9 @@ CHILD = {
     """,
     # The floor of this design: the same chunking, then one read_json of every
     # chunk into a table of a database file, as written (no normalisation,
-    # validation, nesting or estimates). duckprof cannot load faster than this.
+    # validation, nesting or estimates). Splitting and parsing run one after the
+    # other here (duckprof overlaps them), but both are CPU-bound on every core,
+    # so overlapping them would save little.
     "duckdb-raw": """
         import duckdb
         from duckprof.split import split_trace

@@ -54,6 +54,22 @@ def test_top_level_keys_after_trace_events(tmp_path, gz, n_events):
         assert rows(s, "SELECT count(*), min(num_sms) FROM devices") == [(8, 108)]
 
 
+@pytest.mark.parametrize("n_events", [3, 2_000])
+def test_reverse_scan_names_the_closing_bracket_of_trace_events(n_events):
+    """_find_array_end itself, not only the load (which falls back to a slower
+    forward scan when the reverse scan cannot decide): the arrays after
+    traceEvents are skipped by their keys, which hold escaped quotes."""
+    events = [{"ph": "X", "name": f'op"]{i}\\', "args": {"x": "}]"}} for i in range(n_events)]
+    doc = {"traceEvents": events, "deviceProperties": [{"name": '"]" ['}],
+           'odd "key" ]\\': [1, "]", {"a": "["}], "traceName": "t]"}
+    data = json.dumps(doc).encode()
+    expected = data.index(b', "deviceProperties"') - 1
+    assert data[expected:expected + 1] == b"]"
+    end, suffix = split._find_array_end(data, bare=False)
+    assert end == expected
+    assert suffix == {k: v for k, v in doc.items() if k != "traceEvents"}
+
+
 def test_traces_inserted_together_equal_traces_inserted_one_by_one(monkeypatch, tmp_path):
     """Small traces are inserted and nested in batches (load.BATCH_BYTES): every
     table must come out as when each trace is inserted alone. The files cover
