@@ -56,8 +56,8 @@ CREATE TABLE IF NOT EXISTS events (
     end_ns          BIGINT,   -- ts_ns + dur_ns
     external_id     BIGINT,   -- args 'External id' / 'external id'
     correlation     BIGINT,   -- args correlation
-    device          INTEGER,  -- args device
-    stream          BIGINT,   -- args stream (or stream_id)
+    device          INTEGER,  -- args device (pre-Kineto kernels: their tid)
+    stream          BIGINT,   -- args stream (or stream_id; Intel XPU: 'sycl queue')
     flow_id         VARCHAR,  -- id of flow events (ph s/f/t)
     input_dims      JSON USING COMPRESSION zstd,  -- args 'Input Dims' (cpu_op)
     input_types     JSON USING COMPRESSION zstd,  -- args 'Input type'

@@ -73,15 +73,20 @@ LEGACY_CATS = {
 KNOWN_CATS = {
     "kernel", "cpu_op", "cuda_runtime", "cuda_driver", "gpu_memcpy", "gpu_memset", "ac2g",
     "fwdbwd", "user_annotation", "gpu_user_annotation", "python_function",
-    "cpu_instant_event", "trace", "overhead", "cuda_sync", "cuda_profiler_range",
-    "mtia_runtime", "mtia_ccp_events",
+    "cpu_instant_event", "trace", "overhead", "cuda_sync", "cuda_event", "cuda_profiler_range",
+    "external_correlation", "glow_runtime", "mtia_runtime", "mtia_ccp_events", "mtia_insight",
+    "mtia_counters", "hpu_op", "hip_runtime", "hip_driver", "xpu_runtime", "xpu_driver", "xpu_sync",
+    "collective_comm", "privateuse1_runtime", "privateuse1_driver",
 }
+PRE_KINETO_PIDS = {"CPU functions": "cpu_op", "CUDA functions": "kernel"}
 
 
 def canonical_cat(event: dict):
     cat = event.get("cat")
     if cat is None:
-        return "cpu_instant_event" if event.get("name") == "[memory]" else None
+        if event.get("name") == "[memory]":
+            return "cpu_instant_event"
+        return PRE_KINETO_PIDS.get(event.get("pid")) if event.get("ph") == "X" else None
     if cat in LEGACY_CATS:
         return LEGACY_CATS[cat]
     if cat.lower() in KNOWN_CATS:

@@ -9,11 +9,15 @@
 -- keeps whole nanoseconds exact while ulp(ts) < 1 ns (ts < 2^43 us, true for
 -- relative-to-baseTimeNanoseconds traces); see README "Timestamps". Beyond
 -- that (fractional absolute us, ~1.7e15), exact_ts.sql redoes ts from the text.
-{#- the canonical categories (other spellings of case are lowercased to them) -#}
+{#- the canonical categories: Kineto's activity type names (libkineto
+    ActivityType.h, up to 2026) and the flow / trace-span ones (other
+    spellings of case are lowercased to them) -#}
 {%- set canonical_cats = "('kernel', 'cpu_op', 'cuda_runtime', 'cuda_driver', 'gpu_memcpy', 'gpu_memset',
     'ac2g', 'fwdbwd', 'user_annotation', 'gpu_user_annotation', 'python_function', 'cpu_instant_event',
-    'trace', 'overhead', 'cuda_sync', 'cuda_profiler_range', 'mtia_runtime', 'mtia_ccp_events',
-    'hip_runtime', 'hip_driver')" %}
+    'trace', 'overhead', 'cuda_sync', 'cuda_event', 'cuda_profiler_range', 'external_correlation',
+    'glow_runtime', 'mtia_runtime', 'mtia_ccp_events', 'mtia_insight', 'mtia_counters', 'hpu_op',
+    'hip_runtime', 'hip_driver', 'xpu_runtime', 'xpu_driver', 'xpu_sync', 'collective_comm',
+    'privateuse1_runtime', 'privateuse1_driver')" %}
 INSERT INTO events
 WITH staged AS (
 {%- for raw in raws %}
@@ -25,7 +29,7 @@ parsed AS (
            event_id, ph, cat, name, pid, tid, id, args,
            ts, dur,  -- finite and in range: checked by validate.sql
            json_extract(args, ['$."External id"', '$."external id"', '$.correlation',
-                               '$.device', '$.stream', '$.stream_id',
+                               '$.device', '$.stream', '$.stream_id', '$."sycl queue"',
                                '$."Input Dims"', '$."Input type"', '$."Concrete Inputs"']) AS a
     FROM staged
 )
@@ -37,7 +41,11 @@ SELECT
         -- already canonical (every Kineto since ~2021): one IN test, instead of
         -- the lower() and string compares below (1 GB: 0.5 CPU-s)
         WHEN cat IN {{ canonical_cats }} THEN cat
-        WHEN cat IS NULL THEN CASE WHEN name = '[memory]' THEN 'cpu_instant_event' END
+        -- no category: memory instants, and the ops and kernels of torch's
+        -- pre-Kineto profiler (torch < 1.8: pids "CPU functions" / "CUDA functions")
+        WHEN cat IS NULL THEN CASE WHEN name = '[memory]' THEN 'cpu_instant_event'
+                                   WHEN ph = 'X' AND pid = 'CPU functions' THEN 'cpu_op'
+                                   WHEN ph = 'X' AND pid = 'CUDA functions' THEN 'kernel' END
         ELSE CASE lower(cat)
             WHEN 'operator' THEN 'cpu_op'
             WHEN 'runtime' THEN 'cuda_runtime'
@@ -66,11 +74,15 @@ SELECT
         + round(dur * 1000)::BIGINT AS end_ns,
     coalesce(try_cast(a[1]::VARCHAR AS BIGINT), try_cast(a[2]::VARCHAR AS BIGINT)) AS external_id,
     try_cast(a[3]::VARCHAR AS BIGINT) AS correlation,
-    try_cast(trim(a[4]::VARCHAR, '"') AS INTEGER) AS device,
-    coalesce(try_cast(a[5]::VARCHAR AS BIGINT), try_cast(trim(a[6]::VARCHAR, '"') AS BIGINT)) AS stream,
+    coalesce(try_cast(trim(a[4]::VARCHAR, '"') AS INTEGER),
+             -- pre-Kineto kernels: the thread is the device
+             CASE WHEN cat IS NULL AND pid = 'CUDA functions' THEN try_cast(tid AS INTEGER) END) AS device,
+    -- Intel XPU names its stream "sycl queue"
+    coalesce(try_cast(a[5]::VARCHAR AS BIGINT), try_cast(trim(a[6]::VARCHAR, '"') AS BIGINT),
+             try_cast(a[7]::VARCHAR AS BIGINT)) AS stream,
     id AS flow_id,
-    a[7] AS input_dims,
-    a[8] AS input_types,
-    a[9] AS concrete_inputs,
+    a[8] AS input_dims,
+    a[9] AS input_types,
+    a[10] AS concrete_inputs,
     args
 FROM parsed

@@ -1,4 +1,5 @@
--- runtime: CUDA/HIP runtime and driver calls (and MTIA runtime calls) on host threads.
+-- runtime: CUDA/HIP/XPU (and PrivateUse1 backends') runtime and driver calls, and MTIA
+-- runtime calls, on host threads.
 -- trace_id      INTEGER  trace
 -- event_id      BIGINT   events.event_id
 -- api           VARCHAR  'cuda_runtime', 'cuda_driver', 'hip_runtime', 'mtia_runtime', ...
@@ -15,4 +16,5 @@ SELECT e.trace_id, e.event_id, e.cat AS api, e.name, e.pid, e.tid, e.ts_ns, e.du
        e.correlation, e.external_id, n.op_id, n.depth, e.args
 FROM events e
 LEFT JOIN nesting n ON n.trace_id = e.trace_id AND n.event_id = e.event_id
-WHERE e.ph = 'X' AND e.cat IN ('cuda_runtime', 'cuda_driver', 'hip_runtime', 'hip_driver', 'mtia_runtime');
+WHERE e.ph = 'X' AND e.cat IN ('cuda_runtime', 'cuda_driver', 'hip_runtime', 'hip_driver', 'xpu_runtime',
+                              'xpu_driver', 'privateuse1_runtime', 'privateuse1_driver', 'mtia_runtime');
