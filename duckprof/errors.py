@@ -10,5 +10,11 @@ class TraceError(Exception):
         super().__init__(f"{self.path}: {problem}")
 
 
+class NotATraceError(TraceError):
+    """Complete JSON that is no trace at all: an object without a traceEvents
+    array (a config file, metrics). A load of a directory or a pattern skips
+    such files; a file named on its own is still an error."""
+
+
 class DuckprofError(Exception):
     """A usage or database problem that is not about one trace file (exit code 2)."""

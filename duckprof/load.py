@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 import duckdb
 
 from . import estimators, sqlfiles
-from .errors import DuckprofError, TraceError
+from .errors import DuckprofError, NotATraceError, TraceError
 from .split import CONTENT_HASH, LEGACY_CONTENT_HASH, split_trace
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -63,12 +63,14 @@ class LoadReport:
         return "\n".join(out)
 
 
+def _path_list(paths) -> list:
+    return [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+
+
 def expand_paths(paths) -> list[str]:
     """Files, directories (recursive) and glob patterns -> sorted unique trace files."""
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
     out: list[str] = []
-    for p in paths:
+    for p in _path_list(paths):
         p = os.fspath(p)
         if os.path.isdir(p):
             found = sorted(
@@ -275,6 +277,10 @@ class Loader:
         if not run or not isinstance(run, str):
             raise ValueError("run must be a non-empty string")
         files = expand_paths(paths)
+        # files named on their own must be traces; the others (found in a
+        # directory or by a pattern) may be a config or metrics JSON: skipped
+        named = {os.path.abspath(p) for p in _path_list(paths) if os.path.isfile(p)}
+        not_traces = []
         report = LoadReport(run=run)
         con = self.con
         tmp = tempfile.mkdtemp(prefix="duckprof-")
@@ -299,9 +305,19 @@ class Loader:
                 self.progress(f"[{i + 1}/{len(files)}] reading {os.path.basename(path)}")
                 t0 = time.perf_counter()
                 p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}")
-                p.split = self._split(p, tmp, stager, chunks=max(2, 2 * threads), salvage=salvage)
+                try:
+                    p.split = self._split(p, tmp, stager, chunks=max(2, 2 * threads), salvage=salvage)
+                except NotATraceError as e:
+                    if path in named:
+                        raise
+                    fr.skipped = f"{e.problem}; skipped"
+                    not_traces.append(str(e))
+                    continue
                 fr.seconds = time.perf_counter() - t0
                 pending.append((p, fr))
+            if files and len(not_traces) == len(files):
+                raise TraceError(", ".join(map(os.fspath, _path_list(paths))),
+                                 f"no trace among {len(files)} JSON file(s); {not_traces[0]}")
             prepared = []
             for i, (p, fr) in enumerate(pending):
                 self.progress(f"[{i + 1}/{len(files)}] parsing {os.path.basename(p.path)}")

@@ -24,7 +24,7 @@ import threading
 import zlib
 from dataclasses import dataclass, field
 
-from .errors import TraceError
+from .errors import NotATraceError, TraceError
 
 try:  # ISA-L decompresses gzip ~3x faster than zlib; optional.
     from isal import igzip as _gzip
@@ -276,7 +276,7 @@ def _find_array_start(path, buf: bytes):
         elif tok in (b"}", b"]"):
             depth -= 1
             if depth == 0:
-                raise TraceError(path, "not a trace: JSON object without a 'traceEvents' array")
+                raise NotATraceError(path, "not a trace: JSON object without a 'traceEvents' array")
         elif depth == 1 and tok == b'"traceEvents"':
             key_start = m.start()
             want_colon = True
@@ -501,14 +501,15 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
             if found:
                 break
             if len(head) > MAX_PREFIX:
-                raise TraceError(path, "not a trace: no 'traceEvents' array in the first 256 MB")
+                raise NotATraceError(path, "not a trace: no 'traceEvents' array in the first 256 MB")
         if not found:
             if truncated_gzip:
                 raise TraceError(path, "truncated gzip: the file ends before any trace events")
             if not head.strip():
                 raise TraceError(path, "empty file (only whitespace)")
             if head.lstrip()[:1] == b"{":
-                raise TraceError(path, _json_problem(head))
+                problem = _json_problem(head)
+                raise (NotATraceError if problem.startswith("not a trace") else TraceError)(path, problem)
             raise TraceError(path, "not JSON")
         bare, start, prefix = found
         metadata = {} if bare else _parse_metadata(path, prefix)

@@ -116,6 +116,37 @@ def test_bad_file_among_good_ones_loads_nothing(cli_app, shared_db, tmp_path):
     assert db_state(shared_db) == before
 
 
+def test_directory_skips_json_that_is_no_trace(cli_app, shared_db, tmp_path):
+    """A config or metrics JSON next to the traces is skipped with a note; a
+    broken trace in the same directory still fails the load."""
+    (tmp_path / "run" / "sub").mkdir(parents=True)
+    (tmp_path / "run" / "sub" / "rank0.json").write_bytes(GOOD_TEXT)
+    (tmp_path / "run" / "config.json").write_text('{"lr": 0.1, "steps": [1, 2]}')
+    r = invoke(cli_app, "load", tmp_path / "run", "--db", shared_db, "--run", "with_config")
+    assert r.exit_code == 0, r.stderr
+    assert f"{tmp_path / 'run' / 'config.json'}: not a trace" in r.stdout
+    with duckprof.connect(shared_db, read_only=True) as s:
+        assert rows(s, "select count(*), min(path) from traces where run = 'with_config'") == [
+            (1, str(tmp_path / "run" / "sub" / "rank0.json"))]
+    (tmp_path / "run" / "truncated.json").write_bytes(GOOD_TEXT[:900])
+    before = db_state(shared_db)
+    r = invoke(cli_app, "load", tmp_path / "run", "--db", shared_db, "--run", "broken")
+    assert r.exit_code == 2
+    assert_one_line_error(r.stderr, ["truncated.json", "truncated"])
+    assert db_state(shared_db) == before
+
+
+def test_directory_of_json_without_traces_is_an_error(cli_app, shared_db, tmp_path):
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "a.json").write_text('{"loss": 1.5}')
+    (tmp_path / "metrics" / "b.json.gz").write_bytes(gzip.compress(b'{"loss": 1.4}'))
+    before = db_state(shared_db)
+    r = invoke(cli_app, "load", tmp_path / "metrics", "--db", shared_db)
+    assert r.exit_code == 2
+    assert_one_line_error(r.stderr, [str(tmp_path / "metrics"), "no trace among 2 JSON file(s)", "a.json"])
+    assert db_state(shared_db) == before
+
+
 def test_real_process_prints_no_traceback(tmp_path):
     """The real entry point (not CliRunner): corrupt gzip, one line, exit 2."""
     path = tmp_path / "corrupt.json.gz"
