@@ -428,7 +428,7 @@ class Loader:
                     if split.spaces:
                         raise TraceError(p.path, self._describe(e, split)) from None
                     kw = dict(sanitize=True, spaces=True)
-                elif ("control character" in msg or "UTF-8" in msg) and not split.sanitized:
+                elif ("control character" in msg or "UTF-8" in msg or "surrogate" in msg) and not split.sanitized:
                     kw = dict(sanitize=True)
                 elif len(split.chunks) > 1 and "Malformed JSON" in msg:
                     # a chunk cut inside a nested object: parse the array whole

@@ -270,6 +270,25 @@ def test_only_invalid_utf8(tmp_path):
     assert "1 invalid UTF-8 sequence(s)" in rep.summary()
 
 
+def test_unpaired_surrogate_escapes_load_as_replacement_characters(tmp_path):
+    """Python's json reads a lone \\uD800-\\uDFFF escape; DuckDB rejects it. A pair
+    stays an emoji, and an escaped backslash before 'ud800' stays text."""
+    path = tmp_path / "surrogates.json"
+    path.write_bytes(
+        b'{"traceEvents": ['
+        rb'{"ph": "X", "cat": "cpu_op", "name": "hi\ud800", "pid": 1, "tid": 1, "ts": 1, "dur": 1},'
+        rb'{"ph": "X", "cat": "cpu_op", "name": "\udc00lo", "pid": 1, "tid": 1, "ts": 3, "dur": 1},'
+        rb'{"ph": "X", "cat": "cpu_op", "name": "\ud83d\ude00", "pid": 1, "tid": 1, "ts": 5, "dur": 1,'
+        rb' "args": {"path": "C:\\ud800", "s": "\udbff"}}'
+        b']}')
+    with duckprof.connect() as s:
+        rep = s.load([str(path)])
+        got = rows(s, "select name, args->>'path', args->>'s' from events order by event_id")
+    assert got == [("hi\ufffd", None, None), ("\ufffdlo", None, None),
+                   ("\U0001F600", "C:\\ud800", "\ufffd")]
+    assert "3 unpaired UTF-16 surrogate escape(s) replaced by \\ufffd" in rep.summary()
+
+
 def test_empty_trace_loads(tmp_path):
     for name, text in [("no_events.json", b'{"traceEvents": [], "schemaVersion": 1}'), ("bare.json", b"[]")]:
         path = tmp_path / name
