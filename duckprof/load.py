@@ -478,12 +478,12 @@ class Loader:
                     {"first": first, "last": last, "absolute": absolute}).fetchall():
                 self._exact_ts(batch[t - first][0], t)
         say("nesting")
-        nesting = sqlfiles.read("load/nesting.sql")
+        nesting = sqlfiles.render("load/nesting.sql")
         con.execute(nesting, {**ids, "crossing_threads": []})
         # events that start inside another and outlive it: redo those threads (see nesting.sql)
-        crossing = [t for (t,) in con.execute(sqlfiles.read("load/nesting_check.sql"), ids).fetchall()]
+        crossing = [t for (t,) in con.execute(sqlfiles.render("load/nesting_check.sql"), ids).fetchall()]
         if crossing:
-            con.execute(sqlfiles.read("load/nesting_clear.sql"), {**ids, "threads": crossing})
+            con.execute(sqlfiles.render("load/nesting_clear.sql"), {**ids, "threads": crossing})
             con.execute(nesting, {**ids, "crossing_threads": crossing})
         self._insert_trace_rows(batch, run, first, base)
         for p, fr in batch:

@@ -2,9 +2,8 @@
 -- first_trace_id..last_trace_id (parameters; several small traces are nested
 -- in one statement). crossing_threads (UBIGINT[], see below): empty on the
 -- first pass, which covers every thread; the second pass covers only these.
--- The thread key hash(trace_id, pid_label, tid_label) is spelled here, in
--- nesting_check.sql and in nesting_clear.sql: change them together. Writes
--- `nesting` (parent_id, depth, self_ns, op_id).
+-- Threads are keyed by thread_key.sql (nesting_check.sql and nesting_clear.sql
+-- pass the same keys). Writes `nesting` (parent_id, depth, self_ns, op_id).
 --
 -- Quadratic interval joins die on big traces, so nesting comes from sorted
 -- passes instead. Per thread, every event contributes a start point (+1) and
@@ -35,9 +34,10 @@
 -- writes such events with depth -1. nesting_check.sql finds their threads,
 -- which are then computed again (their rows deleted first), with the window;
 -- so no -1 stays in the table.
+{% from "load/thread_key.sql" import thread_key %}
 INSERT INTO nesting
 WITH host AS (
-    SELECT trace_id, event_id, hash(trace_id, pid_label, tid_label) AS thread,
+    SELECT trace_id, event_id, {{ thread_key() }} AS thread,
            (cat = 'cpu_op')::INTEGER AS op, ts_ns, end_ns, dur_ns
     FROM events
     WHERE trace_id BETWEEN $first_trace_id AND $last_trace_id
@@ -45,7 +45,7 @@ WITH host AS (
       AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'gpu_user_annotation',
                       'mtia_ccp_events', 'trace')
       AND (len(CAST($crossing_threads AS UBIGINT[])) = 0
-           OR list_contains(CAST($crossing_threads AS UBIGINT[]), hash(trace_id, pid_label, tid_label)))
+           OR list_contains(CAST($crossing_threads AS UBIGINT[]), {{ thread_key() }}))
 ),
 inner_max AS (
     -- the latest end among the events that start strictly inside (ts_ns, end_ns)

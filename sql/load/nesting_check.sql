@@ -1,9 +1,10 @@
 -- Threads whose nesting needs the crossing pass of nesting.sql: those where
 -- the first pass marked an event (depth -1) because its parent is itself or
 -- does not contain it (see nesting.sql). Parameters: first_trace_id,
--- last_trace_id. Returns thread (UBIGINT, the key nesting.sql uses), none for
+-- last_trace_id. Returns thread (UBIGINT, thread_key.sql), none for
 -- properly nested traces.
-SELECT DISTINCT hash(e.trace_id, e.pid_label, e.tid_label) AS thread
+{% from "load/thread_key.sql" import thread_key %}
+SELECT DISTINCT {{ thread_key("e.") }} AS thread
 FROM nesting n
 JOIN events e ON e.trace_id = n.trace_id AND e.event_id = n.event_id
 WHERE n.trace_id BETWEEN $first_trace_id AND $last_trace_id AND n.depth < 0
