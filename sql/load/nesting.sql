@@ -34,7 +34,7 @@
 -- writes such events with depth -1. nesting_check.sql finds their threads,
 -- which are then computed again (their rows deleted first), with the window;
 -- so no -1 stays in the table.
-{% from "load/thread_key.sql" import thread_key %}
+{% from "templates/thread_key.sql" import thread_key %}
 INSERT INTO nesting
 WITH host AS (
     SELECT trace_id, event_id, {{ thread_key() }} AS thread,

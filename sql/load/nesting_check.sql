@@ -3,7 +3,7 @@
 -- does not contain it (see nesting.sql). Parameters: first_trace_id,
 -- last_trace_id. Returns thread (UBIGINT, thread_key.sql), none for
 -- properly nested traces.
-{% from "load/thread_key.sql" import thread_key %}
+{% from "templates/thread_key.sql" import thread_key %}
 SELECT DISTINCT {{ thread_key("e.") }} AS thread
 FROM nesting n
 JOIN events e ON e.trace_id = n.trace_id AND e.event_id = n.event_id

@@ -23,6 +23,7 @@
 -- delta      DOUBLE   b - a (for gpu_busy_pct: percentage points)
 -- delta_pct  DOUBLE   100 * delta / a; NULL when a is 0 or NULL, and for *_pct metrics
 
+{% from "templates/busy_time.sql" import busy_ctes %}
 {%- macro stats(q, s) %}
     WITH scope AS (SELECT trace_id FROM {{ q }}traces WHERE run = $run_{{ s }}),
     windows AS (
@@ -36,22 +37,19 @@
         FROM {{ q }}steps
         WHERE trace_id IN (SELECT trace_id FROM scope)
     ),
-    ordered AS (
-        SELECT trace_id, device, kind, ts_ns, end_ns, dur_ns,
-               -- ties in ts_ns may come in any order: the sum below does not depend on it
-               max(end_ns) OVER (PARTITION BY trace_id, device ORDER BY ts_ns
-                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+    dev_ops AS (
+        SELECT trace_id, device, kind, ts_ns, end_ns, dur_ns
         FROM {{ q }}gpu_ops
         WHERE trace_id IN (SELECT trace_id FROM scope) AND dur_ns >= 0
     ),
+    {{ busy_ctes("dev_ops") }},
     per_device AS (
-        -- each interval adds what it covers beyond everything that started before it
-        SELECT trace_id, device,
-               sum(greatest(0, end_ns - greatest(ts_ns, coalesce(prev_end, ts_ns)))) AS busy_ns,
-               count(*) FILTER (WHERE kind = 'kernel') AS kernels,
-               coalesce(sum(dur_ns) FILTER (WHERE kind = 'kernel'), 0) AS kernel_ns
-        FROM ordered
-        GROUP BY trace_id, device
+        SELECT o.trace_id, o.device, b.busy_ns,
+               count(*) FILTER (WHERE o.kind = 'kernel') AS kernels,
+               coalesce(sum(o.dur_ns) FILTER (WHERE o.kind = 'kernel'), 0) AS kernel_ns
+        FROM dev_ops o
+        JOIN busy b ON b.trace_id = o.trace_id AND b.device IS NOT DISTINCT FROM o.device
+        GROUP BY o.trace_id, o.device, b.busy_ns
     ),
     gpu AS (
         SELECT count(*) AS gpu_devices, sum(d.busy_ns) AS busy_ns, sum(w.wall_ns) AS busy_window_ns,

@@ -6,8 +6,7 @@
 -- intensity against the device's ridge point (compute- or memory-bound).
 --
 -- Busy time: the union of the device's kernel, memcpy and memset intervals
--- (overlaps on several streams counted once): sorted by start, each interval
--- adds the part of it that ends after every earlier interval ended.
+-- (overlaps on several streams counted once; sql/templates/busy_time.sql).
 -- Rates and % of peak use only the kernels whose FLOPs (bytes) are known:
 -- achieved_tflops = sum(flops) / sum(their dur); compute_pct = sum(flops) /
 -- sum(dur * peak of each kernel's dtype), so a name whose kernels ran in
@@ -41,6 +40,7 @@
 -- flops_per_byte  DOUBLE   arithmetic intensity, FLOP/byte (kernels with both estimates)
 -- ridge_flops_per_byte DOUBLE  the device's ridge point for this dtype: peak FLOP/s / peak byte/s
 -- bound           VARCHAR  'compute' (intensity >= ridge), 'memory', or NULL (unknown)
+{% from "templates/busy_time.sql" import busy_ctes %}
 WITH scope AS (
     SELECT trace_id, run, rank FROM traces WHERE {{ scope }}
 ),
@@ -50,18 +50,7 @@ dev_ops AS (
     WHERE g.kind IN ('kernel', 'memcpy', 'memset') AND g.ts_ns IS NOT NULL AND g.end_ns IS NOT NULL
     {%- if device_filter %} AND g.device = $device{% endif %}
 ),
-prev AS (  -- sorted by start, the latest end among the earlier intervals
-    SELECT trace_id, device, ts_ns, end_ns,
-           max(end_ns) OVER (PARTITION BY trace_id, device ORDER BY ts_ns, end_ns
-                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-    FROM dev_ops
-),
-busy AS (  -- each interval adds what it covers beyond all earlier ones: the union's length
-    SELECT trace_id, device,
-           sum(greatest(end_ns - greatest(ts_ns, coalesce(prev_end, ts_ns)), 0)) AS busy_ns
-    FROM prev
-    GROUP BY trace_id, device
-),
+{{ busy_ctes("dev_ops") }},
 k AS (
     SELECT e.trace_id, e.device, e.name, e.dur_ns, e.flops, e.bytes,
            {%- if group_by_launch %}
