@@ -49,8 +49,20 @@ def _cell(v, width: int | None):
     return s
 
 
-def to_text(columns, rows, fmt: str = "table", name_width: int | None = 80) -> str:
-    """Format (columns, rows) as text in one of the text formats."""
+def _nested(v):
+    """A JSON column's value as the value it holds (json: nested, not a string)."""
+    if not isinstance(v, str):
+        return v
+    try:
+        return json.loads(v)
+    except ValueError:
+        return v
+
+
+def to_text(columns, rows, fmt: str = "table", name_width: int | None = 80,
+            json_columns=()) -> str:
+    """Format (columns, rows) as text in one of the text formats. json_columns:
+    indexes of JSON-typed columns, nested as values in the json format."""
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
@@ -58,6 +70,8 @@ def to_text(columns, rows, fmt: str = "table", name_width: int | None = 80) -> s
         w.writerows([["" if v is None else v for v in r] for r in rows])
         return buf.getvalue()
     if fmt == "json":
+        if json_columns:
+            rows = [[_nested(v) if i in json_columns else v for i, v in enumerate(r)] for r in rows]
         return json.dumps([dict(zip(columns, (_jsonable(v) for v in r))) for r in rows],
                           indent=1, ensure_ascii=False) + "\n"
     if fmt in ("table", "markdown"):
@@ -81,7 +95,9 @@ def emit(rel: duckdb.DuckDBPyRelation, fmt: str = "table", output: str | None = 
         return -1
     columns = rel.columns
     rows = rel.fetchall()
-    text = to_text(columns, rows, fmt, name_width=None if fmt in ("csv", "json") else name_width)
+    json_columns = {i for i, t in enumerate(rel.types) if str(t) == "JSON"}
+    text = to_text(columns, rows, fmt, name_width=None if fmt in ("csv", "json") else name_width,
+                   json_columns=json_columns)
     if output:
         with open(output, "w", encoding="utf-8", newline="") as f:
             f.write(text)

@@ -80,6 +80,18 @@ def test_query_formats(cli_app, tmp_path):
     assert "B1" in r.stdout and "15,000" in r.stdout and "self_ns" in r.stdout
 
 
+def test_json_format_nests_json_columns(cli_app):
+    """args and input_dims are JSON columns: --format json writes them as
+    objects and arrays, not as strings holding JSON; text stays text."""
+    r = invoke(cli_app, "query", "select l.name, e.args, l.input_dims, e.args::VARCHAR AS args_text "
+               "from launches l join events e using (trace_id, event_id)", HANDMADE / "xpu_launch.json", "-f", "json")
+    assert r.exit_code == 0, r.stderr
+    [row] = json.loads(r.stdout)
+    assert row["args"]["sycl queue"] == 64 and row["args"]["l0 queue"] == "0x000055d08b8fc138"
+    assert row["input_dims"] == [[64, 32], [32, 16]]
+    assert isinstance(row["args_text"], str) and json.loads(row["args_text"]) == row["args"]
+
+
 def test_query_output_files(cli_app, tmp_path):
     for fmt, parse in [("json", json.loads), ("csv", lambda t: list(csv.DictReader(io.StringIO(t))))]:
         out = tmp_path / f"out.{fmt}"
