@@ -53,8 +53,11 @@ class LoadReport:
         ev = sum(f.events for f in self.loaded)
         mb = sum(f.json_bytes for f in self.loaded) / 1e6
         secs = sum(f.seconds for f in self.loaded)
-        out = [f"run '{self.run}': loaded {n} trace(s), {ev:,} events, {mb:,.1f} MB"
-               + (f" in {secs:.2f} s ({mb / secs:,.0f} MB/s)" if secs > 0 and n else "")]
+        size = f"{mb:,.1f} MB" if mb >= 0.1 else f"{mb * 1000:,.1f} KB"
+        out = [f"run '{self.run}': loaded {n} trace(s), {ev:,} events, {size}"
+               # a rate over a few milliseconds says nothing
+               + (f" in {secs:.2f} s" if secs > 0 and n else "")
+               + (f" ({mb / secs:,.0f} MB/s)" if secs > 0 and n and mb >= 1 else "")]
         for f in self.files:
             if f.skipped:
                 out.append(f"{f.path}: {f.skipped}")
