@@ -24,6 +24,15 @@ def tiny(ts=b"1.5", dur=b"2", args=b"{}", name=None) -> bytes:
     return t if name is None else t.replace(b'"name": "a"', b'"name": ' + name)
 
 
+def named_ops(*names: bytes, args: bytes = b"{}") -> bytes:
+    """A trace of one cpu_op per name (raw JSON string bytes), at ts 1, 3, 5, ...;
+    the last one carries `args`."""
+    events = [b'{"ph": "X", "cat": "cpu_op", "name": ' + n + b', "pid": 1, "tid": 1, "ts": %d, "dur": 1%s}'
+              % (2 * i + 1, b', "args": ' + args if i == len(names) - 1 else b"")
+              for i, n in enumerate(names)]
+    return b'{"traceEvents": [' + b",".join(events) + b"]}"
+
+
 def _flip_middle(data: bytes) -> bytes:
     b = bytearray(data)
     m = len(b) // 2
@@ -241,13 +250,7 @@ def test_nan_and_inf_inside_args_load(tmp_path):
 
 def test_control_characters_and_invalid_utf8(cli_app, tmp_path):
     path = tmp_path / "odd_names.json"
-    path.write_bytes(
-        b'{"traceEvents": ['
-        b'{"ph": "X", "cat": "cpu_op", "name": "ctl\x01x", "pid": 1, "tid": 1, "ts": 1, "dur": 1},'
-        b'{"ph": "X", "cat": "cpu_op", "name": "bad\xff\xfeutf8", "pid": 1, "tid": 1, "ts": 3, "dur": 1},'
-        b'{"ph": "X", "cat": "cpu_op", "name": "tab\there", "pid": 1, "tid": 1, "ts": 5, "dur": 1},'
-        b'{"ph": "X", "cat": "cpu_op", "name": "caf\xc3\xa9 ok", "pid": 1, "tid": 1, "ts": 7, "dur": 1}'
-        b']}')
+    path.write_bytes(named_ops(b'"ctl\x01x"', b'"bad\xff\xfeutf8"', b'"tab\there"', b'"caf\xc3\xa9 ok"'))
     with duckprof.connect() as s:
         rep = s.load([str(path)])
         names = [n for (n,) in rows(s, "select name from events order by event_id")]
@@ -274,13 +277,8 @@ def test_unpaired_surrogate_escapes_load_as_replacement_characters(tmp_path):
     """Python's json reads a lone \\uD800-\\uDFFF escape; DuckDB rejects it. A pair
     stays an emoji, and an escaped backslash before 'ud800' stays text."""
     path = tmp_path / "surrogates.json"
-    path.write_bytes(
-        b'{"traceEvents": ['
-        rb'{"ph": "X", "cat": "cpu_op", "name": "hi\ud800", "pid": 1, "tid": 1, "ts": 1, "dur": 1},'
-        rb'{"ph": "X", "cat": "cpu_op", "name": "\udc00lo", "pid": 1, "tid": 1, "ts": 3, "dur": 1},'
-        rb'{"ph": "X", "cat": "cpu_op", "name": "\ud83d\ude00", "pid": 1, "tid": 1, "ts": 5, "dur": 1,'
-        rb' "args": {"path": "C:\\ud800", "s": "\udbff"}}'
-        b']}')
+    path.write_bytes(named_ops(rb'"hi\ud800"', rb'"\udc00lo"', rb'"\ud83d\ude00"',
+                               args=rb'{"path": "C:\\ud800", "s": "\udbff"}'))
     with duckprof.connect() as s:
         rep = s.load([str(path)])
         got = rows(s, "select name, args->>'path', args->>'s' from events order by event_id")
