@@ -1,0 +1,149 @@
+"""Every standard report on every corpus trace, compared with a snapshot.
+
+The snapshots in fixtures/snapshots/ were taken with duckprof itself (commit
+b2e102f, before the "one shape" refactor of issue 12): they are not an oracle
+of correctness (the tests against torch, HTA and hand-computed values are),
+they pin the output so that a refactor changes nothing by accident. A change
+that is meant to change a report's numbers regenerates them on purpose:
+
+    DUCKPROF_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_report_snapshots.py
+
+and its commit message says which numbers moved and why.
+
+Each trace is loaded as run NAME into a database file of its own (so its
+trace_id is 1 whatever else the corpus holds; a diff's two traces share one);
+every report runs with --db/--run in csv format (exact values, every column)
+and its notes on stderr are compared too. Each snapshot folder records the
+sha256 of the trace it was taken on: a corpus whose file differs, or lacks it,
+skips that trace with the reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS, REPO, corpus_files, invoke, needs_corpus, sha256
+
+SNAPSHOTS = REPO / "fixtures" / "snapshots"
+UPDATE = os.environ.get("DUCKPROF_UPDATE_SNAPSHOTS") == "1"
+
+# (file stem, CLI arguments after `report`); RUN is replaced by the run name
+REPORTS = [
+    ("kernels", ["kernels", "--limit", "0"]),
+    ("kernels_launch", ["kernels", "--group-by-launch", "--limit", "5"]),
+    ("gpu_time", ["gpu-time"]),
+    ("gpu_time_steps", ["gpu-time", "--by-step"]),
+    ("gpu_time_hta", ["gpu-time", "--hta"]),
+    ("idle", ["idle", "--limit", "15"]),
+    ("idle_hta", ["idle", "--hta", "--limit", "15"]),
+    ("queue", ["queue"]),
+    ("queue_hta", ["queue", "--hta"]),
+    ("temporal", ["temporal"]),
+    ("temporal_hta", ["temporal", "--hta"]),
+]
+DIFF_PAIRS = [
+    ("tiny_compare_base.json.gz", "tiny_compare_test.json.gz"),
+    ("v100_resnet50_workers0_2021.json.gz", "v100_resnet50_workers4_2021.json.gz"),
+    ("sampled_rank0_no_devprops.json.gz", "sampled_rank1_no_devprops.json.gz"),
+]
+DIFF_LEVELS = [
+    ("kernel", ["--by", "kernel"]),
+    ("op", ["--by", "op", "--normalize"]),
+    ("op_shapes", ["--by", "op", "--group-by-input-shape", "--op-time", "self"]),
+    ("category", ["--by", "category"]),
+    ("device", ["--by", "device", "--no-per-step"]),
+]
+
+
+def run_name(path: Path) -> str:
+    return path.name.split(".json")[0]
+
+
+def database(tmp_path, *names) -> Path:
+    """A database file holding each corpus trace `names` as run run_name(name);
+    skips when the corpus lacks one, or holds another file under its name."""
+    import duckprof
+    db = tmp_path / "snap.duckdb"
+    with duckprof.connect(db) as s:
+        for name in names:
+            path = CORPUS / name
+            if not path.exists():
+                pytest.skip(f"corpus file {name} not found in {CORPUS}")
+            source = SNAPSHOTS / run_name(path) / "SOURCE"
+            digest = sha256(path)
+            if UPDATE:
+                source.parent.mkdir(parents=True, exist_ok=True)
+                source.write_text(f"{digest}  {name}\n", encoding="utf-8")
+            elif source.exists() and source.read_text().split()[0] != digest:
+                pytest.skip(f"{path} is not the file the snapshot was taken on")
+            s.load([str(path)], run=run_name(path))
+    return db
+
+
+def check(name: str, text: str):
+    path = SNAPSHOTS / name
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return
+    assert path.exists(), f"no snapshot {path}; run with DUCKPROF_UPDATE_SNAPSHOTS=1"
+    want = path.read_text(encoding="utf-8")
+    if text != want:
+        assert same_cells(text, want), f"{name} differs from its snapshot"
+
+
+def same_cells(got: str, want: str) -> bool:
+    """Equal but for the last digits of floats: DuckDB's parallel sums (the idle
+    score's standard deviations) may add in another order from run to run."""
+    a, b = list(csv.reader(io.StringIO(got))), list(csv.reader(io.StringIO(want)))
+    if len(a) != len(b):
+        return False
+    for ra, rb in zip(a, b):
+        if len(ra) != len(rb):
+            return False
+        for x, y in zip(ra, rb):
+            if x == y:
+                continue
+            try:
+                fx, fy = float(x), float(y)
+            except ValueError:
+                return False
+            if not math.isclose(fx, fy, rel_tol=1e-9, abs_tol=1e-9):
+                return False
+    return True
+
+
+def cli_output(cli_app, args, db: Path) -> str:
+    res = invoke(cli_app, *args)
+    assert res.exit_code == 0, res.output
+    text = res.stdout + "".join(f"stderr: {line}\n" for line in res.stderr.splitlines())
+    return text.replace(str(db), "DB")
+
+
+@pytest.mark.slow
+@needs_corpus
+@pytest.mark.parametrize("trace", sorted({f.name for f in corpus_files()}
+                                          | {p.read_text().split()[1] for p in SNAPSHOTS.glob("*/SOURCE")}))
+def test_reports_equal_their_snapshots(tmp_path, cli_app, trace):
+    run = run_name(Path(trace))
+    corpus_db = database(tmp_path, trace)
+    for stem, args in REPORTS:
+        out = cli_output(cli_app, ["report", *args, "--db", corpus_db, "--run", run, "--format", "csv"], corpus_db)
+        check(f"{run}/{stem}.csv", out)
+
+
+@pytest.mark.slow
+@needs_corpus
+@pytest.mark.parametrize("a,b", DIFF_PAIRS)
+def test_diffs_equal_their_snapshots(tmp_path, cli_app, a, b):
+    ra, rb = run_name(Path(a)), run_name(Path(b))
+    corpus_db = database(tmp_path, a, b)
+    for stem, args in DIFF_LEVELS:
+        out = cli_output(cli_app, ["diff", ra, rb, "--db", corpus_db, *args, "--format", "csv"], corpus_db)
+        check(f"diff_{ra}__{rb}/{stem}.csv", out)
