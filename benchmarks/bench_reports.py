@@ -1,0 +1,96 @@
+"""Every report as a user runs it: `duckprof report ... --db DB --run RUN`, a
+fresh process each time (start-up, opening the database read-only, the
+report, printing), median of --repeat runs.
+
+    python benchmarks/bench_reports.py --db runs.duckdb --run base
+    python benchmarks/bench_reports.py --db runs.duckdb --run base --only kernels,idle
+    python benchmarks/bench_reports.py --db runs.duckdb --run base --json before.json
+    python benchmarks/bench_reports.py --db runs.duckdb --run base --compare before.json
+
+Without --db it builds one from the 1 GB synthetic trace (benchmarks/common.py).
+--compare prints a before/after table against a --json file of an earlier run
+(e.g. of another commit, same machine, same database). The commands are the CLI's,
+so the same file measures any version of duckprof.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from common import REPO, synthetic_trace  # noqa: E402
+
+# name -> arguments after `duckprof`; {db} and {run} are filled in
+COMMANDS = {
+    "report kernels": ["report", "kernels"],
+    "report kernels --group-by-launch --limit 0": ["report", "kernels", "--group-by-launch", "--limit", "0"],
+    "report idle": ["report", "idle"],
+    "report gpu-time": ["report", "gpu-time"],
+    "report gpu-time --by-step": ["report", "gpu-time", "--by-step"],
+    "report queue": ["report", "queue"],
+    "report temporal": ["report", "temporal"],
+    "report ops-by-step": ["report", "ops-by-step"],
+    "runs": ["runs"],
+    "query count(*) from cpu_ops by name": [
+        "query", "select name, count(*), sum(self_ns) from cpu_ops group by 1 order by 3 desc limit 20"],
+}
+NO_RUN = {"runs", "query count(*) from cpu_ops by name"}
+
+
+def run_once(args) -> float:
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "duckprof", *args], capture_output=True, text=True, env=env)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RuntimeError(f"duckprof {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()[:300]}")
+    return dt
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--db", help="database file (default: the 1 GB synthetic trace, loaded once)")
+    ap.add_argument("--run", default="base")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--only", help="comma-separated command names (prefix match)")
+    ap.add_argument("--json", help="write the medians to this file")
+    ap.add_argument("--compare", help="a --json file of an earlier run: print before/after")
+    a = ap.parse_args()
+    db = a.db
+    if not db:
+        trace = synthetic_trace("1GB")
+        db = os.path.splitext(trace)[0] + ".duckdb"
+        if not os.path.exists(db):
+            subprocess.run([sys.executable, "-m", "duckprof", "load", trace, "--db", db, "--run", a.run, "-q"],
+                           check=True, env=dict(os.environ, PYTHONPATH=REPO))
+    names = [n for n in COMMANDS if not a.only or any(n.startswith("report " + o) or n.startswith(o)
+                                                       for o in a.only.split(","))]
+    before = json.load(open(a.compare)) if a.compare else {}
+    results = {}
+    print(f"database {db} ({os.path.getsize(db) / 1e6:,.0f} MB), run {a.run!r}, median of {a.repeat}")
+    print(f"{'command':<48} {'median s':>9} {'min s':>7}" + (f" {'before s':>9} {'ratio':>6}" if before else ""))
+    for name in names:
+        args = [*COMMANDS[name], "--db", db] + ([] if name in NO_RUN else ["--run", a.run])
+        try:
+            times = [run_once(args) for _ in range(a.repeat)]
+        except RuntimeError as e:
+            print(f"{name:<48} skipped: {e}")
+            continue
+        med = statistics.median(times)
+        results[name] = med
+        line = f"{name:<48} {med:9.2f} {min(times):7.2f}"
+        if name in before:
+            line += f" {before[name]:9.2f} {med / before[name]:6.2f}"
+        print(line, flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
