@@ -9,15 +9,7 @@
 -- keeps whole nanoseconds exact while ulp(ts) < 1 ns (ts < 2^43 us, true for
 -- relative-to-baseTimeNanoseconds traces); see README "Timestamps". Beyond
 -- that (fractional absolute us, ~1.7e15), exact_ts.sql redoes ts from the text.
-{#- the canonical categories: Kineto's activity type names (libkineto
-    ActivityType.h, up to 2026) and the flow / trace-span ones (other
-    spellings of case are lowercased to them) -#}
-{%- set canonical_cats = "('kernel', 'cpu_op', 'cuda_runtime', 'cuda_driver', 'gpu_memcpy', 'gpu_memset',
-    'ac2g', 'fwdbwd', 'user_annotation', 'gpu_user_annotation', 'python_function', 'cpu_instant_event',
-    'trace', 'overhead', 'cuda_sync', 'cuda_event', 'cuda_profiler_range', 'external_correlation',
-    'glow_runtime', 'mtia_runtime', 'mtia_ccp_events', 'mtia_insight', 'mtia_counters', 'hpu_op',
-    'hip_runtime', 'hip_driver', 'xpu_runtime', 'xpu_driver', 'xpu_sync', 'collective_comm',
-    'privateuse1_runtime', 'privateuse1_driver')" %}
+{% from "templates/categories.sql" import canonical_cats, sql_list %}
 INSERT INTO events
 WITH staged AS (
 {%- for raw in raws %}
@@ -40,7 +32,7 @@ SELECT
     CASE
         -- already canonical (every Kineto since ~2021): one IN test, instead of
         -- the lower() and string compares below (1 GB: 0.5 CPU-s)
-        WHEN cat IN {{ canonical_cats }} THEN cat
+        WHEN cat IN {{ sql_list(canonical_cats) }} THEN cat
         -- no category: memory instants, and the ops and kernels of torch's
         -- pre-Kineto profiler (torch < 1.8: pids "CPU functions" / "CUDA functions")
         WHEN cat IS NULL THEN CASE WHEN name = '[memory]' THEN 'cpu_instant_event'
@@ -58,7 +50,7 @@ SELECT
             WHEN 'python function' THEN 'python_function'
             WHEN 'user annotation' THEN 'user_annotation'
             WHEN 'gpu user annotation' THEN 'gpu_user_annotation'
-            ELSE CASE WHEN lower(cat) IN {{ canonical_cats }}
+            ELSE CASE WHEN lower(cat) IN {{ sql_list(canonical_cats) }}
                   THEN lower(cat) ELSE cat END
         END
     END AS cat,

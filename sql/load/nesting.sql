@@ -35,6 +35,7 @@
 -- which are then computed again (their rows deleted first), with the window;
 -- so no -1 stays in the table.
 {% from "templates/thread_key.sql" import thread_key %}
+{% from "templates/categories.sql" import not_host_cats, sql_list %}
 INSERT INTO nesting
 WITH host AS (
     SELECT trace_id, event_id, {{ thread_key() }} AS thread,
@@ -42,8 +43,7 @@ WITH host AS (
     FROM events
     WHERE trace_id BETWEEN $first_trace_id AND $last_trace_id
       AND ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
-      AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'gpu_user_annotation',
-                      'mtia_ccp_events', 'trace')
+      AND cat NOT IN {{ sql_list(not_host_cats) }}
       AND (len(CAST($crossing_threads AS UBIGINT[])) = 0
            OR list_contains(CAST($crossing_threads AS UBIGINT[]), {{ thread_key() }}))
 ),

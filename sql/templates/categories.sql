@@ -1,0 +1,28 @@
+-- categories: the lists of canonical event categories (events.cat) that
+-- several SQL files test against, spelled once. A file imports the lists it
+-- needs and the sql_list macro, and writes e.g. cat IN sql_list(device_cats)
+-- (in a Jinja expression), which renders ('kernel', 'gpu_memcpy', ...).
+--
+-- canonical_cats  Kineto's activity type names (libkineto ActivityType.h, up to
+--                 2026) and the flow / trace-span ones: insert_events.sql keeps
+--                 these as written and lowercases other spellings of case to them
+-- device_cats     activity that runs on the device (gpu_ops): kernels, memcpys,
+--                 memsets and MTIA's device compute events
+-- runtime_cats    host-side runtime / driver API calls that launch device work
+--                 (runtime view): CUDA, HIP, Intel XPU, PrivateUse1 backends, MTIA
+-- not_host_cats   complete events that are not host-thread intervals and so are
+--                 left out of nesting: device activity, GPU-side annotations and
+--                 the trace span
+{%- set canonical_cats = ['kernel', 'cpu_op', 'cuda_runtime', 'cuda_driver', 'gpu_memcpy', 'gpu_memset',
+    'ac2g', 'fwdbwd', 'user_annotation', 'gpu_user_annotation', 'python_function', 'cpu_instant_event',
+    'trace', 'overhead', 'cuda_sync', 'cuda_event', 'cuda_profiler_range', 'external_correlation',
+    'glow_runtime', 'mtia_runtime', 'mtia_ccp_events', 'mtia_insight', 'mtia_counters', 'hpu_op',
+    'hip_runtime', 'hip_driver', 'xpu_runtime', 'xpu_driver', 'xpu_sync', 'collective_comm',
+    'privateuse1_runtime', 'privateuse1_driver'] %}
+{%- set device_cats = ['kernel', 'gpu_memcpy', 'gpu_memset', 'mtia_ccp_events'] %}
+{%- set runtime_cats = ['cuda_runtime', 'cuda_driver', 'hip_runtime', 'hip_driver', 'xpu_runtime',
+    'xpu_driver', 'privateuse1_runtime', 'privateuse1_driver', 'mtia_runtime'] %}
+{%- set not_host_cats = device_cats + ['gpu_user_annotation', 'trace'] %}
+{% macro sql_list(items) -%}
+({% for x in items %}'{{ x }}'{% if not loop.last %}, {% endif %}{% endfor %})
+{%- endmacro %}
