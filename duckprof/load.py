@@ -251,6 +251,21 @@ class _Prepared:
     events: int | None = None
 
 
+@dataclass
+class _Batch:
+    """Staged files inserted together (see _batches) as traces first, first + 1, ..."""
+    files: list            # [(_Prepared, FileReport)]
+    first: int             # trace_id of the first file
+    nest: str              # its nesting staging table (nesting_table.sql)
+    base: list             # baseTimeNanoseconds per file (0: absolute ts)
+    exact: dict = field(default_factory=dict)  # position -> exact timestamp table (exact_ts.sql)
+    seconds: float = 0.0   # time spent before the transaction
+
+    def together(self) -> str:
+        n = len(self.files) - 1
+        return f" (inserted together with {n} other file(s))" if n else ""
+
+
 class Loader:
     """Loads files into one connection, atomically.
 
@@ -334,32 +349,48 @@ class Loader:
                 fr.seconds += time.perf_counter() - t0
                 prepared.append((p, fr))
             next_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM traces").fetchall()[0][0]
+            # Nesting (and exact timestamps) are computed from the staged
+            # events before the transaction, into staging tables that the
+            # insert joins: a transaction may not write to two databases.
+            batches = []
+            for k, batch in enumerate(_batches(prepared)):
+                batches.append(_Batch(batch, next_id, f"{STAGE_DB}.nest_{k}",
+                                      [_int_or_none(p.split.metadata.get("baseTimeNanoseconds")) or 0
+                                       for p, _ in batch]))
+                next_id += len(batch)
+            done_files = 0
+            for b in batches:
+                say = self._say(b, done_files, len(prepared))
+                t0 = time.perf_counter()
+                try:
+                    self._nest(b, tmp, say)
+                except duckdb.OutOfMemoryException as e:
+                    raise _out_of_memory(b.files[0][0].path, "nesting", e) from None
+                except duckdb.Error as e:
+                    raise TraceError(b.files[0][0].path, self._describe(e, b.files[0][0].split)
+                                     + b.together()) from None
+                b.seconds = time.perf_counter() - t0
+                done_files += len(b.files)
             con.execute("BEGIN TRANSACTION")
             try:
-                inserted = 0
-                for batch in _batches(prepared):
-                    p0 = batch[0][0]
-                    what = (os.path.basename(p0.path) if len(batch) == 1
-                            else f"{len(batch)} traces ({os.path.basename(p0.path)}, ...)")
-                    counter = (f"{inserted + 1}" if len(batch) == 1
-                               else f"{inserted + 1}-{inserted + len(batch)}")
-                    say = (lambda verb, c=counter, w=what: self.progress(f"[{c}/{len(prepared)}] {verb} {w}"))
+                done_files = 0
+                for b in batches:
+                    p0 = b.files[0][0]
                     t0 = time.perf_counter()
                     try:
-                        self._insert(batch, run, next_id, say)
+                        self._insert(b, run, self._say(b, done_files, len(prepared)))
                     except duckdb.OutOfMemoryException as e:
                         raise _out_of_memory(p0.path, "loading", e) from None
                     except duckdb.Error as e:
                         # validation should have caught it: still name the file(s)
-                        also = f" (inserted together with {len(batch) - 1} other file(s))" if len(batch) > 1 else ""
-                        raise TraceError(p0.path, self._describe(e, p0.split) + also) from None
+                        raise TraceError(p0.path, self._describe(e, p0.split) + b.together()) from None
                     # the batch's time, shared out by size
-                    seconds, total = time.perf_counter() - t0, sum(p.split.json_bytes for p, _ in batch) or 1
-                    for p, fr in batch:
-                        fr.trace_id = next_id
+                    seconds = b.seconds + time.perf_counter() - t0
+                    total = sum(p.split.json_bytes for p, _ in b.files) or 1
+                    for k, (p, fr) in enumerate(b.files):
+                        fr.trace_id = b.first + k
                         fr.seconds += seconds * p.split.json_bytes / total
-                        next_id += 1
-                    inserted += len(batch)
+                    done_files += len(b.files)
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -455,40 +486,50 @@ class Loader:
                                      f"(NaN, inf or out of range), first: {bad_name!r}")
         p.events = events
 
-    def _insert(self, batch, run, first, say=lambda what: None):
-        """Insert, nest and estimate the staged files of one batch as the
-        traces first, first + 1, ... (all in the load's transaction)."""
+    def _say(self, b, done: int, total: int):
+        """The progress line of batch b: '[3/7] nesting rank2.json' or '[1-5/7] ... 5 traces (...)'."""
+        p0 = b.files[0][0]
+        n = len(b.files)
+        what = os.path.basename(p0.path) if n == 1 else f"{n} traces ({os.path.basename(p0.path)}, ...)"
+        counter = f"{done + 1}" if n == 1 else f"{done + 1}-{done + n}"
+        return lambda verb: self.progress(f"[{counter}/{total}] {verb} {what}")
+
+    def _nest(self, b, tmp, say=lambda what: None):
+        """Exact timestamps where needed (exact_ts.sql) and the nesting of the
+        host events (nesting.sql) of batch b, into staging tables."""
         con = self.con
-        last = first + len(batch) - 1
-        ids = {"first_trace_id": first, "last_trace_id": last}
-        base = [_int_or_none(p.split.metadata.get("baseTimeNanoseconds")) or 0 for p, _ in batch]
+        raws = [p.name for p, _ in b.files]
+        params = {"first_trace_id": b.first, "base_ns": b.base}
+        for (src,) in con.execute(sqlfiles.render("load/exact_ts_needed.sql", raws=raws),
+                                  {"base_ns": b.base}).fetchall():
+            b.exact[src] = f"{STAGE_DB}.exact_{b.first + src}"
+            self._exact_ts(b.files[src][0], b.exact[src])
+        say("nesting")
+        structure = dict(raws=raws, exact=b.exact, nest=b.nest)
+        con.execute(sqlfiles.render("load/nesting_table.sql", nest=b.nest))
+        nesting = sqlfiles.render("load/nesting.sql", **structure)
+        con.execute(nesting, {**params, "crossing_threads": []})
+        # events that start inside another and outlive it: redo those threads (see nesting.sql)
+        crossing = [t for (t,) in con.execute(sqlfiles.render("load/nesting_check.sql", nest=b.nest)).fetchall()]
+        if crossing:
+            con.execute(sqlfiles.render("load/nesting_clear.sql", nest=b.nest), {"threads": crossing})
+            con.execute(nesting, {**params, "crossing_threads": crossing})
+
+    def _insert(self, b, run, say=lambda what: None):
+        """Insert the staged, nested files of batch b as the traces b.first,
+        b.first + 1, ... and their estimates (in the load's transaction)."""
+        con = self.con
+        batch = b.files
         say("inserting")
         # Several small traces: DuckDB inserts their many one-row-group tables
-        # one after another while it keeps insertion order (0.52 -> 0.37 s for
-        # 68 traces of 1 MB). One big trace keeps its file order on disk, which
-        # keeps the zone maps of ts_ns tight. (load() resets the setting once the
-        # transaction has ended.)
+        # one after another while it keeps insertion order. One big trace keeps
+        # its file order on disk, which keeps the zone maps of ts_ns tight.
+        # (load() resets the setting once the transaction has ended.)
         con.execute(f"SET preserve_insertion_order = {'true' if len(batch) == 1 else 'false'}")
-        con.execute(sqlfiles.render("load/insert_events.sql", raws=[p.name for p, _ in batch]),
-                    {"first_trace_id": first, "base_ns": base})
-        absolute = [first + k for k, b in enumerate(base) if not b]
-        if absolute:
-            # fractional absolute us beyond 2^43 us, where a double is coarser than 1 ns
-            for (t,) in con.execute(
-                    "SELECT DISTINCT trace_id FROM events WHERE trace_id BETWEEN $first AND $last "
-                    "AND list_contains($absolute, trace_id) "
-                    "AND abs(ts_ns) >= 8796093022208000 AND ts_ns % 1000 <> 0",
-                    {"first": first, "last": last, "absolute": absolute}).fetchall():
-                self._exact_ts(batch[t - first][0], t)
-        say("nesting")
-        nesting = sqlfiles.render("load/nesting.sql")
-        con.execute(nesting, {**ids, "crossing_threads": []})
-        # events that start inside another and outlive it: redo those threads (see nesting.sql)
-        crossing = [t for (t,) in con.execute(sqlfiles.render("load/nesting_check.sql"), ids).fetchall()]
-        if crossing:
-            con.execute(sqlfiles.render("load/nesting_clear.sql"), {**ids, "threads": crossing})
-            con.execute(nesting, {**ids, "crossing_threads": crossing})
-        self._insert_trace_rows(batch, run, first, base)
+        con.execute(sqlfiles.render("load/insert_events.sql", raws=[p.name for p, _ in batch],
+                                    exact=b.exact, nest=b.nest),
+                    {"first_trace_id": b.first, "base_ns": b.base})
+        self._insert_trace_rows(batch, run, b.first, b.base)
         for p, fr in batch:
             fr.events = p.events
             fr.json_bytes = p.split.json_bytes
@@ -498,11 +539,12 @@ class Loader:
                                 f"(an incomplete event starting {p.split.salvaged_preview[:60]!r})")
             fr.notes.extend(p.split.notes)
         say("estimating")
-        add_estimates(con, first, last)
+        add_estimates(con, b.first, b.first + len(batch) - 1)
 
-    def _exact_ts(self, p: _Prepared, trace_id):
-        """Redo one trace's ts from the JSON text (exact_ts.sql). Its chunk files
-        were removed once staged: split the file again (into one chunk)."""
+    def _exact_ts(self, p: _Prepared, table: str):
+        """Exact timestamps of one trace from its JSON text into `table`
+        (exact_ts.sql). Its chunk files were removed once staged: split the
+        file again (into one chunk)."""
         old = p.split
         tmp = tempfile.mkdtemp(prefix="duckprof-")
         try:
@@ -510,7 +552,7 @@ class Loader:
                                 sanitize=old.sanitized, spaces=old.spaces, hash_name=self.hash_name)
             if again.content_hash != old.content_hash:
                 raise TraceError(p.path, "the file changed while it was being loaded")
-            self.con.execute(sqlfiles.read("load/exact_ts.sql"), {"files": again.chunks, "trace_id": trace_id})
+            self.con.execute(sqlfiles.render("load/exact_ts.sql", table=table), {"files": again.chunks})
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

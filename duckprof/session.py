@@ -13,42 +13,23 @@ from .errors import DuckprofError
 from .load import Loader, LoadReport
 from .peaks import packaged_digest, seed_peaks
 
-def view_files_in_order() -> list[str]:
-    """sql/views/*.sql sorted so that every view comes after the views it uses."""
-    files = sqlfiles.list_dir("views")
-    names = {f[:-4]: f for f in files}
-    deps = {}
-    for f in files:
-        code = "\n".join(l.split("--")[0] for l in sqlfiles.read(f"views/{f}").splitlines())
-        code = re.sub(r"'[^']*'", "''", code)  # category names in literals are not views
-        deps[f] = {names[n] for n in names if n != f[:-4] and re.search(rf"\b{n}\b", code)}
-    ordered, done = [], set()
-
-    def visit(f, stack=()):
-        if f in done:
-            return
-        if f in stack:
-            raise RuntimeError(f"views depend on each other in a cycle: {' -> '.join(stack + (f,))}")
-        for d in sorted(deps[f]):
-            visit(d, stack + (f,))
-        done.add(f)
-        ordered.append(f)
-
-    for f in files:
-        visit(f)
-    return ordered
-
-
 def views_digest() -> str:
+    """A hash of the packaged view SQL (rendered): stored in duckprof_meta, so a
+    database whose views an older duckprof made is noticed."""
     h = hashlib.blake2b(digest_size=8)
-    for f in sqlfiles.list_dir("views"):
-        h.update(f.encode() + b"\0" + sqlfiles.read(f"views/{f}").encode())
+    for v in sqlfiles.views_in_order():
+        h.update(v.name.encode() + b"\0" + sqlfiles.view_sql(v).encode())
     return h.hexdigest()
 
 
-# Bump when tables or views change incompatibly: an older database then gets a
-# clear message instead of wrong answers.
-SCHEMA_VERSION = 1
+# Bump when tables change incompatibly, and add the step that migrates a
+# database of the version before (MIGRATIONS): an older database is migrated on
+# its first writable open, and a read-only open says how to migrate it.
+# 1 -> 2: nesting (parent, depth, self time, enclosing op) moved from the
+# nesting table into columns of events, so cpu_ops and the other host views
+# need no join.
+SCHEMA_VERSION = 2
+MIGRATIONS = {1: "migrate/v1_to_v2.sql"}
 
 
 class Session:
@@ -91,13 +72,25 @@ class Session:
             # fetchall, not fetchone: DuckDB 2 refuses later relation queries on a
             # connection whose last result was not read to the end
             got = con.execute("SELECT value FROM duckprof_meta WHERE key = 'schema_version'").fetchall()
-            found = int(got[0][0]) if got else None
-            if found != SCHEMA_VERSION:
+            try:
+                found = int(got[0][0]) if got else None
+            except ValueError:
+                raise DuckprofError(f"{name}: not a duckprof database it can read (its schema_version "
+                                    f"is {got[0][0]!r}, not a number)") from None
+            if found is None or found > SCHEMA_VERSION or (found < SCHEMA_VERSION and found not in MIGRATIONS):
+                newer = found is not None and found > SCHEMA_VERSION
                 raise DuckprofError(
                     f"{name}: database schema version {found}, but this duckprof uses version "
-                    f"{SCHEMA_VERSION}; load the traces into a new database")
+                    f"{SCHEMA_VERSION}; " + ("it was written by a newer duckprof: upgrade duckprof"
+                                             if newer else "load the traces into a new database"))
+            if found < SCHEMA_VERSION:
+                if self.read_only:
+                    raise DuckprofError(
+                        f"{name}: written by an older duckprof (schema version {found}); migrate it once "
+                        f"with `duckprof migrate --db {self.db}` (any load into it migrates it too)")
+                self._migrate(found)
             if self.read_only:
-                self._add_missing_views()
+                self._temp_views()
             else:
                 self._refresh_views()
             return
@@ -124,22 +117,43 @@ class Session:
         self._create_views()
         con.execute("COMMIT")
 
-    def _create_views(self):
-        """Create every view in sql/views/, each after the views it reads."""
-        for f in view_files_in_order():
-            self.con.execute(sqlfiles.read(f"views/{f}"))
+    def _create_views(self, temp: bool = False):
+        """Create every view in sql/views/, each after the views it requires."""
+        for v in sqlfiles.views_in_order():
+            sql = sqlfiles.view_sql(v)
+            if temp:
+                sql = re.sub(r"CREATE OR REPLACE (VIEW|MACRO)", r"CREATE OR REPLACE TEMP \1", sql)
+            self.con.execute(sql)
 
-    def _add_missing_views(self):
-        """A read-only session on a database made by an older duckprof (same
-        schema version) creates views and macros added since as TEMP objects,
-        so a reader never modifies the file."""
-        have = {r[0] for r in self.con.execute(
-            "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-        for f in view_files_in_order():
-            if f[:-4] not in have:
-                sql = re.sub(r"CREATE OR REPLACE (VIEW|MACRO)", r"CREATE OR REPLACE TEMP \1",
-                             sqlfiles.read(f"views/{f}"))
-                self.con.execute(sql)
+    def _temp_views(self):
+        """A read-only session runs duckprof's own views, never what the file
+        holds under their names (an older duckprof's, or planted ones): the
+        packaged views are created as TEMP objects, which DuckDB looks up
+        before the file's, so the file is not modified."""
+        self._create_views(temp=True)
+
+    def _migrate(self, found: int):
+        """Bring a database of an older schema version up to SCHEMA_VERSION in
+        one transaction (each step a file in sql/migrate/)."""
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            # the old views may read what a step drops: the new ones replace them
+            for kind, obj in con.execute("""
+                    SELECT 'VIEW', view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'
+                    UNION ALL
+                    SELECT DISTINCT 'MACRO TABLE', function_name FROM duckdb_functions()
+                    WHERE function_type = 'table_macro' AND schema_name = 'main' AND NOT internal""").fetchall():
+                con.execute(f'DROP {kind} IF EXISTS "{obj}"')
+            for version in range(found, SCHEMA_VERSION):
+                con.execute(sqlfiles.read(MIGRATIONS[version]))
+            self._create_views()
+            con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('schema_version', $v), ('views_hash', $h)",
+                        {"v": str(SCHEMA_VERSION), "h": views_digest()})
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
 
     def _refresh_views(self):
         """Recreate the views when the packaged view SQL changed since they were
@@ -205,7 +219,7 @@ class Session:
         if not ids:
             return 0
         con.execute("BEGIN TRANSACTION")
-        for t in ("nesting", "events", "devices", "traces"):
+        for t in ("events", "devices", "traces"):
             con.execute(f"DELETE FROM {t} WHERE trace_id IN (SELECT unnest($ids))", {"ids": ids})
         con.execute("COMMIT")
         return len(ids)

@@ -1,9 +1,28 @@
-"""Locate and render the SQL files shipped with duckprof (sql/ in the source tree,
-duckprof/sql in an installed wheel)."""
+"""Locate, document and render the SQL files shipped with duckprof (sql/ in the
+source tree, duckprof/sql in an installed wheel).
+
+Every view and report file starts with a header comment in one format
+(parse_header), which the schema reference, the schema test, the layering
+test, the view order and the report registry all read:
+
+    -- <name>: <what it answers>
+    -- <more prose>
+    --
+    -- requires: <the tables, views and macros it reads, comma-separated>
+    --
+    -- Columns:
+    -- <column>  <TYPE>  [wide]  <description, unit>
+    --                           <continued description>
+
+A report file also declares `report:`, `question:` and `option:` lines, and
+may end with a notes query after a line `-- @notes` (see duckprof/reports.py).
+"""
 
 from __future__ import annotations
 
 import functools
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
@@ -35,15 +54,130 @@ def render(rel: str, **structure) -> str:
     return _env().get_template(rel).render(**structure)
 
 
-def header(rel: str) -> str:
-    """The leading comment block of a SQL file (its documentation)."""
+def list_dir(sub: str) -> list[str]:
+    """The .sql files under sql/<sub> (recursively), as paths relative to sql/."""
+    root = sql_root()
+    return sorted(str(p.relative_to(root)) for p in (root / sub).rglob("*.sql"))
+
+
+# -- headers ----------------------------------------------------------------------
+
+_COLUMN = re.compile(r"^(\w+)\s+([A-Z][A-Z0-9_]*(?:\([0-9, ]+\))?(?:\[\])?)\s+(\[wide\]\s+)?(\S.*)$")
+
+
+@dataclass
+class Column:
+    name: str
+    type: str
+    description: str
+    wide: bool = False  # reports: shown in the terminal table only with --wide
+
+
+@dataclass
+class Header:
+    """The documented header of a SQL file."""
+    path: str                  # relative to sql/
+    name: str                  # the object it defines (view name, or report name)
+    summary: str               # the first line after 'name:'
+    text: str                  # the whole comment block, without the '-- '
+    requires: list[str] = field(default_factory=list)
+    columns: list[Column] = field(default_factory=list)
+    fields: dict = field(default_factory=dict)   # other 'key: value' lines (report:, question:, ...)
+    options: list[str] = field(default_factory=list)  # the 'option:' lines, as written
+
+
+def comment_block(text: str) -> list[str]:
+    """The leading '--' lines of a SQL file, without the '--' and one space."""
     lines = []
-    for line in read(rel).splitlines():
+    for line in text.splitlines():
         if not line.startswith("--"):
             break
-        lines.append(line[2:].strip())
-    return "\n".join(lines)
+        lines.append(line[3:] if line.startswith("-- ") else line[2:])
+    return lines
 
 
-def list_dir(sub: str) -> list[str]:
-    return sorted(p.name for p in (sql_root() / sub).glob("*.sql"))
+def parse_header(rel: str) -> Header:
+    """Parse the header comment of sql/<rel> (see the module docstring)."""
+    lines = comment_block(read(rel))
+    if not lines or ":" not in lines[0]:
+        raise ValueError(f"sql/{rel}: the header must start with '-- <name>: <what it answers>'")
+    first, summary = lines[0].split(":", 1)
+    h = Header(path=rel, name=first.strip(), summary=summary.strip(), text="\n".join(lines))
+    in_columns = False
+    for line in lines[1:]:
+        if in_columns:
+            if not line.strip():
+                continue
+            if line.startswith("  ") and h.columns:  # continuation of the description
+                h.columns[-1].description += " " + line.strip()
+                continue
+            m = _COLUMN.match(line)
+            if not m:
+                raise ValueError(f"sql/{rel}: not a column line ('name TYPE description'): {line!r}")
+            h.columns.append(Column(m.group(1), m.group(2), m.group(4).strip(), bool(m.group(3))))
+            continue
+        if line.strip() == "Columns:":
+            in_columns = True
+        elif re.match(r"^requires:", line):
+            h.requires = [r.strip() for r in line.split(":", 1)[1].split(",") if r.strip()]
+        elif re.match(r"^option:", line):
+            h.options.append(line.split(":", 1)[1].strip())
+        elif re.match(r"^(report|question|variant of):", line):
+            k, v = line.split(":", 1)
+            h.fields[k] = v.strip()
+    return h
+
+
+def body(rel: str) -> str:
+    """The SQL of a file without its header comment."""
+    text = read(rel)
+    lines = text.splitlines(keepends=True)
+    n = len(comment_block(text))
+    return "".join(lines[n:])
+
+
+# -- views ---------------------------------------------------------------------------
+
+#: the raw tables (sql/schema.sql)
+TABLES = ("duckprof_meta", "traces", "devices", "events", "op_estimates", "device_peaks")
+
+
+@functools.lru_cache(maxsize=1)
+def view_headers() -> dict[str, Header]:
+    """Every view file (sql/views/**), by the name of the view it defines."""
+    out = {}
+    for rel in list_dir("views"):
+        h = parse_header(rel)
+        if h.name != Path(rel).stem:
+            raise ValueError(f"sql/{rel} defines {h.name!r}: a view's file is named after it")
+        out[h.name] = h
+    return out
+
+
+def views_in_order() -> list[Header]:
+    """The views, each after the views its header says it requires."""
+    views = view_headers()
+    ordered, done = [], set()
+
+    def visit(name, stack=()):
+        if name in done:
+            return
+        if name in stack:
+            raise ValueError(f"views require each other in a cycle: {' -> '.join(stack + (name,))}")
+        h = views[name]
+        for r in h.requires:
+            if r in views:
+                visit(r, stack + (name,))
+            elif r not in TABLES:
+                raise ValueError(f"sql/{h.path}: requires {r!r}, which is neither a table nor a view")
+        done.add(name)
+        ordered.append(h)
+
+    for name in sorted(views):
+        visit(name)
+    return ordered
+
+
+def view_sql(h: Header) -> str:
+    """The CREATE statements of one view file (rendered: views use the macros)."""
+    return render(h.path)

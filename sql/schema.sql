@@ -62,17 +62,13 @@ CREATE TABLE IF NOT EXISTS events (
     input_dims      JSON USING COMPRESSION zstd,  -- args 'Input Dims' (cpu_op)
     input_types     JSON USING COMPRESSION zstd,  -- args 'Input type'
     concrete_inputs JSON USING COMPRESSION zstd,  -- args 'Concrete Inputs'
-    args            JSON USING COMPRESSION zstd   -- all args, as written
-);
-
--- nesting: interval nesting of host (CPU-side) complete events, per thread.
-CREATE TABLE IF NOT EXISTS nesting (
-    trace_id   INTEGER,
-    event_id   BIGINT,
-    parent_id  BIGINT,   -- innermost enclosing host event on the same thread (NULL at top level)
-    depth      INTEGER,  -- number of enclosing host events
-    self_ns    BIGINT,   -- dur_ns minus the durations of direct children
-    op_id      BIGINT    -- innermost enclosing cpu_op (excluding itself), NULL if none
+    args            JSON USING COMPRESSION zstd,  -- all args, as written
+    -- interval nesting of host (CPU-side) complete events per thread, computed
+    -- at load (sql/load/nesting.sql); NULL for other events
+    parent_event_id BIGINT,   -- innermost enclosing host event on the same thread (NULL at top level)
+    depth           INTEGER,  -- number of enclosing host events
+    self_ns         BIGINT,   -- dur_ns minus the durations of direct children
+    op_event_id     BIGINT    -- innermost enclosing cpu_op (excluding itself), NULL if none
 );
 
 -- op_estimates: FLOP / byte / dtype estimates per distinct operator signature,

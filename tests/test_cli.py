@@ -139,7 +139,7 @@ def test_load_runs_rm_schema(cli_app, tmp_path):
 
     r = invoke(cli_app, "schema", "--db", db)
     assert r.exit_code == 0, r.stderr
-    for name in ("events (table)", "traces (table)", "nesting (table)", "kernels (view)", "cpu_ops (view)",
+    for name in ("events (table)", "traces (table)", "kernels (view)", "cpu_ops (view)",
                  "launches (view)", "runs (view)"):
         assert name in r.stdout
     r = invoke(cli_app, "schema", "kernels")

@@ -63,7 +63,7 @@ def session():
 
 def _state(s):
     return rows(s, "SELECT (SELECT count(*) FROM traces), (SELECT count(*) FROM events), "
-                   "(SELECT count(*) FROM nesting), (SELECT count(*) FROM devices)")[0]
+                   "(SELECT count(*) FROM events WHERE depth IS NOT NULL), (SELECT count(*) FROM devices)")[0]
 
 
 def _try_load(s, path, salvage):

@@ -114,7 +114,7 @@ def _check(corpus_session, name):
     expected, ext_is_corr = expected_launches(events)
     got = {eid - 1: (None if r is None else r - 1, None if o is None else o - 1, link)
            for eid, r, o, link in rows(s, """
-               SELECT event_id, runtime_event_id, op_event_id, op_link FROM launches
+               SELECT event_id, launch_event_id, op_event_id, op_link FROM launches
                WHERE trace_id = $t AND kind = 'kernel'""", {"t": ids[name]})}
     assert len(got) == len(expected)
     diff = {k: (got.get(k), v) for k, v in expected.items() if got.get(k) != v}

@@ -1,4 +1,4 @@
-"""Interval nesting (sql/load/nesting.sql): parent, depth, self time, op_id.
+"""Interval nesting (sql/load/nesting.sql): parent, depth, self time, enclosing op.
 
 Expected values are hand-computed on fixtures/handmade/nesting3.json (three
 levels, zero-duration events, siblings with equal timestamps, children that
@@ -108,23 +108,24 @@ def nesting3():
 def test_hand_computed_nesting(nesting3):
     got = {n: (p, d, s, o) for n, p, d, s, o in rows(nesting3, """
         SELECT e.name, p.name, n.depth, n.self_ns, o.name
-        FROM nesting n JOIN events e USING (trace_id, event_id)
-        LEFT JOIN events p ON p.trace_id = n.trace_id AND p.event_id = n.parent_id
-        LEFT JOIN events o ON o.trace_id = n.trace_id AND o.event_id = n.op_id""")}
+        FROM events n JOIN events e USING (trace_id, event_id)
+        LEFT JOIN events p ON p.trace_id = n.trace_id AND p.event_id = n.parent_event_id
+        LEFT JOIN events o ON o.trace_id = n.trace_id AND o.event_id = n.op_event_id
+        WHERE n.depth IS NOT NULL""")}
     assert got == NESTING3
 
 
 def test_views_expose_nesting(nesting3):
     ops = {n: (s, d, p) for n, s, d, p in rows(nesting3, """
         SELECT c.name, c.self_ns, c.depth, p.name FROM cpu_ops c
-        LEFT JOIN events p ON p.trace_id = c.trace_id AND p.event_id = c.parent_op_id""")}
+        LEFT JOIN events p ON p.trace_id = c.trace_id AND p.event_id = c.op_event_id""")}
     assert ops["B2"] == (15000, 1, None)
     assert ops["C6"] == (10000, 2, "B2")
     assert "A" not in ops  # a user_annotation, not a cpu_op
     assert rows(nesting3, "SELECT r.name, o.name FROM runtime r JOIN events o "
-                          "ON o.trace_id = r.trace_id AND o.event_id = r.op_id") == [("R", "B3")]
+                          "ON o.trace_id = r.trace_id AND o.event_id = r.op_event_id") == [("R", "B3")]
     # the kernel is linked to R by correlation and to B3 through R's enclosing op
-    assert rows(nesting3, "SELECT name, runtime_name, op_name, op_link FROM launches") == [
+    assert rows(nesting3, "SELECT name, launch_name, op_name, op_link FROM launches") == [
         ("K", "R", "B3", "enclosing")]
 
 
@@ -138,7 +139,7 @@ def test_self_time_sums_to_duration(nesting3):
     """Per thread, the self times of top-level trees add up to their durations."""
     total_self, total_top = rows(nesting3, """
         SELECT sum(n.self_ns), sum(e.dur_ns) FILTER (WHERE n.depth = 0)
-        FROM nesting n JOIN events e USING (trace_id, event_id)""")[0]
+        FROM events n JOIN events e USING (trace_id, event_id) WHERE n.depth IS NOT NULL""")[0]
     assert total_self == total_top == 100000 + 20000 + 0 + 10000
 
 
@@ -168,7 +169,8 @@ def test_real_nesting_matches_stack_walk(corpus_session, name):
     expected = {i: v + (op_ancestor(events, tree, i),) for i, v in tree.items()}
     got = {eid - 1: (None if p is None else p - 1, d, self_ns, None if o is None else o - 1)
            for eid, p, d, self_ns, o in rows(
-               s, "SELECT event_id, parent_id, depth, self_ns, op_id FROM nesting WHERE trace_id = $t",
+               s, "SELECT event_id, parent_event_id, depth, self_ns, op_event_id FROM events "
+               "WHERE trace_id = $t AND depth IS NOT NULL",
                {"t": ids[name]})}
     assert len(got) == len(expected)
     diff = {i: (got.get(i), v) for i, v in expected.items() if got.get(i) != v}
@@ -188,14 +190,14 @@ def test_profiler_step_self_time_with_stack(corpus_session):
     t = ids["h100_vit_inference.json.gz"]
     got = rows(s, """
         SELECT e.name, n.self_ns, e.dur_ns, p.name, n.depth
-        FROM nesting n JOIN events e USING (trace_id, event_id)
-        JOIN events p ON p.trace_id = n.trace_id AND p.event_id = n.parent_id
+        FROM events n JOIN events e USING (trace_id, event_id)
+        JOIN events p ON p.trace_id = n.trace_id AND p.event_id = n.parent_event_id
         WHERE n.trace_id = $t AND n.event_id = 1""", {"t": t})
     assert got == [("ProfilerStep#6", 65641, 7894065,
                     "moca/library/profiling/profile.py(34): run_torch_profiler", 10)]
     children = rows(s, """
-        SELECT e.name, e.dur_ns FROM nesting n JOIN events e USING (trace_id, event_id)
-        WHERE n.trace_id = $t AND n.parent_id = 1 ORDER BY e.ts_ns""", {"t": t})
+        SELECT e.name, e.dur_ns FROM events e
+        WHERE e.trace_id = $t AND e.parent_event_id = 1 ORDER BY e.ts_ns""", {"t": t})
     assert children == [("torch/cuda/__init__.py(116): is_available", 26510),
                         ("torch/cuda/__init__.py(975): synchronize", 51111),
                         ("moca/library/model_hub/entry_point.py(106): run_action", 7750803)]
@@ -218,7 +220,7 @@ def _nesting_of(events):
             s.load([path])
             return {eid - 1: (None if p is None else p - 1, dep, self_ns, None if o is None else o - 1)
                     for eid, p, dep, self_ns, o in rows(
-                        s, "SELECT event_id, parent_id, depth, self_ns, op_id FROM nesting")}
+                        s, "SELECT event_id, parent_event_id, depth, self_ns, op_event_id FROM events WHERE depth IS NOT NULL")}
 
 
 @settings(max_examples=int(os.environ.get("NESTING_EXAMPLES", 60)), deadline=None,

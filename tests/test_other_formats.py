@@ -32,7 +32,7 @@ def test_xpu_runtime_call_links_kernel_to_op_and_sycl_queue_is_the_stream():
         s.load([HANDMADE / "xpu_launch.json"])
         rt = s.sql("SELECT api, name, correlation, external_id FROM runtime").fetchall()
         assert rt == [("xpu_runtime", "urEnqueueKernelLaunch", 4131, 7)]
-        row = s.sql("""SELECT name, device, stream, dur_ns, runtime_name, launch_ts_ns, op_name,
+        row = s.sql("""SELECT name, device, stream, dur_ns, launch_name, launch_ts_ns, op_name,
                               op_link, input_dims::VARCHAR
                        FROM launches""").fetchall()
         assert row == [("gemm_kernel", 0, 64, 8_960, "urEnqueueKernelLaunch", 1_010_000, "aten::mm",

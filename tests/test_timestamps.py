@@ -127,8 +127,9 @@ def test_absolute_fractional_nesting_matches_decimal(absolute):
     expected = decimal_nesting(events)  # name -> (parent name, depth, self ns)
     got = {n: (p, d, self_ns) for n, p, d, self_ns in rows(s, """
         SELECT e.name, p.name, n.depth, n.self_ns
-        FROM nesting n JOIN events e USING (trace_id, event_id)
-        LEFT JOIN events p ON p.trace_id = n.trace_id AND p.event_id = n.parent_id""")}
+        FROM events n JOIN events e USING (trace_id, event_id)
+        LEFT JOIN events p ON p.trace_id = n.trace_id AND p.event_id = n.parent_event_id
+        WHERE n.depth IS NOT NULL""")}
     assert got == expected
     # and by hand, for the boundary cases the fixture was written for
     assert expected["S1"][0] is None      # starts exactly where P1 ends: a sibling, not a child

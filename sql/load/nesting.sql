@@ -1,9 +1,12 @@
--- Interval nesting of the host (CPU-side) complete events of the traces
--- first_trace_id..last_trace_id (parameters; several small traces are nested
--- in one statement). crossing_threads (UBIGINT[], see below): empty on the
--- first pass, which covers every thread; the second pass covers only these.
--- Threads are keyed by thread_key.sql (nesting_check.sql and nesting_clear.sql
--- pass the same keys). Writes `nesting` (parent_id, depth, self_ns, op_id).
+-- Interval nesting of the host (CPU-side) complete events of one batch of
+-- staged traces (normalize.sql; several small traces are nested in one
+-- statement), before they are inserted: writes the staging table {{ nest }}
+-- (trace_id, event_id, thread, parent_event_id, depth, self_ns, op_event_id),
+-- which insert_events.sql joins to the events. Template: raws, exact (see
+-- normalize.sql), nest. Parameters: first_trace_id, base_ns (normalize.sql)
+-- and crossing_threads (UBIGINT[], see below): empty on the first pass, which
+-- covers every thread; the second pass covers only these. A thread is
+-- hash(trace_id, pid_label, tid_label): pid and tid as written.
 --
 -- Quadratic interval joins die on big traces, so nesting comes from sorted
 -- passes instead. Per thread, every event contributes a start point (+1) and
@@ -32,20 +35,19 @@
 -- crossing_threads: the first crossing on a thread always leaves an event
 -- whose parent ends before it does (or that is its own parent), and that pass
 -- writes such events with depth -1. nesting_check.sql finds their threads,
--- which are then computed again (their rows deleted first), with the window;
--- so no -1 stays in the table.
-{% from "templates/thread_key.sql" import thread_key %}
+-- which are then computed again (their rows deleted first: nesting_clear.sql),
+-- with the window; so no -1 stays in the table.
 {% from "templates/categories.sql" import not_host_cats, sql_list %}
-INSERT INTO nesting
+{% from "load/normalize.sql" import normalized_events %}
+INSERT INTO {{ nest }}
 WITH host AS (
-    SELECT trace_id, event_id, {{ thread_key() }} AS thread,
+    SELECT trace_id, event_id, hash(trace_id, pid_label, tid_label) AS thread,
            (cat = 'cpu_op')::INTEGER AS op, ts_ns, end_ns, dur_ns
-    FROM events
-    WHERE trace_id BETWEEN $first_trace_id AND $last_trace_id
-      AND ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
+    FROM ({{ normalized_events(raws, exact) }})
+    WHERE ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
       AND cat NOT IN {{ sql_list(not_host_cats) }}
       AND (len(CAST($crossing_threads AS UBIGINT[])) = 0
-           OR list_contains(CAST($crossing_threads AS UBIGINT[]), {{ thread_key() }}))
+           OR list_contains(CAST($crossing_threads AS UBIGINT[]), hash(trace_id, pid_label, tid_label)))
 ),
 inner_max AS (
     -- the latest end among the events that start strictly inside (ts_ns, end_ns)
@@ -117,13 +119,13 @@ child_time AS (
     SELECT trace_id, parent_id, sum(greatest(0, least(end_ns, parent_end) - greatest(ts_ns, parent_ts))) AS child_ns
     FROM linked WHERE sub = 1 AND parent_id IS NOT NULL GROUP BY trace_id, parent_id
 )
-SELECT l.trace_id, l.event_id, l.parent_id,
+SELECT l.trace_id, l.event_id, l.thread, l.parent_id AS parent_event_id,
        -- first pass: depth -1 marks the event of a crossing (see above)
        CASE WHEN len(CAST($crossing_threads AS UBIGINT[])) = 0
                  AND (l.parent_id = l.event_id OR l.end_ns > l.parent_end OR l.ts_ns < l.parent_ts)
             THEN -1 ELSE l.depth END AS depth,
        l.end_ns - l.ts_ns - coalesce(c.child_ns, 0) AS self_ns,
-       CASE WHEN l.parent_op = 1 THEN l.parent_id ELSE o.op_id END AS op_id
+       CASE WHEN l.parent_op = 1 THEN l.parent_id ELSE o.op_id END AS op_event_id
 FROM linked l
 LEFT JOIN child_time c ON c.trace_id = l.trace_id AND c.parent_id = l.event_id
 LEFT JOIN enclosing_op o ON o.trace_id = l.trace_id AND o.event_id = l.event_id

@@ -22,12 +22,15 @@
 -- Also a table macro of the same name,
 -- queue_drains(exclude_last_step := false, round_to_us := false) (see gpu_activity).
 --
--- trace_id     INTEGER  trace
--- device       INTEGER  GPU index
--- start_ns     BIGINT   time of the peak, ns since the epoch
--- end_ns       BIGINT   time the queue is empty again (the anchor)
--- dur_ns       BIGINT   end_ns - start_ns
--- peak_depth   BIGINT   queue depth at the peak (>= 4)
+-- requires: gpu_activity
+--
+-- Columns:
+-- trace_id    INTEGER  trace
+-- device      INTEGER  GPU index
+-- start_ns    BIGINT   time of the peak, ns since the epoch
+-- end_ns      BIGINT   time the queue is empty again (the anchor)
+-- dur_ns      BIGINT   end_ns - start_ns
+-- peak_depth  BIGINT   queue depth at the peak (>= 4)
 CREATE OR REPLACE MACRO queue_drains(exclude_last_step := false, round_to_us := false) AS TABLE
 WITH a AS (
     SELECT trace_id, device, event_id, launch_ts_ns, ts_ns, end_ns
@@ -77,14 +80,14 @@ zeros AS (
 peaks AS (  -- stretches with a peak >= 4 (each is closed by its zero)
     SELECT trace_id, device, c, peak, peak_ts_ns FROM stretches WHERE peak >= 4
 ),
-runs AS (  -- maximal runs of consecutive stretch numbers
+peak_runs AS (  -- maximal runs of consecutive stretch numbers
     SELECT *, c - row_number() OVER (PARTITION BY trace_id, device ORDER BY c) AS run_key
     FROM peaks
 ),
 run_bounds AS (
     SELECT trace_id, device, run_key, min(c) AS lo, max(c) AS hi,
            min(c) + (max(c) - min(c)) % 2 AS lowest_pick
-    FROM runs GROUP BY trace_id, device, run_key
+    FROM peak_runs GROUP BY trace_id, device, run_key
 ),
 run_anchor AS (  -- the zero the walk comes from when it reaches the top of each run
     SELECT r.*, coalesce(lead(r.lowest_pick) OVER (PARTITION BY r.trace_id, r.device ORDER BY r.hi) - 1,
@@ -92,8 +95,8 @@ run_anchor AS (  -- the zero the walk comes from when it reaches the top of each
     FROM run_bounds r JOIN zero_count z USING (trace_id, device)
 )
 SELECT p.trace_id, p.device, p.peak_ts_ns AS start_ns, z.ts_ns AS end_ns, z.ts_ns - p.peak_ts_ns AS dur_ns,
-       p.peak AS peak_depth
-FROM runs p
+       p.peak::BIGINT AS peak_depth
+FROM peak_runs p
 JOIN run_anchor a USING (trace_id, device, run_key)
 JOIN zeros z ON z.trace_id = p.trace_id AND z.device = p.device
             AND z.zero_no = CASE WHEN p.c = a.hi THEN a.top_anchor ELSE p.c + 1 END

@@ -14,16 +14,19 @@
 -- as in gpu_activity). With per_device := true the series is per device (all
 -- streams together; stream is NULL), as BasicEvaluation's queue depth is.
 --
--- trace_id      INTEGER  trace
--- device        INTEGER  GPU index
--- stream        BIGINT   stream (NULL with per_device := true)
--- seq           BIGINT   1, 2, ... : order of the changes within the series
--- ts_ns         BIGINT   time of the change, ns since the epoch
--- change        VARCHAR  'launch' (launch call starts), 'start' (event starts), 'end' (event ends)
--- event_id      BIGINT   gpu_activity.event_id of the device event
--- queue_depth   BIGINT   launched and not yet finished, after this change
--- pending       BIGINT   launched and not yet started, after this change
--- dur_ns        BIGINT   time until the next change (NULL for the last change, which leaves depth 0)
+-- requires: gpu_activity
+--
+-- Columns:
+-- trace_id     INTEGER  trace
+-- device       INTEGER  GPU index
+-- stream       BIGINT   stream (NULL with per_device := true)
+-- seq          BIGINT   1, 2, ... : order of the changes within the series
+-- ts_ns        BIGINT   time of the change, ns since the epoch
+-- change       VARCHAR  'launch' (launch call starts), 'start' (event starts), 'end' (event ends)
+-- event_id     BIGINT   gpu_activity.event_id of the device event
+-- queue_depth  BIGINT   launched and not yet finished, after this change
+-- pending      BIGINT   launched and not yet started, after this change
+-- dur_ns       BIGINT   time until the next change (NULL for the last change, which leaves depth 0)
 CREATE OR REPLACE MACRO queue_depth(exclude_last_step := false, round_to_us := false, per_device := false) AS TABLE
 WITH a AS (
     SELECT trace_id, device, CASE WHEN per_device THEN NULL ELSE stream END AS stream,
@@ -40,8 +43,8 @@ changes AS (
     SELECT trace_id, device, stream, end_ns, 'end', 0, event_id, -1, 0 FROM a
 )
 SELECT trace_id, device, stream, row_number() OVER w AS seq, ts_ns, change, event_id,
-       sum(d_depth) OVER w AS queue_depth,
-       sum(d_pending) OVER w AS pending,
+       (sum(d_depth) OVER w)::BIGINT AS queue_depth,
+       (sum(d_pending) OVER w)::BIGINT AS pending,
        lead(ts_ns) OVER w - ts_ns AS dur_ns
 FROM changes
 WINDOW w AS (PARTITION BY trace_id, device, stream ORDER BY ts_ns, ord, event_id

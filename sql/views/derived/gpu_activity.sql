@@ -22,23 +22,26 @@
 -- cudaGraphLaunch, cudaMemcpyAsync, cudaMemsetAsync, synchronous cudaMemcpy,
 -- hipLaunchKernel, hipExtModuleLaunchKernel, hipMemcpyAsync, MTIA enqueueCommand ...
 --
--- trace_id        INTEGER  trace
--- event_id        BIGINT   gpu_ops.event_id
--- kind            VARCHAR  'kernel', 'memcpy', 'memset' or the raw device category
--- name            VARCHAR  kernel name or memcpy/memset kind
--- device          INTEGER  GPU index
--- stream          BIGINT   CUDA/HIP stream
--- ts_ns           BIGINT   start, ns since the epoch
--- dur_ns          BIGINT   duration, ns
--- end_ns          BIGINT   ts_ns + dur_ns
--- correlation     BIGINT   links to the launch call
--- work_class      VARCHAR  'communication' (kernel named nccl* / rccl*, e.g. ncclDevKernel_AllReduce...),
---                          'memory' (memcpy, memset, and device events named Memcpy* /
---                          Memset* / dma* like MTIA's dma_request: HTA's MEMORY rule),
---                          else 'compute'
--- launch_event_id BIGINT   runtime.event_id of the launch call (NULL: not in the trace)
--- launch_name     VARCHAR  e.g. 'cudaLaunchKernel'
--- launch_ts_ns    BIGINT   when the launch call started, ns since the epoch
+-- requires: gpu_ops, runtime, steps
+--
+-- Columns:
+-- trace_id         INTEGER  trace
+-- event_id         BIGINT   gpu_ops.event_id
+-- kind             VARCHAR  'kernel', 'memcpy', 'memset' or the raw device category
+-- name             VARCHAR  kernel name or memcpy/memset kind
+-- device           INTEGER  GPU index
+-- stream           BIGINT   CUDA/HIP stream
+-- ts_ns            BIGINT   start, ns since the epoch
+-- dur_ns           BIGINT   duration, ns
+-- end_ns           BIGINT   ts_ns + dur_ns
+-- correlation      BIGINT   links to the launch call
+-- work_class       VARCHAR  'communication' (kernel named nccl* / rccl*, e.g. ncclDevKernel_AllReduce...),
+--                           'memory' (memcpy, memset, and device events named Memcpy* /
+--                           Memset* / dma* like MTIA's dma_request: HTA's MEMORY rule),
+--                           else 'compute'
+-- launch_event_id  BIGINT   runtime.event_id of the launch call (NULL: not in the trace)
+-- launch_name      VARCHAR  e.g. 'cudaLaunchKernel'
+-- launch_ts_ns     BIGINT   when the launch call started, ns since the epoch
 CREATE OR REPLACE MACRO gpu_activity(exclude_last_step := false, round_to_us := false) AS TABLE
 WITH rt AS (
     SELECT trace_id, correlation,

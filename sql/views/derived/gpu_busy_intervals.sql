@@ -3,9 +3,10 @@
 -- (scope 'device': overlapping work on several streams counts once) and per
 -- stream (scope 'stream').
 --
--- Merging is HTA's merge_kernel_intervals: sort by start; an interval starts a
--- new busy interval when it starts strictly after the running maximum end of
--- the earlier ones, so touching intervals merge.
+-- Merging is HTA's merge_kernel_intervals (sql/templates/intervals.sql,
+-- merged_intervals): sort by start; an interval starts a new busy interval when
+-- it starts strictly after the running maximum end of the earlier ones, so
+-- touching intervals merge.
 --
 -- Also a table macro of the same name,
 -- gpu_busy_intervals(exclude_last_step := false, round_to_us := false, work_classes := NULL):
@@ -13,6 +14,9 @@
 -- or ['compute', 'communication'], merges only events of those work classes
 -- (gpu_activity.work_class); NULL merges all.
 --
+-- requires: gpu_activity
+--
+-- Columns:
 -- trace_id            INTEGER  trace
 -- device              INTEGER  GPU index
 -- scope               VARCHAR  'device' (all streams of the device) or 'stream'
@@ -24,6 +28,7 @@
 -- ops                 BIGINT   device events merged into this interval
 -- first_event_id      BIGINT   gpu_activity.event_id of the event that opens the interval
 -- first_launch_ts_ns  BIGINT   start of that event's launch call (NULL if not in the trace)
+{% from "templates/intervals.sql" import merged_intervals %}
 CREATE OR REPLACE MACRO gpu_busy_intervals(exclude_last_step := false, round_to_us := false, work_classes := NULL) AS TABLE
 WITH a AS (
     SELECT trace_id, device, stream, event_id, ts_ns, end_ns, launch_ts_ns
@@ -34,28 +39,12 @@ both_scopes AS (
     SELECT trace_id, device, 'device' AS scope, NULL::BIGINT AS stream, event_id, ts_ns, end_ns, launch_ts_ns FROM a
     UNION ALL
     SELECT trace_id, device, 'stream' AS scope, stream, event_id, ts_ns, end_ns, launch_ts_ns FROM a
-),
-flagged AS (
-    SELECT *,
-           coalesce(ts_ns > max(end_ns) OVER (PARTITION BY trace_id, device, scope, stream
-                                              ORDER BY ts_ns, launch_ts_ns NULLS LAST, event_id
-                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
-                    true) AS opens
-    FROM both_scopes
-),
-grouped AS (
-    SELECT *,
-           sum(opens::INTEGER) OVER (PARTITION BY trace_id, device, scope, stream
-                                     ORDER BY ts_ns, launch_ts_ns NULLS LAST, event_id
-                                     ROWS UNBOUNDED PRECEDING) AS interval_no
-    FROM flagged
 )
-SELECT trace_id, device, scope, stream, interval_no,
-       min(ts_ns) AS start_ns, max(end_ns) AS end_ns, max(end_ns) - min(ts_ns) AS dur_ns,
-       count(*) AS ops,
-       any_value(event_id) FILTER (WHERE opens) AS first_event_id,
-       any_value(launch_ts_ns) FILTER (WHERE opens) AS first_launch_ts_ns
-FROM grouped
-GROUP BY trace_id, device, scope, stream, interval_no;
+SELECT trace_id, device, scope, stream, interval_no::BIGINT AS interval_no, start_ns, end_ns, dur_ns,
+       ops, first_event_id, first_launch_ts_ns
+FROM ({{ merged_intervals('both_scopes', ['trace_id', 'device', 'scope', 'stream'],
+                          order=['launch_ts_ns NULLS LAST', 'event_id'],
+                          aggregates='count(*) AS ops, any_value(event_id) FILTER (WHERE opens) AS first_event_id, '
+                                     'any_value(launch_ts_ns) FILTER (WHERE opens) AS first_launch_ts_ns') }});
 
 CREATE OR REPLACE VIEW gpu_busy_intervals AS SELECT * FROM gpu_busy_intervals();

@@ -1,5 +1,6 @@
--- device_peak: every traced device (devices) with the datasheet peaks of the
--- device_peaks row it matches, or NULL peaks when none matches.
+-- trace_devices: every device of every trace (its deviceProperties entry) with
+-- the datasheet peaks of the device_peaks row it matches, or NULL peaks when
+-- none matches.
 --
 -- Matching (duckprof/peaks.py): first by name: rows whose device_pattern is
 -- found in the deviceProperties name (case-insensitive regex; real names vary:
@@ -9,18 +10,28 @@
 -- count and whose [fallback_mem_gib_min, fallback_mem_gib_max] holds
 -- totalGlobalMem / 2^30; the lowest priority wins.
 --
--- trace_id               INTEGER  trace
--- device                 INTEGER  device index (deviceProperties id)
--- device_name            VARCHAR  deviceProperties name as written
--- num_sms                INTEGER  SMs / compute units as written
--- total_global_mem_bytes BIGINT   as written
--- peak_device            VARCHAR  the matched model (device_peaks.device); NULL: no match
--- matched_by             VARCHAR  'name', 'memory_and_cus' (fallback) or NULL
--- fp64_tflops, fp32_tflops, tf32_tflops, bf16_tflops, fp16_tflops, fp8_tflops, fp4_tflops
---                        DOUBLE   dense peak per dtype, TFLOP/s (NULL: no figure / no match)
--- int8_tops              DOUBLE   dense int8 peak, TOP/s
--- dram_gbps              DOUBLE   DRAM bandwidth, GB/s
-CREATE OR REPLACE VIEW device_peak AS
+-- requires: devices, device_peaks
+--
+-- Columns:
+-- trace_id                INTEGER  trace
+-- device                  INTEGER  device index (deviceProperties id)
+-- device_name             VARCHAR  deviceProperties name as written
+-- num_sms                 INTEGER  SMs / compute units as written
+-- total_global_mem_bytes  BIGINT   as written
+-- compute_major           INTEGER  compute capability, major (NVIDIA)
+-- compute_minor           INTEGER  compute capability, minor
+-- peak_device             VARCHAR  the matched model (device_peaks.device); NULL: no match
+-- matched_by              VARCHAR  'name', 'memory_and_cus' (fallback) or NULL
+-- fp64_tflops             DOUBLE   dense fp64 peak, TFLOP/s (NULL: no figure / no match)
+-- fp32_tflops             DOUBLE   dense fp32 peak, TFLOP/s
+-- tf32_tflops             DOUBLE   dense tf32 peak, TFLOP/s
+-- bf16_tflops             DOUBLE   dense bf16 peak, TFLOP/s
+-- fp16_tflops             DOUBLE   dense fp16 peak, TFLOP/s
+-- fp8_tflops              DOUBLE   dense fp8 peak, TFLOP/s
+-- fp4_tflops              DOUBLE   dense fp4 peak, TFLOP/s
+-- int8_tops               DOUBLE   dense int8 peak, TOP/s
+-- dram_gbps               DOUBLE   DRAM bandwidth, GB/s
+CREATE OR REPLACE VIEW trace_devices AS
 WITH candidates AS (
     SELECT d.trace_id, d.device, 1 AS how, 'name' AS matched_by,
            p.device AS peak_device, p.priority, p.device_pattern, p.fp64_tflops, p.fp32_tflops, p.tf32_tflops, p.bf16_tflops,
@@ -44,7 +55,7 @@ best AS (
     QUALIFY row_number() OVER (PARTITION BY trace_id, device ORDER BY how, priority, peak_device) = 1
 )
 SELECT d.trace_id, d.device, d.name AS device_name, d.num_sms, d.total_global_mem_bytes,
-       b.peak_device, b.matched_by,
+       d.compute_major, d.compute_minor, b.peak_device, b.matched_by,
        b.fp64_tflops, b.fp32_tflops, b.tf32_tflops, b.bf16_tflops, b.fp16_tflops, b.fp8_tflops,
        b.fp4_tflops, b.int8_tops, b.dram_gbps
 FROM devices d

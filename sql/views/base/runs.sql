@@ -1,11 +1,16 @@
 -- runs: one row per run label in the database.
--- run           VARCHAR  label given at load (--run)
--- traces        BIGINT   trace files in the run
--- ranks         VARCHAR  the ranks in numeric order, consecutive ones as a range
---                        ('0-7', '0,2,4-6'); NULL when no trace has a rank
--- events        BIGINT   events in the run
--- json_bytes    BIGINT   uncompressed JSON loaded
--- first_loaded_at, last_loaded_at  TIMESTAMP
+--
+-- requires: traces
+--
+-- Columns:
+-- run              VARCHAR    label given at load (--run)
+-- traces           BIGINT     trace files in the run
+-- ranks            VARCHAR    the ranks in numeric order, consecutive ones as a range
+--                             ('0-7', '0,2,4-6'); NULL when no trace has a rank
+-- events           BIGINT     events in the run
+-- json_bytes       BIGINT     uncompressed JSON loaded
+-- first_loaded_at  TIMESTAMP  when its first trace was loaded (UTC)
+-- last_loaded_at   TIMESTAMP  when its last trace was loaded (UTC)
 CREATE OR REPLACE VIEW runs AS
 WITH islands AS (
     -- consecutive ranks share rank - (its position among the run's ranks)
@@ -21,7 +26,7 @@ rank_lists AS (
     GROUP BY run
 )
 SELECT t.run, count(*) AS traces, any_value(r.ranks) AS ranks,
-       sum(t.event_count) AS events, sum(t.json_bytes) AS json_bytes,
+       sum(t.event_count)::BIGINT AS events, sum(t.json_bytes)::BIGINT AS json_bytes,
        min(t.loaded_at) AS first_loaded_at, max(t.loaded_at) AS last_loaded_at
 FROM traces t
 LEFT JOIN rank_lists r USING (run)

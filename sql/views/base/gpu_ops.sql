@@ -1,4 +1,9 @@
--- gpu_ops: all device activity: kernels, memcpys and memsets (plus MTIA device events).
+-- gpu_ops: all device activity: kernels, memcpys and memsets (plus MTIA device
+-- events).
+--
+-- requires: events
+--
+-- Columns:
 -- trace_id     INTEGER  trace
 -- event_id     BIGINT   events.event_id
 -- kind         VARCHAR  'kernel', 'memcpy', 'memset' or the raw device category
@@ -11,6 +16,7 @@
 -- correlation  BIGINT   links to the runtime call that launched it
 -- external_id  BIGINT   'External id' of the launching cpu_op
 -- args         JSON     all args
+{% from "templates/categories.sql" import device_cats, sql_list %}
 CREATE OR REPLACE VIEW gpu_ops AS
 SELECT trace_id, event_id,
        CASE cat WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy'
@@ -18,4 +24,4 @@ SELECT trace_id, event_id,
        name, coalesce(device, pid::INTEGER) AS device, coalesce(stream, tid) AS stream,
        ts_ns, dur_ns, end_ns, correlation, external_id, args
 FROM events
-WHERE ph = 'X' AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'mtia_ccp_events');
+WHERE ph = 'X' AND cat IN {{ sql_list(device_cats) }};

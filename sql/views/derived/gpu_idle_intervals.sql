@@ -19,17 +19,20 @@
 -- gpu_idle_intervals(exclude_last_step := false, round_to_us := false, kernel_wait_ns := 30000)
 -- (exclude_last_step and round_to_us as in gpu_activity).
 --
--- trace_id            INTEGER  trace
--- device              INTEGER  GPU index
--- scope               VARCHAR  'device' or 'stream'
--- stream              BIGINT   the stream (scope 'stream'); NULL for scope 'device'
--- start_ns            BIGINT   gap start = end of the previous busy interval, ns since the epoch
--- end_ns              BIGINT   gap end = start of the next busy interval
--- dur_ns              BIGINT   end_ns - start_ns (> 0)
--- next_event_id       BIGINT   gpu_activity.event_id of the event that ends the gap
--- next_launch_ts_ns   BIGINT   when that event's launch call started (NULL if not in the trace)
--- host_wait           BOOLEAN  next_launch_ts_ns > start_ns
--- category            VARCHAR  'host_wait', 'kernel_wait' or 'other'
+-- requires: gpu_busy_intervals
+--
+-- Columns:
+-- trace_id           INTEGER  trace
+-- device             INTEGER  GPU index
+-- scope              VARCHAR  'device' or 'stream'
+-- stream             BIGINT   the stream (scope 'stream'); NULL for scope 'device'
+-- start_ns           BIGINT   gap start = end of the previous busy interval, ns since the epoch
+-- end_ns             BIGINT   gap end = start of the next busy interval
+-- dur_ns             BIGINT   end_ns - start_ns (> 0)
+-- next_event_id      BIGINT   gpu_activity.event_id of the event that ends the gap
+-- next_launch_ts_ns  BIGINT   when that event's launch call started (NULL if not in the trace)
+-- host_wait          BOOLEAN  next_launch_ts_ns > start_ns
+-- category           VARCHAR  'host_wait', 'kernel_wait' or 'other'
 CREATE OR REPLACE MACRO gpu_idle_intervals(exclude_last_step := false, round_to_us := false, kernel_wait_ns := 30000) AS TABLE
 WITH gaps AS (
     SELECT trace_id, device, scope, stream,

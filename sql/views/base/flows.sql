@@ -1,13 +1,20 @@
--- flows: one row per flow arrow (ph 's' start matched with its 'f'/'t' end on the same id).
+-- flows: one row per flow arrow (ph 's' start matched with its 'f'/'t' end on
+-- the same id).
+--
+-- requires: events
+--
+-- Columns:
 -- trace_id      INTEGER  trace
 -- cat           VARCHAR  'ac2g' (launch -> device), 'fwdbwd' (forward op -> backward op), ...
 -- flow_id       VARCHAR  the flow's id (for ac2g: the correlation id)
 -- src_event_id  BIGINT   events.event_id of the 's' event
--- src_pid, src_tid  BIGINT
--- src_ts_ns     BIGINT   where the arrow starts
+-- src_pid       BIGINT   its process
+-- src_tid       BIGINT   its thread
+-- src_ts_ns     BIGINT   where the arrow starts, ns since the epoch
 -- dst_event_id  BIGINT   events.event_id of the 'f' (or 't') event
--- dst_pid, dst_tid  BIGINT
--- dst_ts_ns     BIGINT   where the arrow ends
+-- dst_pid       BIGINT   its process
+-- dst_tid       BIGINT   its thread
+-- dst_ts_ns     BIGINT   where the arrow ends, ns since the epoch
 CREATE OR REPLACE VIEW flows AS
 SELECT s.trace_id, s.cat, s.flow_id,
        s.event_id AS src_event_id, s.pid AS src_pid, s.tid AS src_tid, s.ts_ns AS src_ts_ns,

@@ -24,25 +24,29 @@
 -- from the kernel name (bf16/bfloat16, e4m3/e5m2/fp8, fp16/half, tf32/sgemm/
 -- f32, dgemm/fp64); else NULL (reports take --dtype then).
 --
--- trace_id       INTEGER  trace
--- event_id       BIGINT   the kernel (kernels.event_id)
--- name           VARCHAR  kernel name
--- device         INTEGER  GPU index
--- stream         BIGINT   stream
--- ts_ns          BIGINT   start, ns since the epoch
--- dur_ns         BIGINT   duration, ns
--- op_event_id    BIGINT   cpu_ops.event_id of the launching op (NULL: none found)
--- op_name        VARCHAR  e.g. 'aten::addmm'
--- op_kernels     BIGINT   kernels launched by that op (1 when no op)
--- op_flops       BIGINT   the op's FLOPs (op_estimates.flops; NULL: unknown)
--- op_bytes       BIGINT   the op's minimum DRAM traffic, bytes (NULL: unknown)
--- flops          BIGINT   this kernel's share of op_flops (NULL: unknown)
--- bytes          BIGINT   this kernel's share of op_bytes, bytes (NULL: unknown)
--- dtype          VARCHAR  canonical dtype: fp64, fp32, bf16, fp16, fp8, fp4, int64, int32, ... (NULL: unknown)
--- dtype_source   VARCHAR  'op', 'kernel_name' or NULL
--- peak_dtype     VARCHAR  which datasheet peak applies (a device_peak column): fp64, fp32,
---                         tf32 (fp32 op whose kernel name says tf32/xf32/s1688), bf16, fp16,
---                         fp8, fp4, int8 (int8/uint8); NULL for other dtypes or unknown
+-- requires: launches, op_estimates
+--
+-- Columns:
+-- trace_id      INTEGER  trace
+-- event_id      BIGINT   the kernel (kernels.event_id)
+-- name          VARCHAR  kernel name
+-- device        INTEGER  GPU index
+-- stream        BIGINT   stream
+-- ts_ns         BIGINT   start, ns since the epoch
+-- dur_ns        BIGINT   duration, ns
+-- op_event_id   BIGINT   cpu_ops.event_id of the launching op (NULL: none found)
+-- op_name       VARCHAR  e.g. 'aten::addmm'
+-- op_kernels    BIGINT   kernels launched by that op (1 when no op)
+-- op_flops      BIGINT   the op's FLOPs (op_estimates.flops; NULL: unknown)
+-- op_bytes      BIGINT   the op's minimum DRAM traffic, bytes (NULL: unknown)
+-- flops         BIGINT   this kernel's share of op_flops (NULL: unknown)
+-- bytes         BIGINT   this kernel's share of op_bytes, bytes (NULL: unknown)
+-- dtype         VARCHAR  canonical dtype: fp64, fp32, bf16, fp16, fp8, fp4, int64, int32, ... (NULL: unknown)
+-- dtype_source  VARCHAR  'op', 'kernel_name' or NULL
+-- peak_dtype    VARCHAR  which datasheet peak applies (a trace_devices column): fp64, fp32,
+--                        tf32 (fp32 op whose kernel name says tf32/xf32/s1688), bf16, fp16,
+--                        fp8, fp4, int8 (int8/uint8); NULL for other dtypes or unknown
+{% from "templates/op_signature.sql" import op_signature %}
 CREATE OR REPLACE VIEW kernel_estimates AS
 WITH k AS (
     SELECT l.trace_id, l.event_id, l.name, l.device, l.stream, l.ts_ns, l.dur_ns,
@@ -52,7 +56,7 @@ WITH k AS (
     FROM launches l
     LEFT JOIN op_estimates e
       ON l.op_event_id IS NOT NULL
-     AND e.sig = hash(l.op_name, l.input_dims::VARCHAR, l.input_types::VARCHAR, l.concrete_inputs::VARCHAR)
+     AND e.sig = {{ op_signature('l.', name='op_name') }}
     WHERE l.kind = 'kernel'
 ),
 per_op AS (
@@ -99,8 +103,8 @@ named AS (
 )
 SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, op_event_id, op_name, op_kernels,
        op_flops, op_bytes,
-       flops_share AS flops,
-       bytes_share AS bytes,
+       flops_share::BIGINT AS flops,
+       bytes_share::BIGINT AS bytes,
        dtype_ AS dtype,
        CASE WHEN op_dtype IS NOT NULL THEN 'op' WHEN dtype_ IS NOT NULL THEN 'kernel_name' END AS dtype_source,
        CASE WHEN dtype_ = 'fp32' AND regexp_matches(name, 'tf32|tfloat32|xf32|s1688', 'i') THEN 'tf32'

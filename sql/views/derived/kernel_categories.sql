@@ -3,10 +3,6 @@
 -- (kind, name):
 --   SELECT c.category, sum(g.dur_ns) FROM gpu_ops g JOIN kernel_categories c USING (kind, name) GROUP BY 1
 --
--- kind      VARCHAR  gpu_ops.kind: 'kernel', 'memcpy', 'memset', ...
--- name      VARCHAR  gpu_ops.name, the full kernel name
--- category  VARCHAR  one of the categories below
---
 -- Rule: the first match wins, tested in this order on lower(name) (kernels only):
 --   memcpy, memset      gpu_ops.kind is 'memcpy' / 'memset'; any other non-kernel kind -> 'other'
 --   communication       'nccl', 'rccl', 'all_reduce', 'allreduce', 'all_gather', 'allgather',
@@ -27,6 +23,12 @@
 --   normalization       'layer_norm', 'layernorm', 'batch_norm', 'rms_norm', 'group_norm', 'bn_fw', 'bn_bw',
 --                       'gammabetabackward', 'rowwisemoments'
 --   other               everything else
+-- requires: gpu_ops
+--
+-- Columns:
+-- kind      VARCHAR  gpu_ops.kind: 'kernel', 'memcpy', 'memset', ...
+-- name      VARCHAR  gpu_ops.name, the full kernel name
+-- category  VARCHAR  one of the categories above
 CREATE OR REPLACE VIEW kernel_categories AS
 SELECT kind, name,
        CASE

@@ -7,32 +7,40 @@
 -- would be wrong (some even collide with real op ids). When most runtime calls
 -- of a trace have External id = correlation, that trace links every launch
 -- to the innermost cpu_op enclosing the runtime call in time on its thread
--- (nesting.op_id) instead; other traces fall back to that only when the
+-- (runtime.op_event_id) instead; other traces fall back to that only when the
 -- External id finds no op. op_link says which way each row was linked.
 --
--- trace_id          INTEGER  trace
--- event_id          BIGINT   the device event (gpu_ops.event_id)
--- kind              VARCHAR  'kernel', 'memcpy', 'memset'
--- name              VARCHAR  kernel name
--- device            INTEGER  GPU index
--- stream            BIGINT
--- ts_ns, dur_ns, end_ns  BIGINT  the device event's interval
--- correlation       BIGINT
--- runtime_event_id  BIGINT   runtime.event_id of the launch call (NULL if not in the trace)
--- runtime_name      VARCHAR  e.g. 'cudaLaunchKernel'
--- launch_ts_ns      BIGINT   when the launch call started
--- launch_dur_ns     BIGINT   how long the launch call took
--- pid, tid          BIGINT   host thread of the launch call
--- op_event_id       BIGINT   cpu_ops.event_id of the issuing operator (NULL if none)
--- op_name           VARCHAR  e.g. 'aten::addmm'
--- op_external_id    BIGINT
--- op_link           VARCHAR  'external_id', 'enclosing', or NULL (no op found)
--- input_dims, input_types, concrete_inputs  JSON  the op's recorded inputs
+-- requires: runtime, gpu_ops, cpu_ops
+--
+-- Columns:
+-- trace_id         INTEGER  trace
+-- event_id         BIGINT   the device event (gpu_ops.event_id)
+-- kind             VARCHAR  'kernel', 'memcpy', 'memset'
+-- name             VARCHAR  kernel name
+-- device           INTEGER  GPU index
+-- stream           BIGINT   stream
+-- ts_ns            BIGINT   the device event's start, ns since the epoch
+-- dur_ns           BIGINT   its duration, ns
+-- end_ns           BIGINT   ts_ns + dur_ns
+-- correlation      BIGINT   correlation id
+-- launch_event_id  BIGINT   runtime.event_id of the launch call (NULL if not in the trace)
+-- launch_name      VARCHAR  e.g. 'cudaLaunchKernel'
+-- launch_ts_ns     BIGINT   when the launch call started, ns since the epoch
+-- launch_dur_ns    BIGINT   how long the launch call took, ns
+-- pid              BIGINT   host process of the launch call
+-- tid              BIGINT   host thread of the launch call
+-- op_event_id      BIGINT   cpu_ops.event_id of the issuing operator (NULL if none)
+-- op_name          VARCHAR  e.g. 'aten::addmm'
+-- op_external_id   BIGINT   the operator's 'External id'
+-- op_link          VARCHAR  'external_id', 'enclosing', or NULL (no op found)
+-- input_dims       JSON     the op's 'Input Dims'
+-- input_types      JSON     the op's 'Input type'
+-- concrete_inputs  JSON     the op's 'Concrete Inputs'
 CREATE OR REPLACE VIEW launches AS
 WITH rt AS (
     SELECT trace_id, correlation, any_value(event_id) AS event_id, any_value(name) AS name,
            any_value(ts_ns) AS ts_ns, any_value(dur_ns) AS dur_ns, any_value(pid) AS pid,
-           any_value(tid) AS tid, any_value(external_id) AS external_id, any_value(op_id) AS op_id
+           any_value(tid) AS tid, any_value(external_id) AS external_id, any_value(op_event_id) AS op_event_id
     FROM runtime
     WHERE correlation IS NOT NULL
     GROUP BY trace_id, correlation
@@ -46,8 +54,7 @@ link_mode AS (
 ),
 ops AS (
     SELECT trace_id, event_id, name, external_id, input_dims, input_types, concrete_inputs
-    FROM events
-    WHERE cat = 'cpu_op' AND ph = 'X'
+    FROM cpu_ops
 ),
 ops_by_ext AS (
     SELECT trace_id, external_id, max(event_id) AS event_id
@@ -55,9 +62,9 @@ ops_by_ext AS (
     GROUP BY trace_id, external_id
 ),
 linked AS (
-    SELECT g.*, r.event_id AS runtime_event_id, r.name AS runtime_name,
+    SELECT g.*, r.event_id AS launch_event_id, r.name AS launch_name,
            r.ts_ns AS launch_ts_ns, r.dur_ns AS launch_dur_ns, r.pid, r.tid,
-           x.event_id AS ext_op_id, r.op_id AS enclosing_op_id
+           x.event_id AS ext_op_id, r.op_event_id AS enclosing_op_id
     FROM gpu_ops g
     LEFT JOIN rt r ON r.trace_id = g.trace_id AND r.correlation = g.correlation
     LEFT JOIN link_mode m ON m.trace_id = g.trace_id
@@ -67,7 +74,7 @@ linked AS (
     WHERE g.kind IN ('kernel', 'memcpy', 'memset')
 )
 SELECT l.trace_id, l.event_id, l.kind, l.name, l.device, l.stream, l.ts_ns, l.dur_ns, l.end_ns,
-       l.correlation, l.runtime_event_id, l.runtime_name, l.launch_ts_ns, l.launch_dur_ns,
+       l.correlation, l.launch_event_id, l.launch_name, l.launch_ts_ns, l.launch_dur_ns,
        l.pid, l.tid,
        o.event_id AS op_event_id, o.name AS op_name, o.external_id AS op_external_id,
        CASE WHEN l.ext_op_id IS NOT NULL THEN 'external_id'

@@ -1,0 +1,119 @@
+-- normalized_events(raws, exact): the macro that turns staged events
+-- (stage_events.sql: one view per trace, numbered in file order and checked by
+-- validate.sql) into the columns of `events`, written once for the two
+-- statements that read them: nesting.sql (parents, depth, self time) and
+-- insert_events.sql (the rows themselves).
+-- raws: the staged views of one batch, in trace_id order. exact: {position in
+-- raws: table of exact timestamps (exact_ts.sql)} for the traces that need one.
+-- Bound parameters of the statement that uses it: first_trace_id (the first
+-- view's trace_id; the others follow), base_ns (BIGINT[], one per view; 0 when
+-- ts is absolute).
+--
+-- Timestamps: DuckDB parses numbers as DOUBLE; splitting integer and fraction
+-- keeps whole nanoseconds exact while ulp(ts) < 1 ns (ts < 2^43 us, true for
+-- relative-to-baseTimeNanoseconds traces); see README "Timestamps". Beyond
+-- that (fractional absolute us, ~1.7e15) the exact value read from the text
+-- (exact_ts.sql) replaces it, when it is within 1 us of the double (a "ts"
+-- inside args is not the event's own).
+--
+-- Values read from args: arg_columns below, one line each (column, the arg
+-- names tried in order, type). Numbers written as strings ("0") are read too.
+-- Columns: trace_id, event_id, ph, cat, cat_raw, name, pid, tid, pid_label,
+-- tid_label, ts_ns, dur_ns, end_ns, the arg_columns, flow_id, args (see
+-- sql/schema.sql, events).
+{% from "templates/categories.sql" import canonical_cats, sql_list %}
+{%- set arg_columns = [
+    ('external_id', ['External id', 'external id'], 'BIGINT'),
+    ('correlation', ['correlation'], 'BIGINT'),
+    ('device', ['device'], 'INTEGER'),
+    ('stream', ['stream', 'stream_id', 'sycl queue'], 'BIGINT'),
+    ('input_dims', ['Input Dims'], 'JSON'),
+    ('input_types', ['Input type'], 'JSON'),
+    ('concrete_inputs', ['Concrete Inputs'], 'JSON'),
+] %}
+{%- macro normalized_events(raws, exact={}) -%}
+WITH staged AS (
+{%- for raw in raws %}
+    {% if not loop.first %}UNION ALL {% endif %}SELECT {{ loop.index0 }} AS src, * FROM {{ raw }}
+{%- endfor %}
+),
+parsed AS (
+    SELECT s.src, $first_trace_id + s.src AS trace_id, s.event_id, s.ph, s.cat, s.name, s.pid, s.tid, s.id, s.args,
+           CAST($base_ns AS BIGINT[])[s.src + 1]
+               + floor(s.ts)::BIGINT * 1000 + round((s.ts - floor(s.ts)) * 1000)::BIGINT AS ts_ns_double,
+           round(s.dur * 1000)::BIGINT AS dur_ns,  -- finite and in range: checked by validate.sql
+           {%- if exact %}
+           CASE {% for src, table in exact.items() %}WHEN s.src = {{ src }} THEN x{{ src }}.exact_ns {% endfor %}END AS exact_ns,
+           {%- endif %}
+           json_extract(s.args, [
+               {%- for _col, names, _type in arg_columns %}{% set outer = loop %}{% for n in names %}'$."{{ n }}"'{% if not (outer.last and loop.last) %}, {% endif %}{% endfor %}{% endfor -%}
+           ]) AS a
+    FROM staged s
+    {%- for src, table in exact.items() %}
+    LEFT JOIN {{ table }} x{{ src }} ON s.src = {{ src }} AND x{{ src }}.event_id = s.event_id
+    {%- endfor %}
+),
+timed AS (
+    SELECT *,
+           {%- if exact %}
+           CASE WHEN abs(exact_ns - ts_ns_double) <= 1000 THEN exact_ns ELSE ts_ns_double END AS ts_ns
+           {%- else %}
+           ts_ns_double AS ts_ns
+           {%- endif %}
+    FROM parsed
+)
+SELECT
+    trace_id,
+    event_id,
+    ph,
+    CASE
+        -- already canonical (every Kineto since ~2021): one IN test, instead of
+        -- evaluating lower(cat) and the string compares below for every event
+        WHEN cat IN {{ sql_list(canonical_cats) }} THEN cat
+        -- no category: memory instants, and the ops and kernels of torch's
+        -- pre-Kineto profiler (torch < 1.8: pids "CPU functions" / "CUDA functions")
+        WHEN cat IS NULL THEN CASE WHEN name = '[memory]' THEN 'cpu_instant_event'
+                                   WHEN ph = 'X' AND pid = 'CPU functions' THEN 'cpu_op'
+                                   WHEN ph = 'X' AND pid = 'CUDA functions' THEN 'kernel' END
+        ELSE CASE lower(cat)
+            WHEN 'operator' THEN 'cpu_op'
+            WHEN 'runtime' THEN 'cuda_runtime'
+            WHEN 'driver' THEN 'cuda_driver'
+            WHEN 'memcpy' THEN 'gpu_memcpy'
+            WHEN 'memset' THEN 'gpu_memset'
+            WHEN 'async' THEN 'ac2g'
+            WHEN 'async_cpu_to_gpu' THEN 'ac2g'
+            WHEN 'async_gpu' THEN 'ac2g'
+            WHEN 'python function' THEN 'python_function'
+            WHEN 'user annotation' THEN 'user_annotation'
+            WHEN 'gpu user annotation' THEN 'gpu_user_annotation'
+            ELSE CASE WHEN lower(cat) IN {{ sql_list(canonical_cats) }}
+                  THEN lower(cat) ELSE cat END
+        END
+    END AS cat,
+    cat AS cat_raw,
+    name,
+    coalesce(try_cast(pid AS BIGINT), try_cast(regexp_extract(pid, '(-?[0-9]+)\s*$', 1) AS BIGINT)) AS pid,
+    coalesce(try_cast(tid AS BIGINT), try_cast(regexp_extract(tid, '(-?[0-9]+)\s*$', 1) AS BIGINT)) AS tid,
+    pid AS pid_label,
+    tid AS tid_label,
+    ts_ns,
+    dur_ns,
+    ts_ns + dur_ns AS end_ns,
+    {%- set k = namespace(i=1) %}
+    {%- for col, names, type in arg_columns %}
+    {%- if type == 'JSON' %}
+    a[{{ k.i }}] AS {{ col }},
+    {%- else %}
+    coalesce({% for n in names %}try_cast(trim(a[{{ k.i + loop.index0 }}]::VARCHAR, '"') AS {{ type }}){% if not loop.last %}, {% endif %}{% endfor %}
+        {%- if col == 'device' %},
+             -- pre-Kineto kernels: the thread is the device
+             CASE WHEN cat IS NULL AND pid = 'CUDA functions' THEN try_cast(tid AS INTEGER) END
+        {%- endif %}) AS {{ col }},
+    {%- endif %}
+    {%- set k.i = k.i + names | length %}
+    {%- endfor %}
+    id AS flow_id,
+    args
+FROM timed
+{%- endmacro %}

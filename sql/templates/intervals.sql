@@ -1,0 +1,86 @@
+-- intervals: interval logic written once (as Perfetto's intervals module).
+-- Each macro renders one SELECT (use it as a subquery or after WITH x AS).
+-- src, windows, intervals: relations (a CTE or view name, or a subquery in
+-- parentheses); keys: the partition columns as a list, e.g. ['trace_id', 'device']
+-- (NULL keys form a partition of their own); s, e: the start and end columns.
+-- Tested alone on inline data in tests/test_sql_macros.py.
+--
+-- merged_intervals(src, keys, s, e, order, aggregates): the union of the
+--   intervals of each partition as rows: keys, interval_no (1, 2, ... in time
+--   order), start_ns, end_ns, dur_ns, plus `aggregates` (SQL text: more
+--   aggregate columns over the merged rows; the flag `opens` is true on the
+--   row that opens an interval). Sorted by start (then `order`), an interval
+--   starts a new merged interval when it starts strictly after every earlier
+--   one ended, so touching intervals merge (HTA's merge_kernel_intervals).
+-- union_lengths(src, keys, sets, s, e, order, open_negative): the length of
+--   the union of each partition's intervals, one column per named subset:
+--   sets maps a column name to a predicate on src's rows (none: every row).
+--   One sorted pass: each interval adds the part of it that ends after every
+--   earlier interval of its set ended. Intervals ending before they start add
+--   nothing, unless open_negative: then one that opens a group adds its
+--   (negative) length, as HTA does with times rounded to whole us.
+-- covered_length(windows, intervals, keys, ws, we): windows with one more
+--   column, covered_ns: how much of [ws, we] the intervals cover. intervals
+--   must be disjoint (merged_intervals' output: keys, start_ns, end_ns).
+--   Cumulative sums looked up by two ASOF joins: no join of every window with
+--   every interval.
+
+{% macro _partition(keys) -%}
+PARTITION BY {{ keys | join(', ') }}
+{%- endmacro %}
+
+{% macro merged_intervals(src, keys, s='ts_ns', e='end_ns', order=[], aggregates='') -%}
+SELECT {{ keys | join(', ') }}, interval_no,
+       min({{ s }}) AS start_ns, max({{ e }}) AS end_ns, max({{ e }}) - min({{ s }}) AS dur_ns
+       {%- if aggregates %}, {{ aggregates }}{% endif %}
+FROM (
+    SELECT *, sum(opens::INTEGER) OVER ({{ _partition(keys) }} ORDER BY {{ ([s] + order) | join(', ') }}
+                                        ROWS UNBOUNDED PRECEDING) AS interval_no
+    FROM (
+        SELECT *, coalesce({{ s }} > max({{ e }}) OVER ({{ _partition(keys) }} ORDER BY {{ ([s] + order) | join(', ') }}
+                                                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+                           true) AS opens
+        FROM {{ src }}
+    )
+)
+GROUP BY {{ keys | join(', ') }}, interval_no
+{%- endmacro %}
+
+{% macro union_lengths(src, keys, sets={'busy_ns': none}, s='ts_ns', e='end_ns', order=[], open_negative=false) -%}
+SELECT {{ keys | join(', ') }}
+{%- for col, pred in sets.items() %},
+       coalesce(sum(CASE WHEN prev_{{ loop.index }} IS NULL OR {{ s }} > prev_{{ loop.index }}
+                         THEN {% if open_negative %}{{ e }} - {{ s }}{% else %}greatest({{ e }} - {{ s }}, 0){% endif %}
+                         ELSE greatest({{ e }} - prev_{{ loop.index }}, 0) END)
+                {%- if pred %} FILTER (WHERE {{ pred }}){% endif %}, 0)::BIGINT AS {{ col }}
+{%- endfor %}
+FROM (
+    SELECT *
+    {%- for col, pred in sets.items() %},
+           max({{ e }}){% if pred %} FILTER (WHERE {{ pred }}){% endif %} OVER w AS prev_{{ loop.index }}
+    {%- endfor %}
+    FROM {{ src }}
+    WINDOW w AS ({{ _partition(keys) }} ORDER BY {{ ([s] + order) | join(', ') }}
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+)
+GROUP BY {{ keys | join(', ') }}
+{%- endmacro %}
+
+{% macro covered_length(windows, intervals, keys, ws='ts_ns', we='end_ns') -%}
+SELECT w.*,
+       coalesce(ce.before_ns + least(w.{{ we }}, ce.end_ns) - ce.start_ns, 0)
+     - coalesce(cs.before_ns + least(w.{{ ws }}, cs.end_ns) - cs.start_ns, 0) AS covered_ns
+FROM {{ windows }} w
+ASOF LEFT JOIN (
+    SELECT {{ keys | join(', ') }}, start_ns, end_ns,
+           coalesce(sum(end_ns - start_ns) OVER ({{ _partition(keys) }} ORDER BY start_ns
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
+    FROM {{ intervals }}
+) cs ON {% for k in keys %}cs.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ ws }} >= cs.start_ns
+ASOF LEFT JOIN (
+    SELECT {{ keys | join(', ') }}, start_ns, end_ns,
+           coalesce(sum(end_ns - start_ns) OVER ({{ _partition(keys) }} ORDER BY start_ns
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
+    FROM {{ intervals }}
+) ce ON {% for k in keys %}ce.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ we }} >= ce.start_ns
+{%- endmacro %}

@@ -1,0 +1,30 @@
+-- kernels: one row per GPU kernel execution.
+--
+-- requires: events
+--
+-- Columns:
+-- trace_id              INTEGER  trace this kernel belongs to (trace_files.trace_id)
+-- event_id              BIGINT   events.event_id
+-- name                  VARCHAR  kernel name
+-- device                INTEGER  GPU index
+-- stream                BIGINT   CUDA/HIP stream
+-- ts_ns                 BIGINT   start, ns since the epoch
+-- dur_ns                BIGINT   duration, ns
+-- end_ns                BIGINT   ts_ns + dur_ns
+-- correlation           BIGINT   links to the runtime call (runtime.correlation)
+-- external_id           BIGINT   'External id' of the launching cpu_op
+-- grid                  JSON     grid dimensions, e.g. [512,1,1]
+-- block                 JSON     block dimensions
+-- registers_per_thread  INTEGER  registers per thread
+-- shared_memory_bytes   BIGINT   static + dynamic shared memory per block
+-- args                  JSON     all args
+CREATE OR REPLACE VIEW kernels AS
+SELECT trace_id, event_id, name, coalesce(device, pid::INTEGER) AS device, coalesce(stream, tid) AS stream,
+       ts_ns, dur_ns, end_ns, correlation, external_id,
+       json_extract(args, '$.grid') AS grid,
+       json_extract(args, '$.block') AS block,
+       try_cast(json_extract_string(args, '$."registers per thread"') AS INTEGER) AS registers_per_thread,
+       try_cast(json_extract_string(args, '$."shared memory"') AS BIGINT) AS shared_memory_bytes,
+       args
+FROM events
+WHERE ph = 'X' AND cat = 'kernel';

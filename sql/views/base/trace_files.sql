@@ -1,0 +1,19 @@
+-- trace_files: one row per loaded trace file: what reports need to know about
+-- a trace (its run, its rank, its file) without reading the traces table.
+--
+-- requires: traces
+--
+-- Columns:
+-- trace_id        INTEGER    id used by every table and view
+-- run             VARCHAR    run label (a run groups the ranks of one job)
+-- rank            INTEGER    distributedInfo.rank, else from the file name, else NULL
+-- path            VARCHAR    absolute path at load time
+-- file_name       VARCHAR    the file's name without its directory
+-- json_bytes      BIGINT     uncompressed JSON size
+-- event_count     BIGINT     events in the trace
+-- loaded_at       TIMESTAMP  when it was loaded (UTC)
+-- schema_version  VARCHAR    the trace's own schemaVersion
+CREATE OR REPLACE VIEW trace_files AS
+SELECT trace_id, run, rank, path, regexp_extract(path, '[^/\\]*$') AS file_name, json_bytes, event_count,
+       loaded_at, schema_version
+FROM traces;

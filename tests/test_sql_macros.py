@@ -1,0 +1,137 @@
+"""The SQL macro library (sql/templates/), each macro alone on inline VALUES:
+no trace file. Expected values are worked out by hand in the comments."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from conftest import REPO  # noqa: F401  (puts the repository on sys.path)
+
+from duckprof import sqlfiles
+
+
+def sql(text: str, params=None, **context) -> list[tuple]:
+    """Render `text` (Jinja, with the macro library) and run it on an empty DuckDB."""
+    rendered = sqlfiles._env().from_string(text).render(**context)
+    con = duckdb.connect()
+    try:
+        if "trace_files" in rendered:
+            con.execute("CREATE TABLE trace_files AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (3, 'a')) "
+                        "t(trace_id, run)")
+        return con.execute(rendered, params or {}).fetchall()
+    finally:
+        con.close()
+
+
+# -- merged_intervals ------------------------------------------------------------
+
+INTERVALS = "VALUES (1, 10, 50), (1, 20, 30), (1, 50, 60), (1, 70, 80), (2, 5, 6), (2, 6, 6)"
+
+
+def test_merged_intervals_touching_merge_and_partitions_stay_apart():
+    # trace 1: [10,50] holds [20,30] and touches [50,60] -> [10,60]; [70,80] alone
+    # trace 2: [5,6] touches the empty [6,6] -> [5,6]
+    got = sql("""{% from 'templates/intervals.sql' import merged_intervals %}
+        WITH src(trace_id, ts_ns, end_ns) AS (""" + INTERVALS + """)
+        SELECT * FROM ({{ merged_intervals('src', ['trace_id']) }}) ORDER BY trace_id, start_ns""")
+    assert got == [(1, 1, 10, 60, 50), (1, 2, 70, 80, 10), (2, 1, 5, 6, 1)]
+
+
+def test_merged_intervals_aggregates_see_the_opening_row():
+    got = sql("""{% from 'templates/intervals.sql' import merged_intervals %}
+        WITH src(trace_id, id, ts_ns, end_ns) AS (VALUES (1, 'a', 10, 20), (1, 'b', 15, 30), (1, 'c', 40, 41))
+        SELECT * FROM ({{ merged_intervals('src', ['trace_id'], order=['id'],
+                          aggregates="count(*) AS n, any_value(id) FILTER (WHERE opens) AS first") }})
+        ORDER BY start_ns""")
+    assert got == [(1, 1, 10, 30, 20, 2, "a"), (1, 2, 40, 41, 1, 1, "c")]
+
+
+def test_merged_intervals_null_key_is_a_partition():
+    got = sql("""{% from 'templates/intervals.sql' import merged_intervals %}
+        WITH src(d, ts_ns, end_ns) AS (VALUES (NULL, 1, 3), (NULL, 2, 4), (0, 3, 5))
+        SELECT d, start_ns, end_ns FROM ({{ merged_intervals('src', ['d']) }}) ORDER BY d NULLS FIRST""")
+    assert got == [(None, 1, 4), (0, 3, 5)]
+
+
+# -- union_lengths -----------------------------------------------------------------
+
+def test_union_lengths_equals_merged_lengths_per_set():
+    # all: [10,60] + [70,80] = 60; short (<= 20 long): [20,30] [50,60] [70,80] = 30
+    got = sql("""{% from 'templates/intervals.sql' import union_lengths %}
+        WITH src(trace_id, ts_ns, end_ns) AS (""" + INTERVALS + """)
+        SELECT * FROM ({{ union_lengths('src', ['trace_id'],
+                          {'all_ns': none, 'short_ns': 'end_ns - ts_ns <= 10'}) }}) ORDER BY trace_id""")
+    assert got == [(1, 60, 30), (2, 1, 1)]
+
+
+def test_union_lengths_negative_intervals():
+    # [10,8] ends before it starts: adds nothing by default, -2 with
+    # open_negative (HTA, times rounded to whole us); [20,25] adds 5 either way
+    text = """{% from 'templates/intervals.sql' import union_lengths %}
+        WITH src(k, ts_ns, end_ns) AS (VALUES (1, 10, 8), (1, 20, 25))
+        SELECT busy_ns FROM ({{ union_lengths('src', ['k'], open_negative=neg) }})"""
+    assert sql(text, neg=False) == [(5,)]
+    assert sql(text, neg=True) == [(3,)]
+
+
+def test_union_lengths_is_bigint():
+    got = sql("""{% from 'templates/intervals.sql' import union_lengths %}
+        WITH src(k, ts_ns, end_ns) AS (VALUES (1, 0::BIGINT, 4000000000000000000::BIGINT),
+                                              (1, 5000000000000000000::BIGINT, 9000000000000000000::BIGINT))
+        SELECT typeof(busy_ns), busy_ns FROM ({{ union_lengths('src', ['k']) }})""")
+    assert got == [("BIGINT", 8000000000000000000)]
+
+
+# -- covered_length ---------------------------------------------------------------
+
+def test_covered_length_of_windows():
+    # busy [10,60] [70,80]; windows: [0,100] -> 60; [55,75] -> 5 + 5 = 10;
+    # [60,70] -> 0; [0,5] -> 0 (before any interval); [75,200] -> 5 (after the last)
+    got = sql("""{% from 'templates/intervals.sql' import covered_length %}
+        WITH busy(trace_id, start_ns, end_ns) AS (VALUES (1, 10, 60), (1, 70, 80)),
+        w(trace_id, id, ts_ns, end_ns) AS (VALUES (1, 'a', 0, 100), (1, 'b', 55, 75), (1, 'c', 60, 70),
+                                               (1, 'd', 0, 5), (1, 'e', 75, 200), (2, 'f', 0, 100))
+        SELECT id, covered_ns FROM ({{ covered_length('w', 'busy', ['trace_id']) }}) ORDER BY id""")
+    assert got == [("a", 60), ("b", 10), ("c", 0), ("d", 0), ("e", 5), ("f", 0)]
+
+
+# -- scope ---------------------------------------------------------------------------
+
+SCOPED = """{% from 'templates/scope.sql' import scope with context %}
+    WITH x(trace_id, device) AS (VALUES (1, 0), (1, 1), (2, 0), (3, 1))
+    SELECT trace_id, device FROM x WHERE TRUE {{ scope() }} ORDER BY ALL"""
+
+
+@pytest.mark.parametrize("run,device,want", [
+    (None, None, [(1, 0), (1, 1), (2, 0), (3, 1)]),
+    ("a", None, [(1, 0), (1, 1), (3, 1)]),
+    (None, 0, [(1, 0), (2, 0)]),
+    ("a", 1, [(1, 1), (3, 1)]),
+])
+def test_scope_by_run_and_device(run, device, want):
+    params = {k: v for k, v in (("run", run), ("device", device)) if v is not None}
+    assert sql(SCOPED, params, run=run, device=device) == want
+
+
+def test_scope_binds_values_never_pastes_them():
+    text = sqlfiles._env().from_string(SCOPED).render(run="x'); DROP TABLE t; --", device=3)
+    assert "DROP" not in text and "$run" in text and "$device" in text
+
+
+# -- op_signature and categories ----------------------------------------------------
+
+def test_op_signature_hashes_the_four_columns():
+    got = sql("""{% from 'templates/op_signature.sql' import op_signature %}
+        WITH o(op_name, input_dims, input_types, concrete_inputs) AS
+            (VALUES ('aten::mm', '[[2,3],[3,4]]'::JSON, '["float","float"]'::JSON, '["",""]'::JSON))
+        SELECT {{ op_signature('o.', name='op_name') }}
+               = hash('aten::mm', '[[2,3],[3,4]]', '["float","float"]', '["",""]') FROM o""")
+    assert got == [(True,)]
+
+
+def test_category_lists_render_as_sql_lists():
+    got = sql("""{% from 'templates/categories.sql' import device_cats, runtime_cats, sql_list %}
+        SELECT 'gpu_memset' IN {{ sql_list(device_cats) }}, 'cuda_runtime' IN {{ sql_list(device_cats) }},
+               'hip_runtime' IN {{ sql_list(runtime_cats) }}""")
+    assert got == [(True, False, True)]
