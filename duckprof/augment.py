@@ -37,9 +37,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-import typer
 
-from .cli import app, friendly_errors, Progress
 from .errors import DuckprofError, TraceError
 from .session import Session
 from .split import _find_array_start, MAX_PREFIX
@@ -389,21 +387,3 @@ def augment(src, dst, progress=None, tmpdir=None) -> AugmentReport:
         shutil.rmtree(work, ignore_errors=True)
     rep.seconds = time.perf_counter() - t0
     return rep
-
-
-@app.command("augment")
-@friendly_errors
-def augment_cmd(src: str = typer.Argument(..., help="trace file (.json or .json.gz)"),
-                dst: str = typer.Argument(..., help="file to write (.json.gz: compressed)"),
-                quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress line")):
-    """Write FLOP and byte estimates into a trace: args kernel_flop (FLOPs) and kernel_num_gb
-    (GB) on every kernel with an estimate and on its op, as torch's profile_analysis
-    --augment_trace does (but an op's count is split across its kernels, not repeated).
-    Everything else in the file is kept as it was.
-
-    Example: duckprof augment trace.json.gz trace.augmented.json.gz
-    """
-    progress = Progress(quiet)
-    rep = augment(src, dst, progress=progress)
-    progress.done()
-    typer.echo(rep.summary())

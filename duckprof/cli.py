@@ -3,20 +3,14 @@ one line naming the file and the problem and exits with code 2."""
 
 from __future__ import annotations
 
-import functools
 import os
-import sys
 import tempfile
-import threading
-import time
 from typing import List, Optional
 
-import duckdb
 import typer
 
-from . import render
-from .errors import DuckprofError, TraceError
-from .reporting import open_data
+from . import cli_reports, render, sqlfiles
+from .cli_common import DbOpt, FormatOpt, OutputOpt, Progress, check_format, fail, friendly_errors, open_data
 from .session import Session
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -25,99 +19,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 report_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
                          help="Standard reports (each answers one question).")
 app.add_typer(report_app, name="report")
-
-FormatOpt = typer.Option("table", "--format", "-f", help="table, csv, json, markdown or parquet")
-OutputOpt = typer.Option(None, "--output", "-o", help="write to FILE instead of the terminal")
-DbOpt = typer.Option(None, "--db", help="persistent DuckDB database file")
-
-
-def fail(msg: str, code: int = 2):
-    typer.echo(f"duckprof: {msg}", err=True)
-    raise typer.Exit(code)
-
-
-def friendly_errors(fn):
-    """Turn expected failures into one line on stderr and exit code 2."""
-    @functools.wraps(fn)
-    def wrapper(*a, **kw):
-        try:
-            return fn(*a, **kw)
-        except (TraceError, DuckprofError) as e:
-            fail(str(e))
-        except duckdb.Error as e:
-            fail(str(e).splitlines()[0])
-        except BrokenPipeError:  # output piped into `head` and closed: not an error
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            raise typer.Exit(0)
-        except (ValueError, OSError) as e:
-            fail(str(e))
-        except KeyboardInterrupt:
-            fail("interrupted", 130)
-    return wrapper
-
-
-class Progress:
-    """A progress bar on stderr for loads that take more than a moment: the
-    loader's phase ("[2/5] parsing rank1.json.gz") and, while DuckDB runs a
-    statement, its completion, polled from a second thread. Off when stderr is
-    not a terminal or with --quiet."""
-
-    BAR = 24
-
-    def __init__(self, quiet: bool):
-        self.enabled = not quiet and sys.stderr.isatty()
-        self.msg = ""
-        self.con = None
-        self.t0 = time.monotonic()
-        self.shown = False
-        self._stop = threading.Event()
-        self._thread = None
-
-    def attach(self, con):
-        """Start drawing; `con` is the loading connection (polled for progress)."""
-        if not self.enabled:
-            return
-        self.con = con
-        con.execute("SET enable_progress_bar = true")  # track progress ...
-        con.execute("SET enable_progress_bar_print = false")  # ... without DuckDB's own bar
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def __call__(self, msg: str):
-        self.msg = msg
-
-    def _run(self):
-        while not self._stop.wait(0.2):
-            if time.monotonic() - self.t0 < 0.7:
-                continue
-            try:
-                pct = self.con.query_progress()
-            except duckdb.Error:
-                pct = -1
-            if pct is not None and pct >= 0:
-                filled = int(self.BAR * min(pct, 100) / 100)
-                bar = f" [{'#' * filled}{'.' * (self.BAR - filled)}] {pct:5.1f}%"
-            else:
-                bar = ""
-            sys.stderr.write(f"\r\033[K{self.msg[-90:]}{bar}")
-            sys.stderr.flush()
-            self.shown = True
-
-    def done(self):
-        self._stop.set()
-        if self._thread:
-            self._thread.join()
-        if self.shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
-
-
-def check_format(fmt: str, output: Optional[str]):
-    if fmt not in render.FORMATS:
-        raise DuckprofError(f"unknown --format {fmt!r}; choose one of {', '.join(render.FORMATS)}")
-    if fmt == "parquet" and not output:
-        raise DuckprofError("--format parquet needs --output FILE")
-
 
 @app.command()
 @friendly_errors
@@ -211,14 +112,28 @@ def schema(db: Optional[str] = DbOpt,
 
 
 def schema_markdown() -> str:
-    """Markdown reference of tables and views, taken from the SQL header comments."""
-    from . import sqlfiles
-    from .session import view_files_in_order
+    """Markdown reference of tables and views, taken from the SQL files' headers."""
     out = ["### Tables (sql/schema.sql)", "", "```sql", sqlfiles.read("schema.sql").strip(), "```", ""]
     out += ["### Views (sql/views/)", ""]
-    for f in sorted(view_files_in_order()):
-        out += [f"#### `{f[:-4]}`", "", "```", sqlfiles.header(f"views/{f}"), "```", ""]
+    for v in sorted(sqlfiles.view_headers().values(), key=lambda v: v.name):
+        out += [f"#### `{v.name}` ({v.path})", "", "```", v.text, "```", ""]
     return "\n".join(out)
+
+
+@app.command()
+@friendly_errors
+def migrate(db: str = typer.Option(..., "--db", help="persistent DuckDB database file")):
+    """Bring a database written by an older duckprof up to this version's schema (in place,
+    in one transaction; every run's data is kept). Any load into it does the same.
+
+    Example: duckprof migrate --db runs.duckdb
+    """
+    from .session import SCHEMA_VERSION
+    if not os.path.exists(db):
+        fail(f"{db}: no such database")
+    with Session(db) as s:
+        n = s.con.execute("SELECT count(*) FROM traces").fetchall()[0][0]
+    typer.echo(f"{db}: schema version {SCHEMA_VERSION} ({n} trace(s))")
 
 
 @app.command()
@@ -273,9 +188,10 @@ DEMO_QUERIES = [
 ]
 
 
+cli_reports.register(app, report_app)
+
+
 def main():
-    # Import report modules so they register their commands on report_app.
-    from . import cli_reports  # noqa: F401
     app()
 
 

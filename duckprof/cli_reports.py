@@ -1,9 +1,205 @@
-"""Registers the `duckprof report ...` (and diff/augment) commands: one import per report module."""
+"""The report commands: `duckprof report NAME` for every entry of the report
+registry (duckprof/reports.py), built from the options its SQL header
+declares, and the two commands that are not one SQL file: `diff` and
+`augment`. cli.py registers them; nothing here imports cli.py."""
 
-import importlib
+from __future__ import annotations
 
-# Each module defines its typer command(s) on cli.app / cli.report_app.
-REPORT_MODULES = ["diff", "report_kernels", "report_gpu", "augment"]
+import inspect
+import json
+import sys
+from typing import List, Optional
 
-for _name in REPORT_MODULES:
-    importlib.import_module(f"duckprof.{_name}")
+import typer
+
+from . import render, reports
+from .augment import augment
+from .cli_common import (DbOpt, FormatOpt, NameWidthOpt, OutputOpt, Progress, QuietOpt, TracesArg, check_format,
+                         friendly_errors, open_data)
+from .diff import DiffResult, diff
+
+_PY_TYPES = {"INTEGER": int, "DOUBLE": float, "VARCHAR": str, "CHOICE": str, "FLAG": bool}
+
+
+def _typer_option(o: reports.Option):
+    help_ = o.help + (f" ({', '.join(o.choices)})" if o.choices and len(o.choices) <= 16 else "")
+    flags = [o.flag] + ([o.short] if o.short else [])
+    return typer.Option(o.default, *flags, help=help_)
+
+
+def report_command(report: reports.Report):
+    """A typer command function for one registered report, its parameters
+    taken from the report's declared options."""
+    h = report.header()
+    options = report.options()
+    K = inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter("traces", K, default=TracesArg, annotation=Optional[List[str]]),
+              inspect.Parameter("db", K, default=DbOpt, annotation=Optional[str])]
+    for o in options:
+        t = _PY_TYPES[o.type]
+        params.append(inspect.Parameter(o.name, K, default=_typer_option(o),
+                                        annotation=t if o.default is not None else Optional[t]))
+    params += [inspect.Parameter("name_width", K, default=NameWidthOpt, annotation=int),
+               inspect.Parameter("fmt", K, default=FormatOpt, annotation=str),
+               inspect.Parameter("output", K, default=OutputOpt, annotation=Optional[str]),
+               inspect.Parameter("quiet", K, default=QuietOpt, annotation=bool)]
+
+    def command(**kw):
+        traces, db, fmt, output = kw.pop("traces"), kw.pop("db"), kw.pop("fmt"), kw.pop("output")
+        name_width, quiet = kw.pop("name_width"), kw.pop("quiet")
+        check_format(fmt, output)
+        progress = Progress(quiet)
+        try:
+            with open_data(traces, db, run=kw.get("run"), progress=progress) as s:
+                progress.done()
+                res = reports.run(s.con, report.name, **kw)
+                if res.instead:
+                    for line in res.instead:
+                        typer.echo(line)
+                    return
+                render.emit(res.relation, fmt, output, name_width=name_width)
+        finally:
+            progress.done()
+        for n in res.notes:
+            typer.echo(f"note: {n}", err=True)
+
+    command.__signature__ = inspect.Signature(params)
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    command.__name__ = report.name.replace("-", "_") + "_command"
+    example = h.fields.get("example", f"duckprof report {report.name} trace.json.gz")
+    command.__doc__ = (h.fields.get("question", h.summary) + f"\n\n{h.name}: {h.summary}"
+                       + f"\n\nExample: {example}")
+    return friendly_errors(command)
+
+
+def register(app: typer.Typer, report_app: typer.Typer):
+    """Add every report, diff and augment to the CLI."""
+    for r in reports.REPORTS:
+        report_app.command(r.name)(report_command(r))
+    app.command("diff")(friendly_errors(diff_command))
+    app.command("augment")(friendly_errors(augment_command))
+
+
+# -- diff ---------------------------------------------------------------------------
+
+def _whole(v):
+    """Show whole-number metrics (traces, steps, kernels, ...) without decimals."""
+    return int(v) if isinstance(v, float) and v.is_integer() and abs(v) < 1e15 else v
+
+
+def _summary_text(res: DiffResult, columns, rows, fmt: str) -> str:
+    head = "\n".join(res.header())
+    if fmt == "markdown":
+        head = "\n".join(f"{line}  " for line in res.header())  # markdown line breaks
+    rows = [tuple(_whole(v) for v in r) for r in rows]
+    return head + "\n\n" + render.to_text(columns, rows, "markdown" if fmt == "markdown" else "table")
+
+
+_EMPTY = {"kernel": "neither side has GPU kernels, memcpys or memsets",
+          "category": "neither side has GPU kernels, memcpys or memsets",
+          "device": "neither side has GPU kernels, memcpys or memsets",
+          "op": "neither side has CPU operators"}
+
+
+def diff_command(
+        a: str = typer.Argument(..., help="baseline: trace file, directory or glob, or a run name in --db"),
+        b: str = typer.Argument(..., help="candidate: trace file, directory or glob, or a run name in --db"),
+        db: Optional[str] = DbOpt,
+        by: str = typer.Option("kernel", "--by", help="kernel (kernels, memcpys, memsets by name), op (CPU "
+                               "operators), category (kernel categories) or device"),
+        group_by_input_shape: bool = typer.Option(False, "--group-by-input-shape",
+                                                  help="with --by op: one row per operator and input shapes"),
+        op_time: str = typer.Option("total", "--op-time", help="with --by op: total (inclusive) or self CPU time"),
+        normalize: bool = typer.Option(False, "--normalize", help="match names that differ trivially: hex "
+                                       "addresses -> 0x?, Inductor's triton_..._<n> suffix dropped, standalone "
+                                       "numbers -> N (rule: sql/reports/diff.sql)"),
+        collapse_templates: bool = typer.Option(False, "--collapse-templates",
+                                                help="also collapse every <...> template argument list to <> "
+                                                     "(implies --normalize)"),
+        raw_names: bool = typer.Option(False, "--raw-names", help="add the raw names behind each (normalised) row (kernel and op levels)"),
+        per_step: Optional[bool] = typer.Option(None, "--per-step/--no-per-step",
+                                                help="compare per-step averages (default when both sides "
+                                                     "have ProfilerStep#N) or totals"),
+        threshold: float = typer.Option(5.0, "--threshold", help="a row is slower/faster only if |delta| is at "
+                                        "least this % of A's total"),
+        min_delta_us: float = typer.Option(10.0, "--min-delta-us", help="... and at least this many us"),
+        sort: str = typer.Option("abs_delta", "--sort", help="abs_delta (largest |delta| first), delta, a_total, "
+                                 "b_total or name"),
+        status: Optional[str] = typer.Option(None, "--status", help="only these statuses, comma-separated: added,"
+                                             "removed,slower,faster,unchanged"),
+        limit: Optional[int] = typer.Option(None, "--limit", "-n", help="at most N rows (default and 0: all)"),
+        summary: bool = typer.Option(True, "--summary/--no-summary", help="print the summary block"),
+        fmt: str = FormatOpt, output: Optional[str] = OutputOpt,
+        name_width: int = typer.Option(80, "--name-width", help="truncate long names in table/markdown"),
+        salvage: bool = typer.Option(False, "--salvage", help="load the complete events of a truncated trace"),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress line")):
+    """What changed between two traces or two runs: per kernel, operator, category or device.
+
+    A summary (wall time, steps, GPU busy time and %, kernels, for A, B and the delta) comes
+    first in table and markdown output; json gives {"summary": [...], "rows": [...], ...};
+    csv and parquet hold only the table, and the summary goes to stderr.
+
+    Example: duckprof diff before.json.gz after.json.gz --by op --limit 20 --format markdown
+    """
+    check_format(fmt, output)
+    statuses = [x.strip() for x in status.split(",") if x.strip()] if status else None
+    progress = Progress(quiet)
+    res = diff(a, b, db=db, by=by, group_by_input_shape=group_by_input_shape, op_time=op_time,
+               normalize=normalize, collapse_templates=collapse_templates, raw_names=raw_names,
+               per_step=per_step, threshold_pct=threshold, min_delta_us=min_delta_us, sort=sort,
+               statuses=statuses, limit=limit, salvage=salvage, progress=progress)
+    progress.done()
+    with res:
+        if fmt == "parquet":
+            res.table.write_parquet(output)
+            if summary:
+                _echo_summary_stderr(res)
+            return
+        cols, rows = res.table.columns, res.table.fetchall()
+        width = None if fmt in ("csv", "json") else name_width
+        if fmt == "json":
+            doc = {"by": res.by, "per_step": res.per_step, "options": res.options,
+                   "sides": json.loads(render.to_text(list(res.sides[0]), [tuple(s.values()) for s in res.sides], "json"))}
+            if summary:
+                doc["summary"] = json.loads(render.to_text(res.summary.columns, res.summary.fetchall(), "json"))
+            doc["rows"] = json.loads(render.to_text(cols, rows, "json"))
+            text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+        elif fmt == "csv":
+            text = render.to_text(cols, rows, "csv")
+            if summary:
+                _echo_summary_stderr(res)
+        else:
+            table = render.to_text(cols, rows, fmt, name_width=width)
+            if not rows:
+                table = (f"(no rows: {_EMPTY[res.by]})" if not res.options.get("statuses")
+                         else "(no rows with status " + ", ".join(res.options["statuses"]) + ")") + "\n"
+            text = (_summary_text(res, res.summary.columns, res.summary.fetchall(), fmt) + "\n" + table
+                    if summary else table)
+        if output:
+            with open(output, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+        else:
+            typer.echo(text.rstrip("\n"))
+
+
+def _echo_summary_stderr(res: DiffResult):
+    text = _summary_text(res, res.summary.columns, res.summary.fetchall(), "table")
+    sys.stderr.write(text if text.endswith("\n") else text + "\n")
+
+
+# -- augment ------------------------------------------------------------------------
+
+def augment_command(src: str = typer.Argument(..., help="trace file (.json or .json.gz)"),
+                dst: str = typer.Argument(..., help="file to write (.json.gz: compressed)"),
+                quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress line")):
+    """Write FLOP and byte estimates into a trace: args kernel_flop (FLOPs) and kernel_num_gb
+    (GB) on every kernel with an estimate and on its op, as torch's profile_analysis
+    --augment_trace does (but an op's count is split across its kernels, not repeated).
+    Everything else in the file is kept as it was.
+
+    Example: duckprof augment trace.json.gz trace.augmented.json.gz
+    """
+    progress = Progress(quiet)
+    rep = augment(src, dst, progress=progress)
+    progress.done()
+    typer.echo(rep.summary())

@@ -20,20 +20,15 @@ Python API:
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from dataclasses import dataclass, field
 from typing import Optional
 
 import duckdb
-import typer
 
-from . import render
-from .cli import DbOpt, FormatOpt, OutputOpt, Progress, app, check_format, friendly_errors
 from .errors import DuckprofError, TraceError
 from .load import expand_paths
-from .reporting import run_report
+from . import reports
 from .session import Session
 
 LEVELS = ("kernel", "op", "category", "device")
@@ -234,7 +229,7 @@ def diff(a, b, *, db=None, session: Session | None = None, by: str = "kernel",
                     raise DuckprofError(f"{where} has no kernel_categories view (it was created by an "
                                         "older duckprof); load the traces into a new database")
         params = {"run_a": sides[0].run, "run_b": sides[1].run}
-        side_rel = run_report(s, "diff_sides", params, qa=qa, qb=qb)
+        side_rel = reports.query(s.con, "diff_sides", params, qa=qa, qb=qb)
         cols = side_rel.columns
         side_rows = [dict(zip(cols, r)) for r in side_rel.fetchall()]
         for row, side in zip(side_rows, sides):
@@ -249,10 +244,10 @@ def diff(a, b, *, db=None, session: Session | None = None, by: str = "kernel",
         structure = dict(by=by, shapes=bool(group_by_input_shape), op_time=op_time, normalize=normalize,
                          collapse_templates=collapse_templates, raw_names=bool(raw_names) and by in ("kernel", "op"),
                          per_step=bool(per_step), sort=sort, qa=qa, qb=qb)
-        table = run_report(s, "diff", dict(params, steps_a=float(steps[0] or 1), steps_b=float(steps[1] or 1),
+        table = reports.query(s.con, "diff", dict(params, steps_a=float(steps[0] or 1), steps_b=float(steps[1] or 1),
                                            threshold_pct=float(threshold_pct), min_delta_us=float(min_delta_us),
                                            statuses=statuses, row_limit=limit or None), **structure)
-        summary = run_report(s, "diff_summary", params, qa=qa, qb=qb)
+        summary = reports.query(s.con, "diff_summary", params, qa=qa, qb=qb)
     except BaseException:
         if owns:
             s.close()
@@ -263,112 +258,3 @@ def diff(a, b, *, db=None, session: Session | None = None, by: str = "kernel",
                    min_delta_us=float(min_delta_us), sort=sort, statuses=statuses, limit=limit or None)
     return DiffResult(session=s, by=by, per_step=bool(per_step), steps=steps, sides=side_rows,
                       table=table, summary=summary, options=options, owns_session=owns)
-
-
-# -- CLI ---------------------------------------------------------------------
-
-def _whole(v):
-    """Show whole-number metrics (traces, steps, kernels, ...) without decimals."""
-    return int(v) if isinstance(v, float) and v.is_integer() and abs(v) < 1e15 else v
-
-
-def _summary_text(res: DiffResult, columns, rows, fmt: str) -> str:
-    head = "\n".join(res.header())
-    if fmt == "markdown":
-        head = "\n".join(f"{line}  " for line in res.header())  # markdown line breaks
-    rows = [tuple(_whole(v) for v in r) for r in rows]
-    return head + "\n\n" + render.to_text(columns, rows, "markdown" if fmt == "markdown" else "table")
-
-
-_EMPTY = {"kernel": "neither side has GPU kernels, memcpys or memsets",
-          "category": "neither side has GPU kernels, memcpys or memsets",
-          "device": "neither side has GPU kernels, memcpys or memsets",
-          "op": "neither side has CPU operators"}
-
-
-@app.command("diff")
-@friendly_errors
-def diff_command(
-        a: str = typer.Argument(..., help="baseline: trace file, directory or glob, or a run name in --db"),
-        b: str = typer.Argument(..., help="candidate: trace file, directory or glob, or a run name in --db"),
-        db: Optional[str] = DbOpt,
-        by: str = typer.Option("kernel", "--by", help="kernel (kernels, memcpys, memsets by name), op (CPU "
-                               "operators), category (kernel categories) or device"),
-        group_by_input_shape: bool = typer.Option(False, "--group-by-input-shape",
-                                                  help="with --by op: one row per operator and input shapes"),
-        op_time: str = typer.Option("total", "--op-time", help="with --by op: total (inclusive) or self CPU time"),
-        normalize: bool = typer.Option(False, "--normalize", help="match names that differ trivially: hex "
-                                       "addresses -> 0x?, Inductor's triton_..._<n> suffix dropped, standalone "
-                                       "numbers -> N (rule: sql/reports/diff.sql)"),
-        collapse_templates: bool = typer.Option(False, "--collapse-templates",
-                                                help="also collapse every <...> template argument list to <> "
-                                                     "(implies --normalize)"),
-        raw_names: bool = typer.Option(False, "--raw-names", help="add the raw names behind each (normalised) row (kernel and op levels)"),
-        per_step: Optional[bool] = typer.Option(None, "--per-step/--no-per-step",
-                                                help="compare per-step averages (default when both sides "
-                                                     "have ProfilerStep#N) or totals"),
-        threshold: float = typer.Option(5.0, "--threshold", help="a row is slower/faster only if |delta| is at "
-                                        "least this % of A's total"),
-        min_delta_us: float = typer.Option(10.0, "--min-delta-us", help="... and at least this many us"),
-        sort: str = typer.Option("abs_delta", "--sort", help="abs_delta (largest |delta| first), delta, a_total, "
-                                 "b_total or name"),
-        status: Optional[str] = typer.Option(None, "--status", help="only these statuses, comma-separated: added,"
-                                             "removed,slower,faster,unchanged"),
-        limit: Optional[int] = typer.Option(None, "--limit", "-n", help="at most N rows (default and 0: all)"),
-        summary: bool = typer.Option(True, "--summary/--no-summary", help="print the summary block"),
-        fmt: str = FormatOpt, output: Optional[str] = OutputOpt,
-        name_width: int = typer.Option(80, "--name-width", help="truncate long names in table/markdown"),
-        salvage: bool = typer.Option(False, "--salvage", help="load the complete events of a truncated trace"),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress line")):
-    """What changed between two traces or two runs: per kernel, operator, category or device.
-
-    A summary (wall time, steps, GPU busy time and %, kernels, for A, B and the delta) comes
-    first in table and markdown output; json gives {"summary": [...], "rows": [...], ...};
-    csv and parquet hold only the table, and the summary goes to stderr.
-
-    Example: duckprof diff before.json.gz after.json.gz --by op --limit 20 --format markdown
-    """
-    check_format(fmt, output)
-    statuses = [x.strip() for x in status.split(",") if x.strip()] if status else None
-    progress = Progress(quiet)
-    res = diff(a, b, db=db, by=by, group_by_input_shape=group_by_input_shape, op_time=op_time,
-               normalize=normalize, collapse_templates=collapse_templates, raw_names=raw_names,
-               per_step=per_step, threshold_pct=threshold, min_delta_us=min_delta_us, sort=sort,
-               statuses=statuses, limit=limit, salvage=salvage, progress=progress)
-    progress.done()
-    with res:
-        if fmt == "parquet":
-            res.table.write_parquet(output)
-            if summary:
-                _echo_summary_stderr(res)
-            return
-        cols, rows = res.table.columns, res.table.fetchall()
-        width = None if fmt in ("csv", "json") else name_width
-        if fmt == "json":
-            doc = {"by": res.by, "per_step": res.per_step, "options": res.options,
-                   "sides": json.loads(render.to_text(list(res.sides[0]), [tuple(s.values()) for s in res.sides], "json"))}
-            if summary:
-                doc["summary"] = json.loads(render.to_text(res.summary.columns, res.summary.fetchall(), "json"))
-            doc["rows"] = json.loads(render.to_text(cols, rows, "json"))
-            text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
-        elif fmt == "csv":
-            text = render.to_text(cols, rows, "csv")
-            if summary:
-                _echo_summary_stderr(res)
-        else:
-            table = render.to_text(cols, rows, fmt, name_width=width)
-            if not rows:
-                table = (f"(no rows: {_EMPTY[res.by]})" if not res.options.get("statuses")
-                         else "(no rows with status " + ", ".join(res.options["statuses"]) + ")") + "\n"
-            text = (_summary_text(res, res.summary.columns, res.summary.fetchall(), fmt) + "\n" + table
-                    if summary else table)
-        if output:
-            with open(output, "w", encoding="utf-8", newline="") as f:
-                f.write(text)
-        else:
-            typer.echo(text.rstrip("\n"))
-
-
-def _echo_summary_stderr(res: DiffResult):
-    text = _summary_text(res, res.summary.columns, res.summary.fetchall(), "table")
-    sys.stderr.write(text if text.endswith("\n") else text + "\n")

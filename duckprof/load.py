@@ -529,7 +529,10 @@ class Loader:
         con.execute(sqlfiles.render("load/insert_events.sql", raws=[p.name for p, _ in batch],
                                     exact=b.exact, nest=b.nest),
                     {"first_trace_id": b.first, "base_ns": b.base})
-        self._insert_trace_rows(batch, run, b.first, b.base)
+        windows = {t: (lo, hi) for t, lo, hi in con.execute(
+            sqlfiles.read("load/trace_windows.sql"),
+            {"first_trace_id": b.first, "last_trace_id": b.first + len(batch) - 1}).fetchall()}
+        self._insert_trace_rows(batch, run, b.first, b.base, windows)
         for p, fr in batch:
             fr.events = p.events
             fr.json_bytes = p.split.json_bytes
@@ -567,7 +570,7 @@ class Loader:
             return f"not valid JSON inside traceEvents ({msg})"
         return msg
 
-    def _insert_trace_rows(self, batch, run, first, base):
+    def _insert_trace_rows(self, batch, run, first, base, windows):
         """The traces and devices rows of one batch (per-row statements cost
         ~3 ms a trace: 0.6 s for 190 small ranks)."""
         loaded_at = datetime.now(timezone.utc).replace(tzinfo=None)
@@ -577,7 +580,8 @@ class Loader:
             traces.append((first + k, run, rank_of(p.path, meta), p.path, split.size_bytes, split.json_bytes,
                            split.content_hash, loaded_at, base[k] or None,
                            None if meta.get("schemaVersion") is None else str(meta.get("schemaVersion")),
-                           p.events, split.salvaged_bytes, json.dumps(meta, allow_nan=True, default=str)))
+                           p.events, split.salvaged_bytes, json.dumps(meta, allow_nan=True, default=str),
+                           *windows.get(first + k, (None, None))))
             props = meta.get("deviceProperties")
             for d in props if isinstance(props, list) else []:
                 if isinstance(d, dict):

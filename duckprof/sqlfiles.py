@@ -103,6 +103,10 @@ def parse_header(rel: str) -> Header:
         raise ValueError(f"sql/{rel}: the header must start with '-- <name>: <what it answers>'")
     first, summary = lines[0].split(":", 1)
     h = Header(path=rel, name=first.strip(), summary=summary.strip(), text="\n".join(lines))
+    for line in lines[1:]:  # the summary is the first paragraph
+        if not line.strip() or re.match(r"^[a-z ]+:", line):
+            break
+        h.summary += " " + line.strip()
     in_columns = False
     for line in lines[1:]:
         if in_columns:
@@ -122,7 +126,7 @@ def parse_header(rel: str) -> Header:
             h.requires = [r.strip() for r in line.split(":", 1)[1].split(",") if r.strip()]
         elif re.match(r"^option:", line):
             h.options.append(line.split(":", 1)[1].strip())
-        elif re.match(r"^(report|question|variant of):", line):
+        elif re.match(r"^(question|uses|variant of|example):", line):
             k, v = line.split(":", 1)
             h.fields[k] = v.strip()
     return h

@@ -20,7 +20,9 @@ CREATE TABLE IF NOT EXISTS traces (
     schema_version  VARCHAR,              -- the trace's own schemaVersion
     event_count     BIGINT,               -- rows in events for this trace
     salvaged_bytes  BIGINT,               -- bytes dropped from a truncated file (--salvage), else 0
-    metadata        JSON                  -- every top-level key except traceEvents
+    metadata        JSON,                 -- every top-level key except traceEvents
+    first_ts_ns     BIGINT,               -- earliest start of a complete event (ph X, dur >= 0), ns
+    last_end_ns     BIGINT                -- latest end of a complete event, ns: the trace's window
 );
 
 -- devices: one row per entry of the trace's deviceProperties.

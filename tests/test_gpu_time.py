@@ -35,7 +35,6 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import duckprof  # noqa: E402
-from duckprof import report_gpu  # noqa: E402
 
 FIX = REPO / "fixtures" / "gpu_time"
 TWO = FIX / "two_streams.json"
@@ -97,7 +96,7 @@ def test_idle_intervals_and_categories(two):
 
 
 def test_gpu_time_report(two):
-    rows = as_dicts(report_gpu.gpu_time_report(two))
+    rows = as_dicts(two.report("gpu-time"))
     assert [(r["scope"], r["stream"]) for r in rows] == [("device", None), ("stream", 7), ("stream", 8)]
     dev, s7, s8 = rows
     assert (dev["events"], dev["window_us"], dev["busy_us"], dev["idle_us"]) == (8, 315, 123, 192)
@@ -112,13 +111,13 @@ def test_gpu_time_report(two):
     assert (s8["events"], s8["window_us"], s8["busy_us"], s8["idle_us"]) == (3, 245, 75, 170)
     assert (s8["host_wait_us"], s8["kernel_wait_us"], s8["other_us"]) == (160, 10, 0)
     # a 5 µs threshold turns the 10 µs gaps into 'other'
-    dev5 = as_dicts(report_gpu.gpu_time_report(two, kernel_wait_us=5))[0]
+    dev5 = as_dicts(two.report("gpu-time", kernel_wait_us=5))[0]
     assert (dev5["host_wait_us"], dev5["kernel_wait_us"], dev5["other_us"]) == (150, 2, 40)
 
 
 def test_gpu_time_by_step(two):
     # ProfilerStep#1 [0,90]: busy [30,60] + [62,70] = 38; #2 [90,400]: 40 + 20 + 10 + 15 = 85
-    rows = as_dicts(report_gpu.gpu_time_report(two, by_step=True))
+    rows = as_dicts(two.report("gpu-time", by_step=True))
     assert [(r["step"], r["step_us"], r["busy_us"], r["idle_us"]) for r in rows] == [
         (1, 90, 38, 52), (2, 310, 85, 225)]
     assert rows[0]["busy_pct"] == pytest.approx(100 * 38 / 90)
@@ -126,7 +125,7 @@ def test_gpu_time_by_step(two):
 
 
 def test_temporal_report(two):
-    (r,) = as_dicts(report_gpu.temporal_report(two))
+    (r,) = as_dicts(two.report("temporal"))
     assert (r["run"], r["rank"], r["device"]) == ("r1", 0, 0)
     assert (r["window_us"], r["idle_us"], r["compute_us"], r["non_compute_us"]) == (315, 192, 73, 50)
     assert (r["communication_us"], r["memory_us"]) == (20, 30)
@@ -138,11 +137,11 @@ def test_temporal_report(two):
 def test_exclude_last_step(two):
     # the last step starts at 90: K5 (launched at 290) and K6 (322) are dropped;
     # device busy [30,60] [62,70] [100,140] [150,170] = 98 of [30,170] = 140
-    (r,) = as_dicts(report_gpu.temporal_report(two, exclude_last_step=True))
+    (r,) = as_dicts(two.report("temporal", exclude_last_step=True))
     assert (r["window_us"], r["idle_us"], r["compute_us"], r["communication_us"], r["memory_us"]) == \
         (140, 42, 48, 20, 30)
     # --hta implies it (and rounding, a no-op on whole-µs times)
-    (h,) = as_dicts(report_gpu.temporal_report(two, hta=True))
+    (h,) = as_dicts(two.report("temporal", hta=True))
     assert h == r
 
 
@@ -160,7 +159,7 @@ def test_queue_depth_series(two):
 
 
 def test_queue_report(two):
-    s7, s8 = as_dicts(report_gpu.queue_report(two))
+    s7, s8 = as_dicts(two.report("queue"))
     # stream 7 over [12,305] = 293 µs: depth 0 for 170, 1 for 67, 2 for 12, 3 for 12, 4 for 32
     assert (s7["stream"], s7["launches"], s7["window_us"]) == (7, 5, 293)
     assert s7["mean_depth"] == pytest.approx((67 * 1 + 12 * 2 + 12 * 3 + 32 * 4) / 293)
@@ -189,7 +188,7 @@ def test_device_queue_depth_and_drains(two):
 # -- idle ranking (BasicEvaluation) -----------------------------------------------
 
 def test_idle_ranking(two):
-    rows = as_dicts(report_gpu.idle_report(two, limit=0))
+    rows = as_dicts(two.report("idle", limit=0))
     by_op = {r["op"]: r for r in rows}
     # queue empty before 12, in [170,290), [305,322) and after 345
     expect = {  # op: (dur, self, idle)
@@ -217,7 +216,7 @@ def test_idle_ranking(two):
     assert by_op["aten::slow"]["source"] == "model.py(42): forward"
     assert by_op["aten::big"]["source"] == "train.py(10): step"
     # --limit is per trace and device
-    assert [r["op"] for r in as_dicts(report_gpu.idle_report(two, limit=2))] == ["aten::slow", "aten::tail"]
+    assert [r["op"] for r in as_dicts(two.report("idle", limit=2))] == ["aten::slow", "aten::tail"]
 
 
 def _reference_drains(points):

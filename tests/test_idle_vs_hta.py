@@ -41,7 +41,6 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import duckprof  # noqa: E402
-from duckprof import report_gpu  # noqa: E402
 
 GOLDEN = REPO / "fixtures" / "golden" / "hta"
 CORPUS = Path(os.environ.get("DUCKPROF_CORPUS", REPO.parent / "shared" / "traces"))
@@ -95,7 +94,7 @@ def _by_trace(rel):
 
 def _temporal(corpus, **kw):
     s, ids, _ = corpus
-    rows = _by_trace(report_gpu.temporal_report(s, **kw))
+    rows = _by_trace(s.report("temporal", **kw))
     return {run: rows[tid][0] for run, tid in ids.items() if tid in rows}
 
 
@@ -205,7 +204,7 @@ def test_idle_breakdown_within_1pct_without_rounding(corpus, stem):
 def test_idle_ratios_match_hta(corpus):
     """The report's per-category share of idle time is HTA's idle_time_ratio."""
     s, ids, _ = corpus
-    rows = _by_trace(report_gpu.gpu_time_report(s, run="a100_train_rank0", hta=True))
+    rows = _by_trace(s.report("gpu-time", run="a100_train_rank0", hta=True))
     ours = {r["stream"]: r for r in rows[ids["a100_train_rank0"]] if r["scope"] == "stream"}
     for h in _golden("a100_train_rank0", "idle_time_breakdown"):
         o = ours[int(h["stream"])][f"{h['idle_category']}_pct"]
@@ -218,7 +217,7 @@ def test_queue_length_max_matches_hta(corpus):
     points (2 per launch) are HTA's."""
     s, ids, status = corpus
     checked = 0
-    queue = _by_trace(report_gpu.queue_report(s, hta=True))
+    queue = _by_trace(s.report("queue", hta=True))
     for stem, tid in ids.items():
         if stem == "mi300x_resnet_act_checkpoint":
             continue  # HTA's last-step cutoff comes from a GPU annotation (see module doc)
@@ -242,17 +241,16 @@ def test_queue_length_max_matches_hta(corpus):
 @pytest.mark.parametrize("stem", ["cpu_only_rank34", "a100_cpu_ops_no_distinfo"])
 def test_cpu_only_traces_say_so(corpus, stem):
     s, _, _ = corpus
-    notes, any_gpu = report_gpu.gpu_notes(s, run=stem)
-    assert not any_gpu and notes == [f"{[f.name for f in _files() if _stem(f.name) == stem][0]}: "
-                                     "no GPU activity in this trace"]
+    for name in ("idle", "gpu-time", "queue", "temporal"):
+        res = s.report_result(name, run=stem)
+        assert res.instead == [f"no GPU activity in this trace (run '{stem}')"] and res.notes == []
+        assert res.relation.fetchall() == []
 
 
 @pytest.mark.parametrize("name", ["idle", "gpu-time", "queue", "temporal"])
 def test_every_report_runs_on_every_corpus_run(corpus, name):
     s, ids, _ = corpus
-    fn = {"idle": report_gpu.idle_report, "gpu-time": report_gpu.gpu_time_report,
-          "queue": report_gpu.queue_report, "temporal": report_gpu.temporal_report}[name]
-    rows = _by_trace(fn(s))
+    rows = _by_trace(s.report(name))
     with_gpu = {tid for (tid,) in s.con.execute("SELECT DISTINCT trace_id FROM gpu_ops").fetchall()}
     if name == "queue" or name == "idle":  # need launches matched to device activity
         with_gpu = {tid for (tid,) in s.con.execute(

@@ -1,5 +1,5 @@
 """The kernels report (sql/reports/kernels.sql), its views (kernel_estimates,
-device_peak) and `duckprof report kernels`.
+trace_devices) and `duckprof report kernels`.
 
 Expected numbers are computed by hand from the values written by
 fixtures/kernels/make_fixtures.py (see each test), from datasheet rows of
@@ -26,7 +26,7 @@ from conftest import (CORPUS, REPO, invoke, needs_corpus, read_trace, rows, run_
 
 import duckprof
 from duckprof.peaks import packaged_rows, seed_peaks
-from duckprof.report_kernels import kernels_report, peak_key
+from duckprof.reports import peak_key
 
 FIX = REPO / "fixtures" / "kernels"
 H100 = FIX / "h100_two_kernels_one_op.json"
@@ -54,6 +54,11 @@ def session(*paths, run="default", db=None):
     if paths:
         s.load([str(p) for p in paths], run=run)
     return s
+
+
+def kernels_report(s, **kw):
+    res = s.report_result("kernels", **kw)
+    return res.relation, res.notes
 
 
 def report(s, **kw):
@@ -122,7 +127,7 @@ def test_corpus_dtypes(corpus_session):
                       AND name LIKE '%tensorop_s1688gemm%'""", {"t": a100}) == [("tf32",)]
 
 
-# --------------------------------------------------------------------------- device_peak
+# --------------------------------------------------------------------------- trace_devices
 
 DEVICE_CASES = [
     ("NVIDIA H100 80GB HBM3", 85018279936, 132),
@@ -147,7 +152,7 @@ def test_device_peak_matches_the_reference_rule():
             s.con.execute("INSERT INTO devices (trace_id, device, name, total_global_mem_bytes, num_sms) "
                           "VALUES (1, $d, $n, $m, $s)", {"d": i, "n": name, "m": mem, "s": sms})
         got = {d: (peak, how, bw) for d, peak, how, bw in rows(
-            s, "SELECT device, peak_device, matched_by, dram_gbps FROM device_peak")}
+            s, "SELECT device, peak_device, matched_by, dram_gbps FROM trace_devices")}
         assert len(got) == len(DEVICE_CASES)
         for i, (name, mem, sms) in enumerate(DEVICE_CASES):
             ref = reference_match(name, mem, sms)
@@ -171,7 +176,7 @@ def test_device_peaks_seeded_from_csv_and_user_rows_win():
         s.con.execute("INSERT INTO device_peaks (priority, device_pattern, device, vendor, fp32_tflops, "
                       "bf16_tflops, dram_gbps) VALUES (1, 'RTX 4090', 'my 4090', 'NVIDIA', 82.6, 165.2, 1008), "
                       "(2, 'H100', 'my H100 clocks', 'NVIDIA', 50, 700, 3000)")
-        got = dict(rows(s, "SELECT device, peak_device FROM device_peak"))
+        got = dict(rows(s, "SELECT device, peak_device FROM trace_devices"))
         assert got == {0: "my 4090", 1: "my H100 clocks"}  # lower priority wins over the packaged rows
 
 
@@ -276,7 +281,7 @@ def test_unknown_device_says_so_instead_of_zero():
 
 def test_amd_fallback_on_memory_and_compute_units():
     with session(FIX / "amd_fallback.json") as s:
-        assert rows(s, "SELECT device_name, peak_device, matched_by FROM device_peak") == [
+        assert rows(s, "SELECT device_name, peak_device, matched_by FROM trace_devices") == [
             ("AMD Radeon Graphics", "AMD Instinct MI300X", "memory_and_cus")]
         out, notes = report(s, limit=0)
         g = by_name(out)["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_splitk"]
@@ -358,7 +363,7 @@ def test_persistent_db_runs_and_plain_duckdb_sees_the_views(tmp_path):
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT sum(flops) FROM kernel_estimates WHERE name LIKE 'sm90%'").fetchall() == [
         (2 * GEMM_FLOPS,)]
-    assert con.execute("SELECT DISTINCT peak_device FROM device_peak ORDER BY 1").fetchall() == [
+    assert con.execute("SELECT DISTINCT peak_device FROM trace_devices ORDER BY 1").fetchall() == [
         ("AMD Instinct MI300X",), ("NVIDIA H100 SXM5",)]
 
 

@@ -36,7 +36,6 @@ import pytest
 from conftest import REPO, needs_corpus, rows, scalar
 
 from duckprof.peaks import seed_peaks
-from duckprof.report_kernels import kernels_report
 
 GOLDEN = REPO / "fixtures" / "golden" / "profile_analysis"
 STEMS = sorted(p.name[:-len(".kernels.json")] for p in GOLDEN.glob("*.kernels.json"))
@@ -64,9 +63,9 @@ def corpus_report(corpus_session):
     """duckprof's kernels report over the whole corpus (limit 0), computed once."""
     s, _ids, _ = corpus_session
     seed_peaks(s.con)
-    rel, notes = kernels_report(s, limit=0, run="corpus")
-    cols = rel.columns
-    return [dict(zip(cols, r)) for r in rel.fetchall()], notes
+    res = s.report_result("kernels", limit=0, run="corpus")
+    cols = res.relation.columns
+    return [dict(zip(cols, r)) for r in res.relation.fetchall()], res.notes
 
 
 def test_goldens_present():

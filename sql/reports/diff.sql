@@ -21,17 +21,22 @@
 --      ones included (up to 12 levels deep), -> '<>'
 -- Rows whose normalised names are equal are added together.
 --
--- Parameters: run_a, run_b (run labels), steps_a, steps_b (divisors when per_step),
--- threshold_pct, min_delta_us, statuses (VARCHAR[] or NULL = all), row_limit (NULL = all).
--- Template: by, shapes, op_time, normalize, collapse_templates, raw_names, per_step, sort,
--- qa, qb (catalog prefix of each side: '' or 'dp_src.').
+-- Order: sort = 'abs_delta' (|delta_total_us| descending, default), 'delta' (largest
+-- increase first), 'a_total', 'b_total' (descending), 'name'; ties by name.
+-- With per_step, counts and totals are per-step averages: divided by the side's number of
+-- distinct ProfilerStep#N numbers, counted once across ranks, so a multi-rank run gives
+-- per-step sums over its ranks; means are always per call.
 --
--- Columns (with per_step, counts and totals are per-step averages: divided by the side's
--- number of distinct ProfilerStep#N numbers, counted once across ranks, so a multi-rank run
--- gives per-step sums over its ranks; means are always per call):
+-- Parameters (duckprof/diff.py binds them): run_a, run_b (run labels), steps_a, steps_b
+-- (divisors when per_step), threshold_pct, min_delta_us, statuses (VARCHAR[] or NULL = all),
+-- row_limit (NULL = all). Template: by, shapes, op_time, normalize, collapse_templates,
+-- raw_names, per_step, sort, qa, qb (catalog prefix of each side: '' or 'dp_src.').
+-- requires: gpu_ops, cpu_ops, kernel_categories, trace_files
+--
+-- Columns:
 -- name            VARCHAR  kernel / operator name (normalised with `normalize`), category,
 --                          or 'device N'
--- input_dims      VARCHAR  (op level with shapes only) the op's 'Input Dims' as JSON text
+-- input_dims      VARCHAR  (only with --group-by-input-shape) the op's 'Input Dims' as JSON text
 -- a_count         BIGINT   calls / executions in A (DOUBLE with per_step; NULL: absent in A)
 -- b_count         BIGINT   same in B
 -- delta_count     BIGINT   b_count - a_count (absent side counts as 0)
@@ -44,13 +49,12 @@
 -- status          VARCHAR  'added' (only in B), 'removed' (only in A), 'slower' / 'faster'
 --                          (|delta_total_us| >= min_delta_us and, when A's total > 0,
 --                          |delta_pct| >= threshold_pct), else 'unchanged'
--- a_raw_names     VARCHAR  (raw_names only) the distinct raw names in A behind this row, ' | '-separated
--- b_raw_names     VARCHAR  (raw_names only) same for B
--- Order: sort = 'abs_delta' (|delta_total_us| descending, default), 'delta' (largest
--- increase first), 'a_total', 'b_total' (descending), 'name'; ties by name.
+-- a_raw_names     VARCHAR  (only with --raw-names) the distinct raw names in A behind this row, ' | '-separated
+-- b_raw_names     VARCHAR  (only with --raw-names) same for B
 
+{% from "templates/scope.sql" import in_run %}
 {%- macro scope(q, s) -%}
-trace_id IN (SELECT trace_id FROM {{ q }}traces WHERE run = $run_{{ s }})
+{{ in_run('run_' ~ s, catalog=q) }}
 {%- endmacro %}
 
 {%- macro side(q, s) -%}
@@ -62,14 +66,8 @@ trace_id IN (SELECT trace_id FROM {{ q }}traces WHERE run = $run_{{ s }})
 {%- elif by == 'op' %}
     SELECT name AS key, {% if shapes %}input_dims::VARCHAR{% else %}NULL::VARCHAR{% endif %} AS shapes,
            count(*) AS n, sum({% if op_time == 'self' %}self_ns{% else %}dur_ns{% endif %}) AS total_ns
-{%- if op_time == 'self' %}
     FROM {{ q }}cpu_ops
     WHERE {{ scope(q, s) }}
-{%- else %}
-    -- the rows of cpu_ops, read without its join to nesting (not needed for dur_ns; 15x faster)
-    FROM {{ q }}events
-    WHERE {{ scope(q, s) }} AND cat = 'cpu_op' AND ph = 'X'
-{%- endif %}
     GROUP BY ALL
 {%- elif by == 'category' %}
     SELECT c.category AS key, NULL::VARCHAR AS shapes, sum(g.n) AS n, sum(g.total_ns) AS total_ns

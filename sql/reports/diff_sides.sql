@@ -1,6 +1,7 @@
 -- diff_sides: what sides A and B of a diff are: one row per side.
 --
 -- Parameters: run_a, run_b (run labels). Template: qa, qb (catalog prefix of each side).
+-- requires: trace_files, gpu_ops, trace_devices, steps
 --
 -- Columns:
 -- side     VARCHAR  'A' or 'B'
@@ -13,17 +14,17 @@
 -- paths    VARCHAR  the trace files, ' | '-separated
 
 {%- macro side(q, s, label) %}
-    WITH scope AS (SELECT trace_id, rank, path FROM {{ q }}traces WHERE run = $run_{{ s }}),
+    WITH scope AS (SELECT trace_id, rank, path FROM {{ q }}trace_files WHERE run = $run_{{ s }}),
     used AS (
         SELECT DISTINCT g.trace_id, g.device
         FROM {{ q }}gpu_ops g
         WHERE g.trace_id IN (SELECT trace_id FROM scope)
     ),
     named AS (
-        SELECT coalesce(nullif(d.name, ''), 'device ' || coalesce(u.device::VARCHAR, '?')) AS dev_name,
+        SELECT coalesce(nullif(d.device_name, ''), 'device ' || coalesce(u.device::VARCHAR, '?')) AS dev_name,
                count(*) AS n
         FROM used u
-        LEFT JOIN {{ q }}devices d ON d.trace_id = u.trace_id AND d.device = u.device
+        LEFT JOIN {{ q }}trace_devices d ON d.trace_id = u.trace_id AND d.device = u.device
         GROUP BY 1
     )
     SELECT '{{ label }}' AS side, $run_{{ s }} AS run,

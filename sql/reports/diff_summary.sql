@@ -2,9 +2,9 @@
 -- (two runs) and their differences, one row per metric.
 --
 -- Parameters: run_a, run_b (run labels). Template: qa, qb (catalog prefix of each side).
+-- requires: trace_files, steps, gpu_ops
 --
--- Columns:
--- metric     VARCHAR  the metric; its name carries its unit:
+-- The metrics (their names carry their unit):
 --   traces                trace files in the run
 --   steps                 distinct ProfilerStep#N numbers (0: no step annotations)
 --   wall_us               profiled window, us: last end - first start over all complete
@@ -18,19 +18,20 @@
 --   kernel_us             sum of kernel durations, us
 --   gpu_busy_us_per_step, kernels_per_step, kernel_us_per_step
 --                         the same divided by steps (NULL without steps)
+--
+-- Columns:
+-- metric     VARCHAR  the metric
 -- a          DOUBLE   value for A (NULL: not defined, e.g. no steps)
 -- b          DOUBLE   value for B
 -- delta      DOUBLE   b - a (for gpu_busy_pct: percentage points)
 -- delta_pct  DOUBLE   100 * delta / a; NULL when a is 0 or NULL, and for *_pct metrics
 
-{% from "templates/busy_time.sql" import busy_ctes %}
+{% from "templates/intervals.sql" import union_lengths %}
 {%- macro stats(q, s) %}
-    WITH scope AS (SELECT trace_id FROM {{ q }}traces WHERE run = $run_{{ s }}),
+    WITH scope AS (SELECT trace_id FROM {{ q }}trace_files WHERE run = $run_{{ s }}),
     windows AS (
-        SELECT trace_id, max(end_ns) - min(ts_ns) AS wall_ns
-        FROM {{ q }}events
-        WHERE trace_id IN (SELECT trace_id FROM scope) AND ph = 'X' AND dur_ns >= 0
-        GROUP BY trace_id
+        SELECT trace_id, wall_ns FROM {{ q }}trace_files
+        WHERE trace_id IN (SELECT trace_id FROM scope) AND wall_ns IS NOT NULL
     ),
     st AS (
         SELECT count(DISTINCT step) AS steps, avg(dur_ns) AS step_mean_ns
@@ -42,7 +43,9 @@
         FROM {{ q }}gpu_ops
         WHERE trace_id IN (SELECT trace_id FROM scope) AND dur_ns >= 0
     ),
-    {{ busy_ctes("dev_ops") }},
+    busy AS (
+        {{ union_lengths('dev_ops', ['trace_id', 'device']) | indent(8) }}
+    ),
     per_device AS (
         SELECT o.trace_id, o.device, b.busy_ns,
                count(*) FILTER (WHERE o.kind = 'kernel') AS kernels,

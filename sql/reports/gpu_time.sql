@@ -1,19 +1,22 @@
--- gpu_time: how busy each GPU and each stream was, and why it was idle.
+-- gpu-time: how busy each GPU and each stream was, and why it was idle.
+-- question: How busy was each GPU and each stream, and why was it idle?
 -- One row per device (scope 'device': all streams together, overlapping work
 -- counted once) and one per stream (scope 'stream').
 --
 -- Window: from the first device event's start to the last one's end (of the
 -- device, or of the stream), as HTA. idle = the gaps between the merged busy
 -- intervals (gpu_idle_intervals); busy = window - idle = the union of device
--- events (gpu_busy_intervals);
--- split by HTA's idle categories: host_wait (the next event's launch call began
--- after the gap began: the CPU was late), kernel_wait (shorter than
--- kernel_wait_ns, default 30 µs: launch overhead between back-to-back
--- kernels), other.
+-- events (gpu_busy_intervals); split by HTA's idle categories: host_wait (the
+-- next event's launch call began after the gap began: the CPU was late),
+-- kernel_wait (shorter than --kernel-wait-us, default 30 µs: launch overhead
+-- between back-to-back kernels), other.
 --
--- Parameters: exclude_last_step, round_to_us (BOOLEAN, see gpu_activity),
--- kernel_wait_ns (BIGINT), run (when by_run), device (when by_device).
+-- uses: device, gpu_window
+-- option: --kernel-wait-us DOUBLE >= 0 = 30  gaps shorter than this (µs) are kernel_wait (launch overhead), as HTA's consecutive_kernel_delay
+-- option: --by-step FLAG  busy % per ProfilerStep instead (sql/reports/gpu_time_steps.sql)
+-- requires: gpu_activity, gpu_idle_intervals, trace_files, gpu_ops
 --
+-- Columns:
 -- run              VARCHAR  run label
 -- rank             INTEGER  rank of the trace
 -- trace_id         INTEGER  trace
@@ -25,12 +28,17 @@
 -- busy_us          DOUBLE   time with at least one event running, µs
 -- idle_us          DOUBLE   window_us - busy_us
 -- busy_pct         DOUBLE   busy_us / window_us, %
--- host_wait_us, kernel_wait_us, other_us  DOUBLE  idle time by category, µs
--- host_wait_pct, kernel_wait_pct, other_pct  DOUBLE  each category's share of idle_us, %
---                                                   (HTA idle_time_ratio x 100)
+-- host_wait_us     DOUBLE   idle time the CPU was late for, µs
+-- kernel_wait_us   DOUBLE   idle gaps shorter than --kernel-wait-us, µs
+-- other_us         DOUBLE   other idle time, µs
+-- host_wait_pct    DOUBLE   host_wait_us / idle_us, % (HTA idle_time_ratio x 100)
+-- kernel_wait_pct  DOUBLE   kernel_wait_us / idle_us, %
+-- other_pct        DOUBLE   other_us / idle_us, %
+{% from "templates/scope.sql" import scope with context %}
+{% from "templates/notes.sql" import gpu_notes with context %}
 WITH a AS (
     SELECT trace_id, device, stream, ts_ns, end_ns
-    FROM gpu_activity(exclude_last_step := $exclude_last_step, round_to_us := $round_to_us)
+    FROM gpu_activity(exclude_last_step := $exclude_last_step OR $hta, round_to_us := $hta)
 ),
 win AS (  -- window and event count per device and per stream
     SELECT trace_id, device, CASE WHEN g = 1 THEN 'device' ELSE 'stream' END AS scope, stream,
@@ -44,8 +52,8 @@ idle AS (
            sum(dur_ns) FILTER (WHERE category = 'host_wait') AS host_wait_ns,
            sum(dur_ns) FILTER (WHERE category = 'kernel_wait') AS kernel_wait_ns,
            sum(dur_ns) FILTER (WHERE category = 'other') AS other_ns
-    FROM gpu_idle_intervals(exclude_last_step := $exclude_last_step, round_to_us := $round_to_us,
-                            kernel_wait_ns := $kernel_wait_ns)
+    FROM gpu_idle_intervals(exclude_last_step := $exclude_last_step OR $hta, round_to_us := $hta,
+                            kernel_wait_ns := CAST(round($kernel_wait_us * 1000) AS BIGINT))
     GROUP BY trace_id, device, scope, stream
 ),
 t AS (
@@ -67,8 +75,9 @@ SELECT tr.run, tr.rank, t.trace_id, t.device, t.scope, t.stream, t.events,
        100.0 * t.kernel_wait_ns / nullif(t.idle_ns, 0) AS kernel_wait_pct,
        100.0 * t.other_ns / nullif(t.idle_ns, 0) AS other_pct
 FROM t
-JOIN traces tr USING (trace_id)
-WHERE TRUE
-{%- if by_run %} AND tr.run = $run{% endif %}
-{%- if by_device %} AND t.device = $device{% endif %}
+JOIN trace_files tr USING (trace_id)
+WHERE TRUE {{ scope('t.') }}
 ORDER BY tr.run, tr.rank NULLS LAST, t.trace_id, t.device, t.scope, t.stream NULLS FIRST
+
+-- @notes
+{{ gpu_notes() }}

@@ -1,53 +1,47 @@
--- gpu_time_steps: how busy each GPU was during each profiler step
--- (`duckprof report gpu-time --by-step`).
+-- gpu_time_steps: how busy each GPU was during each profiler step.
+-- variant of: gpu-time (with --by-step; its options)
+-- question: How busy was each GPU during each profiler step?
 --
 -- A step's window is its host-side ProfilerStep#N range (steps view); busy is
 -- the part of the device's merged busy intervals (gpu_busy_intervals, scope
--- 'device') inside that window. GPU work runs behind the host, so a step's
--- window can hold work launched by the step before.
+-- 'device') inside that window (covered_length, sql/templates/intervals.sql).
+-- GPU work runs behind the host, so a step's window can hold work launched by
+-- the step before.
 --
--- Parameters: exclude_last_step, round_to_us (BOOLEAN, see gpu_activity),
--- run (when by_run), device (when by_device).
+-- requires: gpu_busy_intervals, steps, trace_files, gpu_ops
 --
--- run          VARCHAR  run label
--- rank         INTEGER  rank of the trace
--- trace_id     INTEGER  trace
--- device       INTEGER  GPU index
--- step         BIGINT   N of ProfilerStep#N
--- step_us      DOUBLE   the step's host-side duration, µs
--- busy_us      DOUBLE   device busy inside the step window, µs
--- idle_us      DOUBLE   step_us - busy_us
--- busy_pct     DOUBLE   busy_us / step_us, %
-WITH b AS (  -- device busy intervals with the busy time before each
-    SELECT trace_id, device, start_ns, end_ns,
-           coalesce(sum(dur_ns) OVER (PARTITION BY trace_id, device ORDER BY start_ns
-                                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS busy_before_ns
-    FROM gpu_busy_intervals(exclude_last_step := $exclude_last_step, round_to_us := $round_to_us)
+-- Columns:
+-- run       VARCHAR  run label
+-- rank      INTEGER  rank of the trace
+-- trace_id  INTEGER  trace
+-- device    INTEGER  GPU index
+-- step      BIGINT   N of ProfilerStep#N
+-- step_us   DOUBLE   the step's host-side duration, µs
+-- busy_us   DOUBLE   device busy inside the step window, µs
+-- idle_us   DOUBLE   step_us - busy_us
+-- busy_pct  DOUBLE   busy_us / step_us, %
+{% from "templates/scope.sql" import scope with context %}
+{% from "templates/notes.sql" import gpu_notes with context %}
+{% from "templates/intervals.sql" import covered_length %}
+WITH b AS (
+    SELECT trace_id, device, start_ns, end_ns
+    FROM gpu_busy_intervals(exclude_last_step := $exclude_last_step OR $hta, round_to_us := $hta)
     WHERE scope = 'device'
 ),
-devs AS (
-    SELECT DISTINCT trace_id, device FROM b
-),
-sd AS (
+sd AS (  -- each step once per device with activity
     SELECT s.trace_id, d.device, s.step, s.event_id, s.ts_ns, s.end_ns, s.dur_ns
-    FROM steps s JOIN devs d USING (trace_id)
+    FROM steps s JOIN (SELECT DISTINCT trace_id, device FROM b) d USING (trace_id)
 ),
--- busy time up to t, B(t) = busy before the last interval starting at or before t
--- + the part of that interval before t; a step gets B(end) - B(start)
 per_step AS (
-    SELECT sd.trace_id, sd.device, sd.step, sd.event_id, sd.dur_ns AS step_ns,
-           coalesce(be.busy_before_ns + least(sd.end_ns, be.end_ns) - be.start_ns, 0)
-         - coalesce(bs.busy_before_ns + least(sd.ts_ns, bs.end_ns) - bs.start_ns, 0) AS busy_ns
-    FROM sd
-    ASOF LEFT JOIN b bs ON bs.trace_id = sd.trace_id AND bs.device = sd.device AND sd.ts_ns >= bs.start_ns
-    ASOF LEFT JOIN b be ON be.trace_id = sd.trace_id AND be.device = sd.device AND sd.end_ns >= be.start_ns
+    {{ covered_length('sd', 'b', ['trace_id', 'device']) | indent(4) }}
 )
 SELECT tr.run, tr.rank, p.trace_id, p.device, p.step,
-       p.step_ns / 1e3 AS step_us, p.busy_ns / 1e3 AS busy_us, (p.step_ns - p.busy_ns) / 1e3 AS idle_us,
-       100.0 * p.busy_ns / nullif(p.step_ns, 0) AS busy_pct
+       p.dur_ns / 1e3 AS step_us, p.covered_ns / 1e3 AS busy_us, (p.dur_ns - p.covered_ns) / 1e3 AS idle_us,
+       100.0 * p.covered_ns / nullif(p.dur_ns, 0) AS busy_pct
 FROM per_step p
-JOIN traces tr USING (trace_id)
-WHERE TRUE
-{%- if by_run %} AND tr.run = $run{% endif %}
-{%- if by_device %} AND p.device = $device{% endif %}
+JOIN trace_files tr USING (trace_id)
+WHERE TRUE {{ scope('p.') }}
 ORDER BY tr.run, tr.rank NULLS LAST, p.trace_id, p.device, p.step, p.event_id
+
+-- @notes
+{{ gpu_notes() }}

@@ -2,55 +2,77 @@
 -- --group-by-launch, per name + grid + block): how often it ran, how long,
 -- its share of the device's busy time, the work it did (FLOPs, bytes from
 -- kernel_estimates) and how close that came to the device's datasheet peaks
--- (device_peak, or --peak-tflops / --peak-gbps), with its arithmetic
+-- (trace_devices, or --peak-tflops / --peak-gbps), with its arithmetic
 -- intensity against the device's ridge point (compute- or memory-bound).
+-- question: Which kernels take each device's time, and how close do they run to its datasheet peak?
 --
 -- Busy time: the union of the device's kernel, memcpy and memset intervals
--- (overlaps on several streams counted once; sql/templates/busy_time.sql).
+-- (overlaps on several streams counted once; union_lengths, sql/templates/intervals.sql).
 -- Rates and % of peak use only the kernels whose FLOPs (bytes) are known:
 -- achieved_tflops = sum(flops) / sum(their dur); compute_pct = sum(flops) /
 -- sum(dur * peak of each kernel's dtype), so a name whose kernels ran in
 -- different dtypes is weighted by time.
 --
--- Bound parameters: run (optional), device (optional), limit (rows per device,
--- 0 = all), default_peak_dtype (peak key for kernels with no dtype, NULL =
--- none), peak_tflops / peak_gbps (overrides, NULL = device_peak).
--- Structure: scope (run filter), device_filter, group_by_launch, order_by, limit.
+-- uses: device
+-- option: --limit/-n INTEGER >= 0 = 20  rows per device (0 = all)
+-- option: --sort/-s CHOICE(total,count,mean,max,min,busy,flops,bytes,tflops,gbps,compute,bandwidth,intensity,name) = total  order of the rows
+-- option: --group-by-launch FLAG  one row per kernel name + grid + block
+-- option: --dtype VARCHAR  dtype for kernels whose op records no input types (fp32, tf32, bf16, fp16, fp8, fp64, int8; or float, bfloat16, half)
+-- option: --peak-tflops DOUBLE > 0  compute peak, TFLOP/s (overrides the device table)
+-- option: --peak-gbps DOUBLE > 0  DRAM bandwidth peak, GB/s (overrides the device table)
+-- requires: kernel_estimates, trace_devices, gpu_ops, kernels, trace_files, cpu_ops, launches
 --
--- run             VARCHAR  run label
--- trace_id        INTEGER  trace
--- rank            INTEGER  rank of the trace (NULL if unknown)
--- device          INTEGER  GPU index
--- name            VARCHAR  kernel name
--- grid, block     VARCHAR  launch configuration (only with --group-by-launch)
--- count           BIGINT   executions
--- total_us        DOUBLE   total duration, us
--- mean_us, min_us, max_us  DOUBLE  per execution, us
--- busy_pct        DOUBLE   total_us / the device's busy time, %
--- flops           BIGINT   FLOPs (sum over kernels with an estimate; NULL: none known)
--- bytes           BIGINT   bytes moved (same rule)
--- achieved_tflops DOUBLE   flops / duration of those kernels, TFLOP/s
--- achieved_gbps   DOUBLE   bytes / duration of those kernels, GB/s
--- peak_dtype      VARCHAR  which compute peak applies (bf16, tf32, ...; 'bf16,fp32': the first and
---                          last in alphabetical order when the kernels of a row ran in several)
--- peak_tflops     DOUBLE   that peak, TFLOP/s (time-weighted when several)
--- compute_pct     DOUBLE   achieved / peak compute, %
--- peak_gbps       DOUBLE   DRAM peak, GB/s
--- bandwidth_pct   DOUBLE   achieved / peak bandwidth, %
--- flops_per_byte  DOUBLE   arithmetic intensity, FLOP/byte (kernels with both estimates)
--- ridge_flops_per_byte DOUBLE  the device's ridge point for this dtype: peak FLOP/s / peak byte/s
--- bound           VARCHAR  'compute' (intensity >= ridge), 'memory', or NULL (unknown)
-{% from "templates/busy_time.sql" import busy_ctes %}
+-- Columns:
+-- run                   VARCHAR  run label
+-- trace_id              INTEGER  trace
+-- rank                  INTEGER  rank of the trace (NULL if unknown)
+-- device                INTEGER  GPU index
+-- name                  VARCHAR  kernel name
+-- grid                  VARCHAR  grid dimensions (only with --group-by-launch)
+-- block                 VARCHAR  block dimensions (only with --group-by-launch)
+-- count                 BIGINT   executions
+-- total_us              DOUBLE   total duration, us
+-- mean_us               DOUBLE   per execution, us
+-- min_us                DOUBLE   shortest execution, us
+-- max_us                DOUBLE   longest execution, us
+-- busy_pct              DOUBLE   total_us / the device's busy time, %
+-- flops                 BIGINT   FLOPs (sum over kernels with an estimate; NULL: none known)
+-- bytes                 BIGINT   bytes moved (same rule)
+-- achieved_tflops       DOUBLE   flops / duration of those kernels, TFLOP/s
+-- achieved_gbps         DOUBLE   bytes / duration of those kernels, GB/s
+-- peak_dtype            VARCHAR  which compute peak applies (bf16, tf32, ...; 'bf16,fp32': the first
+--                                and last in alphabetical order when the kernels of a row ran in several)
+-- peak_tflops           DOUBLE   that peak, TFLOP/s (time-weighted when several)
+-- compute_pct           DOUBLE   achieved / peak compute, %
+-- peak_gbps             DOUBLE   DRAM peak, GB/s
+-- bandwidth_pct         DOUBLE   achieved / peak bandwidth, %
+-- flops_per_byte        DOUBLE   arithmetic intensity, FLOP/byte (kernels with both estimates)
+-- ridge_flops_per_byte  DOUBLE   the device's ridge point for this dtype: peak FLOP/s / peak byte/s
+-- bound                 VARCHAR  'compute' (intensity >= ridge), 'memory', or NULL (unknown)
+{% from "templates/scope.sql" import run_scope, device_scope with context %}
+{% from "templates/intervals.sql" import union_lengths %}
+{%- set orders = {
+    'total': 'total_us DESC', 'count': 'count DESC, total_us DESC', 'mean': 'mean_us DESC',
+    'max': 'max_us DESC', 'min': 'min_us DESC', 'busy': 'busy_pct DESC NULLS LAST, total_us DESC',
+    'flops': 'flops DESC NULLS LAST, total_us DESC', 'bytes': 'bytes DESC NULLS LAST, total_us DESC',
+    'tflops': 'achieved_tflops DESC NULLS LAST, total_us DESC',
+    'gbps': 'achieved_gbps DESC NULLS LAST, total_us DESC',
+    'compute': 'compute_pct DESC NULLS LAST, total_us DESC',
+    'bandwidth': 'bandwidth_pct DESC NULLS LAST, total_us DESC',
+    'intensity': 'flops_per_byte DESC NULLS LAST, total_us DESC', 'name': 'name'} %}
+{%- set order_by = orders[sort] ~ ', name' ~ (', grid, block' if group_by_launch else '') %}
 WITH scope AS (
-    SELECT trace_id, run, rank FROM traces WHERE {{ scope }}
+    SELECT trace_id, run, rank FROM trace_files WHERE TRUE {{ run_scope() }}
 ),
 dev_ops AS (
     SELECT g.trace_id, g.device, g.ts_ns, g.end_ns
     FROM gpu_ops g JOIN scope s USING (trace_id)
     WHERE g.kind IN ('kernel', 'memcpy', 'memset') AND g.ts_ns IS NOT NULL AND g.end_ns IS NOT NULL
-    {%- if device_filter %} AND g.device = $device{% endif %}
+    {{- device_scope('g.') }}
 ),
-{{ busy_ctes("dev_ops") }},
+busy AS (
+    {{ union_lengths('dev_ops', ['trace_id', 'device']) | indent(4) }}
+),
 k AS (
     SELECT e.trace_id, e.device, e.name, e.dur_ns, e.flops, e.bytes,
            {%- if group_by_launch %}
@@ -64,13 +86,11 @@ k AS (
            coalesce($peak_gbps, p.dram_gbps) AS peak_g
     FROM kernel_estimates e
     JOIN scope s USING (trace_id)
-    LEFT JOIN device_peak p ON p.trace_id = e.trace_id AND p.device = e.device
+    LEFT JOIN trace_devices p ON p.trace_id = e.trace_id AND p.device = e.device
     {%- if group_by_launch %}
     LEFT JOIN kernels kk ON kk.trace_id = e.trace_id AND kk.event_id = e.event_id
     {%- endif %}
-    {%- if device_filter %}
-    WHERE e.device = $device
-    {%- endif %}
+    WHERE TRUE {{ device_scope('e.') }}
 ),
 agg AS (
     SELECT trace_id, device, name,
@@ -128,3 +148,63 @@ SELECT * FROM report
 QUALIFY row_number() OVER (PARTITION BY trace_id, device ORDER BY {{ order_by }}) <= $limit
 {%- endif %}
 ORDER BY run, trace_id, device, {{ order_by }}
+
+-- @notes
+-- One line per thing the report cannot say, and why (in this order: per trace,
+-- devices without a peak (also when the device_peaks table is empty), then rows
+-- without a compute peak).
+{%- set missing_opts = ('/'.join((['--peak-tflops'] if peak_tflops is none else [])
+                                + (['--peak-gbps'] if peak_gbps is none else []))) %}
+{%- set need_peaks = peak_tflops is none or peak_gbps is none %}
+{%- set where = "(' (device ' || $device || ')')" if device is not none else "''" %}
+WITH t AS (
+    SELECT f.trace_id, f.file_name,
+           (SELECT count(*) FROM kernels k WHERE k.trace_id = f.trace_id {{ device_scope('k.') }}) AS n_kernels,
+           (SELECT count(*) FROM trace_devices d WHERE d.trace_id = f.trace_id) AS n_devices,
+           EXISTS (SELECT 1 FROM cpu_ops o WHERE o.trace_id = f.trace_id AND o.input_dims IS NOT NULL) AS has_shapes,
+           EXISTS (SELECT 1 FROM {{ result }} r WHERE r.trace_id = f.trace_id
+                   AND (r.flops IS NOT NULL OR r.bytes IS NOT NULL)) AS has_estimates,
+           EXISTS (SELECT 1 FROM launches l WHERE l.trace_id = f.trace_id AND l.kind = 'kernel'
+                   AND l.op_event_id IS NOT NULL) AS has_linked
+    FROM trace_files f
+    WHERE TRUE {{ run_scope('f.') }}
+),
+notes AS (
+    SELECT 0 AS section, NULL::INTEGER AS trace_id, 0 AS k,
+           'no traces loaded' {% if run is not none %}|| ' in run ''' || $run || ''''{% endif %} AS note
+    WHERE NOT EXISTS (SELECT 1 FROM t)
+    UNION ALL
+    SELECT 1, trace_id, 0, file_name || ': no GPU kernels in this trace' || {{ where }}
+    FROM t WHERE n_kernels = 0
+    UNION ALL
+    SELECT 1, trace_id, 1, file_name || ': no input shapes recorded (record_shapes=False): '
+                              || 'FLOPs and bytes are unknown, so no % of peak'
+    FROM t WHERE n_kernels > 0 AND NOT has_shapes
+    UNION ALL
+    SELECT 1, trace_id, 1, file_name || ': no kernel is linked to the op that launched it (no External id or '
+                              || 'correlation to a cpu_op), so FLOPs and bytes are unknown'
+    FROM t WHERE n_kernels > 0 AND has_shapes AND NOT has_estimates AND NOT has_linked
+    {%- if need_peaks %}
+    UNION ALL
+    SELECT 1, trace_id, 2, file_name || ': no deviceProperties, so no device peaks; pass {{ missing_opts }}'
+    FROM t WHERE n_kernels > 0 AND n_devices = 0
+    UNION ALL
+    SELECT DISTINCT 3, p.trace_id, p.device,
+           f.file_name || ': no peak for device ' || p.device || ' ''' || p.device_name
+                       || '''; pass {{ missing_opts }}'
+    FROM trace_devices p JOIN t f USING (trace_id)
+    WHERE p.peak_device IS NULL {{ device_scope('p.') }}
+      AND EXISTS (SELECT 1 FROM {{ result }} r WHERE r.trace_id = p.trace_id AND r.device = p.device)
+    {%- endif %}
+    {%- if peak_tflops is none %}
+    UNION ALL
+    SELECT 4, NULL, 0, format('{:,}', n) || ' row(s) have FLOPs but no compute peak (dtype unknown, or no '
+                       || 'datasheet figure for it), so no compute %; pass --dtype or --peak-tflops'
+    FROM (SELECT count(*) AS n FROM {{ result }} r
+          WHERE r.flops > 0 AND r.peak_tflops IS NULL
+            AND EXISTS (SELECT 1 FROM trace_devices p WHERE p.trace_id = r.trace_id
+                        AND p.device = r.device AND p.peak_device IS NOT NULL))
+    WHERE n > 0
+    {%- endif %}
+)
+SELECT note FROM notes ORDER BY section, trace_id, k, note

@@ -1,5 +1,6 @@
 -- queue: how deep each stream's GPU queue was (queue_depth view: a device event
 -- is queued from the start of its launch call until it ends), per stream.
+-- question: How much work was queued on each GPU stream, and for how long?
 --
 -- Statistics are time-weighted over the stream's series, from its first launch
 -- call to its last event's end: mean_depth = time-average; p50/p95 = the
@@ -8,29 +9,30 @@
 -- max_pending is the maximum of launched-but-not-started events: HTA's
 -- queue_length max (HTA's other statistics are per change point, unweighted).
 --
--- Parameters: exclude_last_step, round_to_us (BOOLEAN, see gpu_activity),
--- run (when by_run), device (when by_device).
+-- uses: device, gpu_window
+-- requires: queue_depth, trace_files, gpu_ops, runtime
 --
--- run               VARCHAR  run label
--- rank              INTEGER  rank of the trace
--- trace_id          INTEGER  trace
--- device            INTEGER  GPU index
--- stream            BIGINT   stream
--- launches          BIGINT   device events with a launch call (the events counted)
--- window_us         DOUBLE   first launch call start to last event end, µs
--- mean_depth        DOUBLE   time-weighted mean queue depth
--- p50_depth         BIGINT   time-weighted median depth
--- p95_depth         BIGINT   time-weighted 95th percentile depth
--- max_depth         BIGINT   maximum depth
--- time_at_max_us    DOUBLE   total time at max_depth, µs
--- time_at_max_pct   DOUBLE   time_at_max_us / window_us, %
--- max_pending       BIGINT   maximum number launched but not yet started
+-- Columns:
+-- run              VARCHAR  run label
+-- rank             INTEGER  rank of the trace
+-- trace_id         INTEGER  trace
+-- device           INTEGER  GPU index
+-- stream           BIGINT   stream
+-- launches         BIGINT   device events with a launch call (the events counted)
+-- window_us        DOUBLE   first launch call start to last event end, µs
+-- mean_depth       DOUBLE   time-weighted mean queue depth
+-- p50_depth        BIGINT   time-weighted median depth
+-- p95_depth        BIGINT   time-weighted 95th percentile depth
+-- max_depth        BIGINT   maximum depth
+-- time_at_max_us   DOUBLE   total time at max_depth, µs
+-- time_at_max_pct  DOUBLE   time_at_max_us / window_us, %
+-- max_pending      BIGINT   maximum number launched but not yet started
+{% from "templates/scope.sql" import scope with context %}
+{% from "templates/notes.sql" import gpu_notes with context %}
 WITH q AS (
     SELECT trace_id, device, stream, ts_ns, change, queue_depth, pending, coalesce(dur_ns, 0) AS dur_ns
-    FROM queue_depth(exclude_last_step := $exclude_last_step, round_to_us := $round_to_us)
-    {%- if by_run %}
-    WHERE trace_id IN (SELECT trace_id FROM traces WHERE run = $run)
-    {%- endif %}
+    FROM queue_depth(exclude_last_step := $exclude_last_step OR $hta, round_to_us := $hta)
+    WHERE TRUE {{ scope() }}
 ),
 per_depth AS (
     SELECT trace_id, device, stream, queue_depth, sum(dur_ns) AS t_ns
@@ -65,7 +67,8 @@ SELECT tr.run, tr.rank, s.trace_id, s.device, s.stream, s.launches, s.window_ns 
        s.max_pending
 FROM s
 JOIN pct p USING (trace_id, device, stream)
-JOIN traces tr USING (trace_id)
-WHERE TRUE
-{%- if by_device %} AND s.device = $device{% endif %}
+JOIN trace_files tr USING (trace_id)
 ORDER BY tr.run, tr.rank NULLS LAST, s.trace_id, s.device, s.stream
+
+-- @notes
+{{ gpu_notes(need_launches=true) }}

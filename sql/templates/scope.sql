@@ -6,7 +6,7 @@
 --   diff's sides).
 -- scope(alias): ' AND ...' for the run and the device options that are set
 --   (nothing when neither is); alias: a table alias and dot, or ''.
--- device_scope(alias): the same for the device option alone.
+-- run_scope(alias), device_scope(alias): the same for one of the two options.
 {% macro in_run(param='run', alias='', catalog='') -%}
 {{ alias }}trace_id IN (SELECT trace_id FROM {{ catalog }}trace_files WHERE run = ${{ param }})
 {%- endmacro %}
@@ -15,7 +15,10 @@
 {%- if device is not none %} AND {{ alias }}device = $device{% endif -%}
 {%- endmacro %}
 
-{% macro scope(alias='') -%}
+{% macro run_scope(alias='') -%}
 {%- if run is not none %} AND {{ in_run('run', alias) }}{% endif -%}
-{{ device_scope(alias) }}
+{%- endmacro %}
+
+{% macro scope(alias='') -%}
+{{ run_scope(alias) }}{{ device_scope(alias) }}
 {%- endmacro %}

@@ -13,7 +13,10 @@
 -- event_count     BIGINT     events in the trace
 -- loaded_at       TIMESTAMP  when it was loaded (UTC)
 -- schema_version  VARCHAR    the trace's own schemaVersion
+-- first_ts_ns     BIGINT     earliest start of a complete event (ph X, dur >= 0), ns since the epoch
+-- last_end_ns     BIGINT     latest end of a complete event, ns since the epoch
+-- wall_ns         BIGINT     last_end_ns - first_ts_ns: the profiled window
 CREATE OR REPLACE VIEW trace_files AS
 SELECT trace_id, run, rank, path, regexp_extract(path, '[^/\\]*$') AS file_name, json_bytes, event_count,
-       loaded_at, schema_version
+       loaded_at, schema_version, first_ts_ns, last_end_ns, last_end_ns - first_ts_ns AS wall_ns
 FROM traces;

@@ -1,0 +1,136 @@
+"""What every duckprof command shares: the options declared once (--db,
+--format, --output, ...), one-line errors with exit code 2, the progress line,
+and opening the data a command reads (trace files or a database)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+import time
+from typing import Optional
+
+import duckdb
+import typer
+
+from . import render
+from .errors import DuckprofError, TraceError
+from .session import Session
+
+FormatOpt = typer.Option("table", "--format", "-f", help="table, csv, json, markdown or parquet")
+OutputOpt = typer.Option(None, "--output", "-o", help="write to FILE instead of the terminal")
+DbOpt = typer.Option(None, "--db", help="persistent DuckDB database file")
+TracesArg = typer.Argument(None, help="trace files (.json, .json.gz), directories or globs to load into memory")
+QuietOpt = typer.Option(False, "--quiet", "-q", help="no progress line")
+NameWidthOpt = typer.Option(60, "--name-width", help="truncate long names in tables to this width")
+
+
+def fail(msg: str, code: int = 2):
+    typer.echo(f"duckprof: {msg}", err=True)
+    raise typer.Exit(code)
+
+
+def friendly_errors(fn):
+    """Turn expected failures into one line on stderr and exit code 2."""
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            return fn(*a, **kw)
+        except (TraceError, DuckprofError) as e:
+            fail(str(e))
+        except duckdb.Error as e:
+            fail(str(e).splitlines()[0])
+        except BrokenPipeError:  # output piped into `head` and closed: not an error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(0)
+        except (ValueError, OSError) as e:
+            fail(str(e))
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+    return wrapper
+
+
+class Progress:
+    """A progress bar on stderr for loads that take more than a moment: the
+    loader's phase ("[2/5] parsing rank1.json.gz") and, while DuckDB runs a
+    statement, its completion, polled from a second thread. Off when stderr is
+    not a terminal or with --quiet."""
+
+    BAR = 24
+
+    def __init__(self, quiet: bool):
+        self.enabled = not quiet and sys.stderr.isatty()
+        self.msg = ""
+        self.con = None
+        self.t0 = time.monotonic()
+        self.shown = False
+        self._stop = threading.Event()
+        self._thread = None
+
+    def attach(self, con):
+        """Start drawing; `con` is the loading connection (polled for progress)."""
+        if not self.enabled:
+            return
+        self.con = con
+        con.execute("SET enable_progress_bar = true")  # track progress ...
+        con.execute("SET enable_progress_bar_print = false")  # ... without DuckDB's own bar
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def __call__(self, msg: str):
+        self.msg = msg
+
+    def _run(self):
+        while not self._stop.wait(0.2):
+            if time.monotonic() - self.t0 < 0.7:
+                continue
+            try:
+                pct = self.con.query_progress()
+            except duckdb.Error:
+                pct = -1
+            if pct is not None and pct >= 0:
+                filled = int(self.BAR * min(pct, 100) / 100)
+                bar = f" [{'#' * filled}{'.' * (self.BAR - filled)}] {pct:5.1f}%"
+            else:
+                bar = ""
+            sys.stderr.write(f"\r\033[K{self.msg[-90:]}{bar}")
+            sys.stderr.flush()
+            self.shown = True
+
+    def done(self):
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def check_format(fmt: str, output: Optional[str]):
+    if fmt not in render.FORMATS:
+        raise DuckprofError(f"unknown --format {fmt!r}; choose one of {', '.join(render.FORMATS)}")
+    if fmt == "parquet" and not output:
+        raise DuckprofError("--format parquet needs --output FILE")
+
+
+def open_data(traces=None, db=None, run=None, salvage=False, progress=None) -> Session:
+    """Traces given -> an in-memory session with them loaded (run 'default',
+    or `run`). Otherwise a read-only session on `db`."""
+    if traces:
+        s = Session(None)
+        try:
+            s.load(list(traces), run=run or "default", salvage=salvage, progress=progress)
+        except BaseException:
+            s.close()
+            raise
+        return s
+    if not db:
+        raise DuckprofError("give trace files, or --db FILE")
+    s = Session(db, read_only=True)
+    if run is not None:
+        have = [r[0] for r in s.con.execute("SELECT DISTINCT run FROM trace_files ORDER BY 1").fetchall()]
+        if run not in have:
+            s.close()
+            raise DuckprofError(f"{db}: no run named {run!r} (runs: {', '.join(have) or 'none'})")
+    return s

@@ -1,0 +1,76 @@
+"""A database written by duckprof before issue 12 (schema version 1, nesting in
+its own table) opens in this version: a read-only open names the one command
+that migrates it, `duckprof migrate` (or any load) migrates it in place, and
+every run's data is intact. The database and the figures it must keep were
+made by fixtures/legacy_db/make_v1_db.py at commit 0f2c9b9."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+
+import pytest
+
+from conftest import REPO, assert_one_line_error, db_state, invoke
+
+import duckprof
+
+LEGACY = REPO / "fixtures" / "legacy_db"
+EXPECTED = json.loads((LEGACY / "schema_v1.json").read_text())
+
+
+@pytest.fixture
+def v1_db(tmp_path):
+    db = tmp_path / "old.duckdb"
+    with gzip.open(LEGACY / "schema_v1.duckdb.gz", "rb") as src, open(db, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return db
+
+
+def figures(s, run):
+    one = lambda sql: s.con.execute(sql, {"run": run}).fetchall()[0]  # noqa: E731
+    scope = "trace_id IN (SELECT trace_id FROM trace_files WHERE run = $run)"
+    return {
+        "traces": one("SELECT count(*) FROM trace_files WHERE run = $run")[0],
+        "events": one(f"SELECT count(*) FROM events WHERE {scope}")[0],
+        "cpu_ops": list(one(f"SELECT count(*), sum(self_ns)::BIGINT FROM cpu_ops WHERE {scope}")),
+        "kernels": list(one(f"SELECT count(*), sum(dur_ns)::BIGINT FROM kernels WHERE {scope}")),
+        "kernel_flops": one(f"SELECT sum(flops)::BIGINT FROM kernel_estimates WHERE {scope}")[0],
+    }
+
+
+def test_read_only_open_names_the_migrate_command_and_changes_nothing(v1_db, cli_app):
+    before = db_state(v1_db)
+    with pytest.raises(duckprof.DuckprofError, match=r"schema version 1\); migrate it once with "
+                                                     r"`duckprof migrate --db "):
+        duckprof.connect(v1_db, read_only=True)
+    res = invoke(cli_app, "runs", "--db", v1_db)
+    assert res.exit_code == 2
+    assert_one_line_error(res.stderr, [str(v1_db), "duckprof migrate --db"])
+    assert db_state(v1_db) == before
+
+
+def test_migrate_keeps_every_run(v1_db, cli_app):
+    res = invoke(cli_app, "migrate", "--db", v1_db)
+    assert res.exit_code == 0, res.output
+    assert "schema version 2 (3 trace(s))" in res.stdout
+    with duckprof.connect(v1_db, read_only=True) as s:
+        for run, want in EXPECTED.items():
+            assert figures(s, run) == want, run
+        # the window every trace now stores, from its events
+        assert s.sql("SELECT count(*) FROM trace_files WHERE wall_ns > 0").fetchall() == [(3,)]
+        assert "nesting" not in {r[0] for r in s.sql("SELECT table_name FROM information_schema.tables").fetchall()}
+    before = db_state(v1_db)
+    assert invoke(cli_app, "migrate", "--db", v1_db).exit_code == 0  # again: nothing to do
+    assert db_state(v1_db) == before
+
+
+def test_a_load_migrates_then_adds(v1_db):
+    with duckprof.connect(v1_db) as s:
+        s.load([str(REPO / "fixtures" / "handmade" / "nesting3.json")], run="new")
+        for run, want in EXPECTED.items():
+            assert figures(s, run) == want, run
+        # the new run and the migrated ones answer the same query
+        assert s.sql("SELECT run, count(*) FROM cpu_ops JOIN trace_files USING (trace_id) "
+                     "GROUP BY run ORDER BY run").fetchall() == [("cpu", 123), ("gpu", 8), ("new", 15)]
