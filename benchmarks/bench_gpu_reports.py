@@ -32,15 +32,14 @@ import time
 from common import reference_python, synthetic_trace  # noqa: E402  (puts the repository on sys.path)
 
 import duckprof  # noqa: E402
-from duckprof import report_gpu  # noqa: E402
-from duckprof.reporting import open_data  # noqa: E402
+from duckprof.cli_common import open_data  # noqa: E402
 
 REPORTS = {
-    "idle": lambda s: report_gpu.idle_report(s),
-    "gpu-time": lambda s: report_gpu.gpu_time_report(s),
-    "gpu-time --by-step": lambda s: report_gpu.gpu_time_report(s, by_step=True),
-    "queue": lambda s: report_gpu.queue_report(s),
-    "temporal": lambda s: report_gpu.temporal_report(s),
+    "idle": lambda s: s.report("idle"),
+    "gpu-time": lambda s: s.report("gpu-time"),
+    "gpu-time --by-step": lambda s: s.report("gpu-time", by_step=True),
+    "queue": lambda s: s.report("queue"),
+    "temporal": lambda s: s.report("temporal"),
 }
 
 HTA_CHILD = textwrap.dedent("""

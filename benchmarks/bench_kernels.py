@@ -36,8 +36,7 @@ from common import REPO, reference_python, synthetic_trace  # noqa: E402  (puts 
 
 import duckprof  # noqa: E402
 from duckprof.peaks import seed_peaks  # noqa: E402
-from duckprof.report_kernels import kernels_report  # noqa: E402
-from duckprof.reporting import open_data  # noqa: E402
+from duckprof.cli_common import open_data  # noqa: E402
 
 VARIANTS = {
     "report kernels": dict(),
@@ -73,7 +72,7 @@ def time_report(db, kw, repeat):
     for _ in range(repeat):
         t = time.perf_counter()
         with open_data(None, db) as s:
-            rel, _notes = kernels_report(s, **kw)
+            rel = s.report("kernels", **kw)
             nrows = len(rel.fetchall())
         times.append(time.perf_counter() - t)
     return min(times), statistics.median(times), nrows
