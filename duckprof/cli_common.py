@@ -24,6 +24,8 @@ DbOpt = typer.Option(None, "--db", help="persistent DuckDB database file")
 TracesArg = typer.Argument(None, help="trace files (.json, .json.gz), directories or globs to load into memory")
 QuietOpt = typer.Option(False, "--quiet", "-q", help="no progress line")
 NameWidthOpt = typer.Option(60, "--name-width", help="truncate long names in tables to this width")
+WideOpt = typer.Option(False, "--wide", "-w",
+                       help="table: every column, none left out as constant or secondary, names in full width")
 
 
 def fail(msg: str, code: int = 2):

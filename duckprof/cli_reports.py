@@ -14,7 +14,7 @@ import typer
 
 from . import render, reports
 from .augment import augment
-from .cli_common import (DbOpt, FormatOpt, NameWidthOpt, OutputOpt, Progress, QuietOpt, TracesArg, check_format,
+from .cli_common import (DbOpt, FormatOpt, NameWidthOpt, OutputOpt, Progress, QuietOpt, TracesArg, WideOpt, check_format,
                          friendly_errors, open_data)
 from .diff import DiffResult, diff
 
@@ -39,14 +39,15 @@ def report_command(report: reports.Report):
         t = _PY_TYPES[o.type]
         params.append(inspect.Parameter(o.name, K, default=_typer_option(o),
                                         annotation=t if o.default is not None else Optional[t]))
-    params += [inspect.Parameter("name_width", K, default=NameWidthOpt, annotation=int),
+    params += [inspect.Parameter("wide", K, default=WideOpt, annotation=bool),
+               inspect.Parameter("name_width", K, default=NameWidthOpt, annotation=int),
                inspect.Parameter("fmt", K, default=FormatOpt, annotation=str),
                inspect.Parameter("output", K, default=OutputOpt, annotation=Optional[str]),
                inspect.Parameter("quiet", K, default=QuietOpt, annotation=bool)]
 
     def command(**kw):
         traces, db, fmt, output = kw.pop("traces"), kw.pop("db"), kw.pop("fmt"), kw.pop("output")
-        name_width, quiet = kw.pop("name_width"), kw.pop("quiet")
+        name_width, quiet, wide = kw.pop("name_width"), kw.pop("quiet"), kw.pop("wide")
         check_format(fmt, output)
         progress = Progress(quiet)
         try:
@@ -57,9 +58,10 @@ def report_command(report: reports.Report):
                     for line in res.instead:
                         typer.echo(line)
                     return
-                render.emit(res.relation, fmt, output, name_width=name_width)
+                render.emit(res.relation, fmt, output, name_width=name_width, documented=res.columns, wide=wide)
         finally:
             progress.done()
+        sys.stdout.flush()  # the table before the notes, also when both go to one pipe
         for n in res.notes:
             typer.echo(f"note: {n}", err=True)
 

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import sys
 from datetime import date, datetime
 from decimal import Decimal
 
@@ -60,9 +61,10 @@ def _nested(v):
 
 
 def to_text(columns, rows, fmt: str = "table", name_width: int | None = 80,
-            json_columns=()) -> str:
+            json_columns=(), right_aligned=None) -> str:
     """Format (columns, rows) as text in one of the text formats. json_columns:
-    indexes of JSON-typed columns, nested as values in the json format."""
+    indexes of JSON-typed columns, nested as values in the json format;
+    right_aligned: the column indexes to align right (default: the numeric ones)."""
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
@@ -76,7 +78,8 @@ def to_text(columns, rows, fmt: str = "table", name_width: int | None = 80,
                           indent=1, ensure_ascii=False) + "\n"
     if fmt in ("table", "markdown"):
         cells = [[_cell(v, name_width) for v in r] for r in rows]
-        numeric = [all(isinstance(r[i], (int, float, Decimal)) or r[i] is None for r in rows)
+        numeric = [i in right_aligned if right_aligned is not None else
+                   all(isinstance(r[i], (int, float, Decimal)) or r[i] is None for r in rows)
                    for i in range(len(columns))]
         align = ["right" if n else "left" for n in numeric]
         tf = "github" if fmt == "markdown" else "simple"
@@ -86,8 +89,12 @@ def to_text(columns, rows, fmt: str = "table", name_width: int | None = 80,
 
 
 def emit(rel: duckdb.DuckDBPyRelation, fmt: str = "table", output: str | None = None,
-         name_width: int | None = 80, echo=print) -> int:
-    """Write a relation to `output` (or print it); returns the row count."""
+         name_width: int | None = 80, echo=print, documented=None, wide: bool = False,
+         width: int | None = None) -> int:
+    """Write a relation to `output` (or print it); returns the row count.
+    documented: a report's header columns (sqlfiles.Column): table and markdown
+    output then read as a report (see report_table); csv, json and parquet keep
+    every column with exact values whatever it is."""
     if fmt == "parquet":
         if not output:
             raise ValueError("--format parquet needs --output FILE")
@@ -96,11 +103,150 @@ def emit(rel: duckdb.DuckDBPyRelation, fmt: str = "table", output: str | None = 
     columns = rel.columns
     rows = rel.fetchall()
     json_columns = {i for i, t in enumerate(rel.types) if str(t) == "JSON"}
-    text = to_text(columns, rows, fmt, name_width=None if fmt in ("csv", "json") else name_width,
-                   json_columns=json_columns)
+    if documented is not None and fmt in ("table", "markdown"):
+        text = report_table(columns, rows, documented, fmt=fmt, wide=wide, name_width=name_width,
+                            width=width or terminal_width())
+    else:
+        text = to_text(columns, rows, fmt, name_width=None if fmt in ("csv", "json") else name_width,
+                       json_columns=json_columns)
     if output:
         with open(output, "w", encoding="utf-8", newline="") as f:
             f.write(text)
     else:
         echo(text.rstrip("\n"))
     return len(rows)
+
+
+# -- reports in a terminal ------------------------------------------------------------
+# A report's default table is for people: units in the cells (8.3 µs, 44.6
+# GFLOP, 36.6 MB) or in the heading (busy %, TFLOP/s), no column that holds the
+# same value on every row (said once below the table instead), the header's
+# [wide] columns only with --wide, and the longest text column narrowed so the
+# table fits the terminal (120 columns when it is not one).
+
+IDENTITY = ("run", "rank", "trace_id", "device")
+TIME_UNITS = {"_ns": 1, "_us": 1e3, "_ms": 1e6, "_s": 1e9}
+RATE_UNITS = {"_tflops": "TFLOP/s", "_gbps": "GB/s", "_tops": "TOP/s"}
+
+
+def terminal_width() -> int:
+    import os
+    import shutil
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    return shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
+
+
+def _si(v: float, unit: str, base: float = 1000.0) -> str:
+    for prefix in ("", "k", "M", "G", "T", "P", "E"):
+        if abs(v) < base or prefix == "E":
+            break
+        v /= base
+    digits = 0 if abs(v) >= 100 or float(v).is_integer() else (1 if abs(v) >= 10 else 2)
+    return f"{v:.{digits}f} {prefix}{unit}"
+
+
+def human_time(ns: float) -> str:
+    a = abs(ns)
+    for limit, div, unit in ((1e3, 1, "ns"), (1e6, 1e3, "µs"), (1e9, 1e6, "ms")):
+        if a < limit:
+            v = ns / div
+            break
+    else:
+        v, unit = ns / 1e9, "s"
+    digits = 0 if (abs(v) >= 100 or unit == "ns") else (1 if abs(v) >= 10 else 2)
+    return f"{v:,.{digits}f} {unit}"
+
+
+def column_kind(name: str) -> tuple[str, str]:
+    """(kind, label) of a report column from its name: time (a unit suffix:
+    cells like 8.3 µs), rate (TFLOP/s, GB/s, %: the unit goes in the heading),
+    flops / bytes (cells like 44.6 GFLOP, 36.6 MB), or plain."""
+    for suffix in TIME_UNITS:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return "time", name[: -len(suffix)].replace("_", " ")
+    if name.endswith("_pct"):
+        return "pct", name[:-4].replace("_", " ")
+    for suffix, unit in RATE_UNITS.items():
+        if name.endswith(suffix):
+            stem = name[: -len(suffix)].replace("_", " ").removeprefix("achieved").strip()
+            return "rate", f"{stem} {unit}".strip()
+    if name == "flops" or name.endswith("_flops"):
+        return "flops", name.replace("_", " ")
+    if name == "bytes" or name.endswith("_bytes"):
+        return "bytes", name.removesuffix("_bytes").replace("_", " ")
+    return "plain", name.replace("_", " ")
+
+
+def _human(v, kind: str, name: str):
+    if v is None or not isinstance(v, (int, float, Decimal)) or isinstance(v, bool):
+        return v
+    f = float(v)
+    if not math.isfinite(f):
+        return str(f)
+    if kind == "time":
+        return human_time(f * next(m for s, m in TIME_UNITS.items() if name.endswith(s)))
+    if kind == "flops":
+        return _si(f, "FLOP")
+    if kind == "bytes":
+        return _si(f, "B")
+    if kind == "rate":
+        return f"{f:,.0f}" if abs(f) >= 1000 else (f"{f:,.1f}" if abs(f) >= 10 else f"{f:.2f}")
+    if kind == "pct":
+        return (f"{f:,.0f}%" if abs(f) >= 1000 else f"{f:.1f}%" if abs(f) >= 10 else f"{f:.2f}%")
+    return v
+
+
+def report_table(columns, rows, documented, fmt="table", wide=False, name_width=60, width=120) -> str:
+    """A report's rows as a table for people (see the comment above)."""
+    doc = {c.name: c for c in documented}
+    keep = [i for i, c in enumerate(columns) if wide or not (doc.get(c) and doc[c].wide)]
+    if not rows:
+        return "(no rows)\n"
+    constant = []
+    if not wide:
+        for i in list(keep):
+            first = rows[0][i]
+            # one row: only what says which trace it is (run, rank, trace id, device) goes below
+            if (len(rows) > 1 or columns[i] in IDENTITY) and all(r[i] == first for r in rows) and len(keep) > 2:
+                keep.remove(i)
+                if first is not None:
+                    shown = _human(first, column_kind(columns[i])[0], columns[i])
+                    constant.append(f"{columns[i]} {_cell(shown, 40)}")
+    kinds = {i: column_kind(columns[i]) for i in keep}
+    headers = [kinds[i][1] for i in keep]
+    for k, i in enumerate(keep):  # busy_us and busy_pct: 'busy' and 'busy %'
+        if kinds[i][0] == "pct" and headers.count(headers[k]) > 1:
+            headers[k] += " %"
+    table_rows = [[_human(r[i], kinds[i][0], columns[i]) for i in keep] for r in rows]
+    # kernel names: "void " says nothing
+    table_rows = [[v[5:] if isinstance(v, str) and v.startswith("void ") else v for v in r] for r in table_rows]
+    # the widest text column gives way until the table fits (down to 24 characters)
+    text_cols = [k for k, i in enumerate(keep)
+                 if any(isinstance(r[k], str) and len(r[k]) > 24 for r in table_rows)]
+    numeric = {k for k, i in enumerate(keep)
+               if all(isinstance(r[i], (int, float, Decimal)) and not isinstance(r[i], bool) or r[i] is None
+                      for r in rows)}
+    limit = name_width or 10**6
+    dropped = []
+    while True:
+        text = to_text(headers, table_rows, fmt, name_width=limit, right_aligned=numeric)
+        too_wide = max((len(line) for line in text.splitlines()), default=0) > width
+        if not (too_wide and text_cols and limit > 24 and fmt == "table"):
+            break
+        limit = max(24, min(limit, max(len(r[k]) for r in table_rows for k in text_cols
+                                       if isinstance(r[k], str))) - 4)
+    while too_wide and fmt == "table" and len(headers) > 2:
+        # still too wide: the last columns go, and the footer names them
+        dropped.insert(0, columns[keep.pop()])
+        headers.pop()
+        table_rows = [r[:-1] for r in table_rows]
+        text = to_text(headers, table_rows, fmt, name_width=limit, right_aligned=numeric)
+        too_wide = max((len(line) for line in text.splitlines()), default=0) > width
+    import textwrap
+    if constant:
+        text += textwrap.fill("(every row: " + "; ".join(constant) + ")", width) + "\n"
+    left_out = [c for i, c in enumerate(columns) if i not in keep and doc.get(c) and doc[c].wide or c in dropped]
+    if left_out and not wide:
+        text += textwrap.fill(f"({len(left_out)} more column(s) with --wide: {', '.join(left_out)})", width) + "\n"
+    return text

@@ -31,9 +31,9 @@
 -- host_wait_us     DOUBLE   idle time the CPU was late for, µs
 -- kernel_wait_us   DOUBLE   idle gaps shorter than --kernel-wait-us, µs
 -- other_us         DOUBLE   other idle time, µs
--- host_wait_pct    DOUBLE   host_wait_us / idle_us, % (HTA idle_time_ratio x 100)
--- kernel_wait_pct  DOUBLE   kernel_wait_us / idle_us, %
--- other_pct        DOUBLE   other_us / idle_us, %
+-- host_wait_pct    DOUBLE  [wide]  host_wait_us / idle_us, % (HTA idle_time_ratio x 100)
+-- kernel_wait_pct  DOUBLE  [wide]  kernel_wait_us / idle_us, %
+-- other_pct        DOUBLE  [wide]  other_us / idle_us, %
 {% from "templates/scope.sql" import scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
 WITH a AS (

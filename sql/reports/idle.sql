@@ -38,8 +38,8 @@
 -- device       INTEGER  GPU index
 -- idle_rank    BIGINT   1, 2, ... for the candidates (highest score first); NULL otherwise
 -- op           VARCHAR  cpu_ops.name
--- event_id     BIGINT   cpu_ops.event_id
--- ts_ms        DOUBLE   op start, ms after the trace's first complete event (trace_files.first_ts_ns)
+-- event_id     BIGINT  [wide]  cpu_ops.event_id
+-- ts_ms        DOUBLE  [wide]  op start, ms after the trace's first complete event (trace_files.first_ts_ns)
 -- dur_us       DOUBLE   op duration, µs
 -- self_us      DOUBLE   op self time, µs
 -- gpu_idle_us  DOUBLE   GPU idle time during the op, µs

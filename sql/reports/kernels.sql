@@ -33,21 +33,21 @@
 -- count                 BIGINT   executions
 -- total_us              DOUBLE   total duration, us
 -- mean_us               DOUBLE   per execution, us
--- min_us                DOUBLE   shortest execution, us
--- max_us                DOUBLE   longest execution, us
+-- min_us                DOUBLE  [wide]  shortest execution, us
+-- max_us                DOUBLE  [wide]  longest execution, us
 -- busy_pct              DOUBLE   total_us / the device's busy time, %
--- flops                 BIGINT   FLOPs (sum over kernels with an estimate; NULL: none known)
--- bytes                 BIGINT   bytes moved (same rule)
+-- flops                 BIGINT  [wide]  FLOPs (sum over kernels with an estimate; NULL: none known)
+-- bytes                 BIGINT  [wide]  bytes moved (same rule)
 -- achieved_tflops       DOUBLE   flops / duration of those kernels, TFLOP/s
 -- achieved_gbps         DOUBLE   bytes / duration of those kernels, GB/s
--- peak_dtype            VARCHAR  which compute peak applies (bf16, tf32, ...; 'bf16,fp32': the first
+-- peak_dtype            VARCHAR  [wide]  which compute peak applies (bf16, tf32, ...; 'bf16,fp32': the first
 --                                and last in alphabetical order when the kernels of a row ran in several)
--- peak_tflops           DOUBLE   that peak, TFLOP/s (time-weighted when several)
+-- peak_tflops           DOUBLE  [wide]  that peak, TFLOP/s (time-weighted when several)
 -- compute_pct           DOUBLE   achieved / peak compute, %
--- peak_gbps             DOUBLE   DRAM peak, GB/s
+-- peak_gbps             DOUBLE  [wide]  DRAM peak, GB/s
 -- bandwidth_pct         DOUBLE   achieved / peak bandwidth, %
--- flops_per_byte        DOUBLE   arithmetic intensity, FLOP/byte (kernels with both estimates)
--- ridge_flops_per_byte  DOUBLE   the device's ridge point for this dtype: peak FLOP/s / peak byte/s
+-- flops_per_byte        DOUBLE  [wide]  arithmetic intensity, FLOP/byte (kernels with both estimates)
+-- ridge_flops_per_byte  DOUBLE  [wide]  the device's ridge point for this dtype: peak FLOP/s / peak byte/s
 -- bound                 VARCHAR  'compute' (intensity >= ridge), 'memory', or NULL (unknown)
 {% from "templates/scope.sql" import run_scope, device_scope with context %}
 {% from "templates/intervals.sql" import union_lengths %}

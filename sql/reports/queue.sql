@@ -25,7 +25,7 @@
 -- p95_depth        BIGINT   time-weighted 95th percentile depth
 -- max_depth        BIGINT   maximum depth
 -- time_at_max_us   DOUBLE   total time at max_depth, µs
--- time_at_max_pct  DOUBLE   time_at_max_us / window_us, %
+-- time_at_max_pct  DOUBLE  [wide]  time_at_max_us / window_us, %
 -- max_pending      BIGINT   maximum number launched but not yet started
 {% from "templates/scope.sql" import scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}

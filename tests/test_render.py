@@ -1,0 +1,71 @@
+"""Terminal output is read by people: a report's default table fits 120
+columns, says its units (8.3 µs, 44.6 GFLOP, 267 TFLOP/s), leaves out the
+columns that hold one value on every row (saying them once below) and the
+header's [wide] columns (shown with --wide); csv/json keep every column, exact."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from conftest import REPO, corpus_files, invoke, needs_corpus
+
+from duckprof import render, reports
+
+H100 = REPO.parent / "shared" / "traces" / "h100_vit_inference.json.gz"
+KERNELS = REPO / "fixtures" / "kernels" / "h100_two_kernels_one_op.json"
+
+
+@pytest.mark.parametrize("ns,text", [(850, "850 ns"), (8315, "8.31 µs"), (8325, "8.32 µs"), (12_345, "12.3 µs"),
+                                     (399_136, "399 µs"), (1_250_000, "1.25 ms"), (2_100_000_000, "2.10 s"),
+                                     (0, "0 ns")])
+def test_human_time(ns, text):
+    assert render.human_time(ns) == text
+
+
+def test_si_units():
+    assert render._si(44_619_005_952, "FLOP") == "44.6 GFLOP"
+    assert render._si(36_600_000, "B") == "36.6 MB"
+    assert render._si(999, "B") == "999 B"
+
+
+def test_column_kinds():
+    assert render.column_kind("total_us") == ("time", "total")
+    assert render.column_kind("achieved_tflops") == ("rate", "TFLOP/s")
+    assert render.column_kind("peak_gbps") == ("rate", "peak GB/s")
+    assert render.column_kind("busy_pct") == ("pct", "busy")
+    assert render.column_kind("flops") == ("flops", "flops")
+    assert render.column_kind("shared_memory_bytes") == ("bytes", "shared memory")
+
+
+def test_kernels_table_for_people(cli_app, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    res = invoke(cli_app, "report", "kernels", KERNELS)
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert max(map(len, lines)) <= 120
+    head = lines[0].split()
+    assert head[:5] == ["name", "count", "total", "mean", "busy"] and "trace" not in head and "run" not in head
+    assert "(every row: run default; trace_id 1; device 0" in res.stdout
+    assert "more column(s) with --wide: min_us, max_us" in " ".join(lines)
+    assert "µs" in res.stdout and "TFLOP/s" in lines[0]
+    wide = invoke(cli_app, "report", "kernels", KERNELS, "--wide")
+    assert "GFLOP" in wide.stdout
+    assert wide.stdout.splitlines()[0].split()[:3] == ["run", "trace", "id"]
+    assert "min" in wide.stdout.splitlines()[0].split() and "every row" not in wide.stdout
+    exact = invoke(cli_app, "report", "kernels", KERNELS, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(exact.stdout)))
+    assert len(rows[0]) == 23 and "flops_per_byte" in rows[0] and rows[0]["total_us"].replace(".", "").isdigit()
+
+
+@pytest.mark.slow
+@needs_corpus
+@pytest.mark.parametrize("name", [r.name for r in reports.REPORTS])
+def test_every_default_table_fits_120_columns(cli_app, monkeypatch, name):
+    monkeypatch.setenv("COLUMNS", "120")
+    for f in corpus_files():
+        res = invoke(cli_app, "report", name, f)
+        assert res.exit_code == 0, (f.name, res.output)
+        assert max(map(len, res.stdout.splitlines()), default=0) <= 120, (name, f.name, res.stdout)
