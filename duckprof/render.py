@@ -227,16 +227,16 @@ def report_table(columns, rows, documented, fmt="table", wide=False, name_width=
     numeric = {k for k, i in enumerate(keep)
                if all(isinstance(r[i], (int, float, Decimal)) and not isinstance(r[i], bool) or r[i] is None
                       for r in rows)}
-    limit = name_width or 10**6
+    limit = None if wide else (name_width or 10**6)
     dropped = []
     while True:
         text = to_text(headers, table_rows, fmt, name_width=limit, right_aligned=numeric)
         too_wide = max((len(line) for line in text.splitlines()), default=0) > width
-        if not (too_wide and text_cols and limit > 24 and fmt == "table"):
+        if wide or not (too_wide and text_cols and limit > 24 and fmt == "table"):
             break
         limit = max(24, min(limit, max(len(r[k]) for r in table_rows for k in text_cols
                                        if isinstance(r[k], str))) - 4)
-    while too_wide and fmt == "table" and len(headers) > 2:
+    while too_wide and not wide and fmt == "table" and len(headers) > 2:
         # still too wide: the last columns go, and the footer names them
         dropped.insert(0, columns[keep.pop()])
         headers.pop()
