@@ -127,32 +127,6 @@ def _clean_duckdb_error(e: Exception, split) -> str:
     return msg.strip().rstrip(".")
 
 
-def add_estimates(con, first_trace_id: int, last_trace_id: int) -> int:
-    """Store FLOP/byte/dtype estimates for the op signatures of the traces
-    first_trace_id..last_trace_id that op_estimates does not have yet. Python
-    runs once per distinct signature (thousands even for huge traces), never
-    per event."""
-    rows = con.execute("""
-        SELECT DISTINCT * FROM (
-            SELECT hash(name, input_dims::VARCHAR, input_types::VARCHAR, concrete_inputs::VARCHAR) AS sig,
-                   name, input_dims::VARCHAR, input_types::VARCHAR, concrete_inputs::VARCHAR
-            FROM events
-            WHERE trace_id BETWEEN $first AND $last AND cat = 'cpu_op' AND ph = 'X')
-        WHERE sig NOT IN (SELECT sig FROM op_estimates)
-        """, {"first": first_trace_id, "last": last_trace_id}).fetchall()
-    if not rows:
-        return 0
-    data = [[str(sig), n, d, t, c, estimators.op_flops(n, d, t, c), estimators.op_bytes(n, d, t, c),
-             estimators.op_dtype(d, t)] for sig, n, d, t, c in rows]
-    # one statement, one bound JSON parameter: no per-row round trips
-    con.execute("""
-        INSERT INTO op_estimates
-        SELECT (r->>0)::UBIGINT, r->>1, r->>2, r->>3, r->>4, (r->>5)::BIGINT, (r->>6)::BIGINT, r->>7
-        FROM (SELECT unnest(CAST(CAST($data AS JSON) AS JSON[])) AS r)""",
-                {"data": json.dumps(data)})
-    return len(data)
-
-
 STAGE_DB = "dp_stage"  # in-memory database attached during a load for staged events
 # Traces smaller than this are inserted and nested together, up to this many
 # bytes and files at once: per statement, not per event, costs dominate small
@@ -498,7 +472,7 @@ class Loader:
                                 f"(an incomplete event starting {p.split.salvaged_preview[:60]!r})")
             fr.notes.extend(p.split.notes)
         say("estimating")
-        add_estimates(con, first, last)
+        estimators.add_estimates(con, first, last)
 
     def _exact_ts(self, p: _Prepared, trace_id):
         """Redo one trace's ts from the JSON text (exact_ts.sql). Its chunk files

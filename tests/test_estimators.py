@@ -16,6 +16,8 @@ import pytest
 
 from duckprof import estimators as est
 from duckprof.estimators import DTYPE_ALIASES, DTYPE_BYTES, op_bytes, op_dtype, op_flops, peak_dtype_for
+from duckprof.estimators.attention import ATTN_BWD, ATTN_FWD
+from duckprof.estimators.dtypes import NON_TENSOR_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = json.loads((ROOT / "fixtures" / "golden" / "flops_torch.json").read_text())
@@ -168,7 +170,7 @@ def test_causal_option_halves_attention():
     assert op_flops(name, dims, types, plain, causal=True) == full
     assert op_flops("aten::mm", "[[2, 3], [3, 4]]", '["float", "float"]', None, causal=True) == 48
     for c in GOLDEN:
-        if c["op"] in est._ATTN_FWD or c["op"].replace("aten::", "") in {**est._ATTN_FWD, **est._ATTN_BWD}:
+        if c["op"] in ATTN_FWD or c["op"].replace("aten::", "") in {**ATTN_FWD, **ATTN_BWD}:
             want = "causal" in c["label"]
             assert est.sdpa_is_causal(c["op"], *args(c)) is want, c["label"]
 
@@ -425,7 +427,7 @@ def test_every_corpus_type_spelling_is_known():
             for t in (e.get("args") or {}).get("Input type") or []:
                 seen.add(t)
     assert {"float", "c10::BFloat16", "long int", "c10::Float8_e4m3fn"} <= seen
-    unknown = {t for t in seen if t not in DTYPE_ALIASES and t not in est._NON_TENSOR_TYPES}
+    unknown = {t for t in seen if t not in DTYPE_ALIASES and t not in NON_TENSOR_TYPES}
     assert not unknown
 
 
