@@ -130,7 +130,7 @@ def _clean_duckdb_error(e: Exception, split) -> str:
 STAGE_DB = "dp_stage"  # in-memory database attached during a load for staged events
 # Traces smaller than this are inserted and nested together, up to this many
 # bytes and files at once: per statement, not per event, costs dominate small
-# traces (190 ranks of 1 MB: 9.1 s one by one).
+# traces, and a job may have thousands of rank files.
 BATCH_BYTES = 64 << 20
 BATCH_FILES = 256
 
@@ -159,8 +159,8 @@ class _ChunkStager:
     (stage_events.sql), several at once, each on its own cursor.
 
     Numbering events in file order (WITH ORDINALITY) makes DuckDB read a file on
-    one thread, so the parallelism comes from parsing chunks side by side
-    (1 GB, 2 cores: 3.3 s on one connection, 1.7 s this way). Chunks are
+    one thread, so the parallelism comes from parsing chunks side by side,
+    about as many as there are cores. Chunks are
     submitted as the splitter finishes them, so parsing overlaps with copying
     or decompressing the rest of the file. Cursors are separate connections:
     their tables are committed at once and visible to the loader's connection
@@ -245,8 +245,8 @@ class Loader:
         self.con = con
         self.progress = progress or (lambda msg: None)
         # Loading into a database file: cap DuckDB's memory so a big trace spills
-        # to disk instead of growing the process (measured: 1 GB trace, peak RSS
-        # 1.95 GB unlimited, 1.15 GB at 1 GB, ~10% slower). None: no cap.
+        # to disk instead of growing the process (at some cost in time; see
+        # benchmarks/README.md). None: no cap.
         self.memory_limit = memory_limit
         self.hash_name = CONTENT_HASH
 
@@ -269,8 +269,7 @@ class Loader:
         stager = _ChunkStager(con, threads)
         done = False
         try:
-            known = {h for (h,) in con.execute(
-                "SELECT content_hash FROM traces WHERE run = $run", {"run": run}).fetchall()}
+            known = {h for (h,) in con.execute(sqlfiles.read("load/known_hashes.sql"), {"run": run}).fetchall()}
             # a run loaded by an older duckprof keeps its hash (see split.CONTENT_HASH)
             self.hash_name = LEGACY_CONTENT_HASH if any(len(h) == 32 for h in known) else CONTENT_HASH
             # split every file first (their chunks parse in the background), then
@@ -307,7 +306,7 @@ class Loader:
                 self._finish(p, tmp, stager, salvage)
                 fr.seconds += time.perf_counter() - t0
                 prepared.append((p, fr))
-            next_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM traces").fetchall()[0][0]
+            next_id = con.execute(sqlfiles.read("load/next_trace_id.sql")).fetchall()[0][0]
             con.execute("BEGIN TRANSACTION")
             try:
                 inserted = 0
@@ -417,9 +416,7 @@ class Loader:
         offsets = [sum(counts[:k]) for k in range(len(counts))]
         con = self.con.cursor()
         try:
-            con.execute(f"CREATE OR REPLACE VIEW {p.name} AS " + "\nUNION ALL ".join(
-                f"SELECT event_id + {off} AS event_id, * EXCLUDE (event_id) FROM {t}"
-                for t, off in zip(p.tables, offsets)))
+            con.execute(sqlfiles.render("load/stage_view.sql", raw=p.name, chunks=list(zip(p.tables, offsets))))
             events, bad, bad_name = con.execute(
                 sqlfiles.render("load/validate.sql", raw=p.name)).fetchall()[0]
         finally:
@@ -438,8 +435,8 @@ class Loader:
         base = [_int_or_none(p.split.metadata.get("baseTimeNanoseconds")) or 0 for p, _ in batch]
         say("inserting")
         # Several small traces: DuckDB inserts their many one-row-group tables
-        # one after another while it keeps insertion order (0.52 -> 0.37 s for
-        # 68 traces of 1 MB). One big trace keeps its file order on disk, which
+        # one after another while it keeps insertion order, in parallel without
+        # it. One big trace keeps its file order on disk, which
         # keeps the zone maps of ts_ns tight. (load() resets the setting once the
         # transaction has ended.)
         con.execute(f"SET preserve_insertion_order = {'true' if len(batch) == 1 else 'false'}")
@@ -448,11 +445,8 @@ class Loader:
         absolute = [first + k for k, b in enumerate(base) if not b]
         if absolute:
             # fractional absolute us beyond 2^43 us, where a double is coarser than 1 ns
-            for (t,) in con.execute(
-                    "SELECT DISTINCT trace_id FROM events WHERE trace_id BETWEEN $first AND $last "
-                    "AND list_contains($absolute, trace_id) "
-                    "AND abs(ts_ns) >= 8796093022208000 AND ts_ns % 1000 <> 0",
-                    {"first": first, "last": last, "absolute": absolute}).fetchall():
+            for (t,) in con.execute(sqlfiles.read("load/fractional_absolute.sql"),
+                                    {"first": first, "last": last, "absolute": absolute}).fetchall():
                 self._exact_ts(batch[t - first][0], t)
         say("nesting")
         nesting = sqlfiles.render("load/nesting.sql")
@@ -499,9 +493,15 @@ class Loader:
             return f"not valid JSON inside traceEvents ({msg})"
         return msg
 
+    _TRACE_COLUMNS = ("trace_id", "run", "rank", "path", "size_bytes", "json_bytes", "content_hash", "loaded_at",
+                      "base_time_ns", "schema_version", "event_count", "salvaged_bytes", "metadata")
+    _DEVICE_COLUMNS = ("trace_id", "device", "name", "total_global_mem_bytes", "compute_major", "compute_minor",
+                       "num_sms", "properties")
+
     def _insert_trace_rows(self, batch, run, first, base):
-        """The traces and devices rows of one batch (per-row statements cost
-        ~3 ms a trace: 0.6 s for 190 small ranks)."""
+        """The traces and devices rows of one batch, each table in one
+        statement (insert_traces.sql, insert_devices.sql): per-row statements
+        would cost more than the rest of a small trace's insert."""
         loaded_at = datetime.now(timezone.utc).replace(tzinfo=None)
         traces, devices = [], []
         for k, (p, _) in enumerate(batch):
@@ -518,12 +518,10 @@ class Loader:
                                     _int_or_none(d.get("computeMinor")),
                                     _int_or_none(d.get("numSms", d.get("multiProcessorCount"))),
                                     json.dumps(d, default=str)))
-        self._insert_rows("traces", traces)
-        self._insert_rows("devices", devices)
+        self._insert_rows("load/insert_traces.sql", self._TRACE_COLUMNS, traces)
+        self._insert_rows("load/insert_devices.sql", self._DEVICE_COLUMNS, devices)
 
-    def _insert_rows(self, table, rows):
-        """Tuples in the table's column order, in one statement: one list
-        parameter per column, unnested side by side."""
+    def _insert_rows(self, sql_file, columns, rows):
+        """Tuples in the order of ``columns``: one list parameter per column."""
         if rows:
-            columns = [list(c) for c in zip(*rows)]
-            self.con.execute(f"INSERT INTO {table} SELECT {', '.join(['unnest(?)'] * len(columns))}", columns)
+            self.con.execute(sqlfiles.read(sql_file), dict(zip(columns, (list(c) for c in zip(*rows)))))

@@ -41,9 +41,9 @@ BLOCK = 8 << 20
 TAIL_KEEP = 8 << 20  # bytes held back to find where the array ends
 # Chunks are at least this big (~140k events, more than one DuckDB row group of
 # 122,880 rows): each chunk's rows are inserted as their own row groups, so
-# small chunks leave many partly filled ones (4 chunks of a 100 MB trace cost
-# 0.25 s when a vacuuming checkpoint merged them; the load's own checkpoint
-# now skips that merge, see Session.load, but the table stays more compact).
+# small chunks leave many partly filled ones, which a vacuuming checkpoint
+# would spend time merging (the load's own checkpoint skips that merge, see
+# Session.load, but the table stays more compact).
 MIN_CHUNK = 48 << 20
 _CTRL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _SPACES = bytes.maketrans(b"\t\r\n", b"   ")
@@ -53,8 +53,8 @@ _SPACES = bytes.maketrans(b"\t\r\n", b"   ")
 _SURROGATE = re.compile(rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
                         rb"|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
-# Content hash of a trace file (reload detection). sha256 runs ~1.9x faster than
-# blake2b here (SHA extensions: 1.7 vs 0.9 GB/s), ~0.5 CPU-s less per GB loaded.
+# Content hash of a trace file (reload detection). sha256 runs faster than
+# blake2b on CPUs with SHA extensions (which x86 and ARM servers have).
 # Runs loaded by earlier duckprof versions hold blake2b-128 hashes (32 hex
 # digits; sha256 has 64): the loader keeps hashing such a run with blake2b.
 CONTENT_HASH = "sha256"

@@ -31,7 +31,7 @@ SELECT
     ph,
     CASE
         -- already canonical (every Kineto since ~2021): one IN test, instead of
-        -- the lower() and string compares below (1 GB: 0.5 CPU-s)
+        -- the lower() and string compares below, for almost every event
         WHEN cat IN {{ sql_list(canonical_cats) }} THEN cat
         -- no category: memory instants, and the ops and kernels of torch's
         -- pre-Kineto profiler (torch < 1.8: pids "CPU functions" / "CUDA functions")
