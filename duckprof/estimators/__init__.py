@@ -30,10 +30,12 @@ direction of "what the kernel really computes":
   backward, ``_scaled_dot_product_attention_math``), ``miopen_*`` and
   ``mkldnn`` convolutions, ``_addmm_activation`` and the legacy
   ``cudnn_convolution_backward*`` ops use the formula of their CUDA twin.
-* Causal attention: like flop_counter, ``op_flops`` ignores ``is_causal`` by
-  default.  ``op_flops(..., causal=True)`` halves the count of attention ops
-  whose args say causal (FlashAttention's benchmark convention: half the score
-  matrix is masked; the diagonal is ignored).
+* Causal attention counts half: an attention op (forward or backward, any
+  kernel) whose Concrete Inputs say ``is_causal=True`` (or a causal
+  ``custom_mask_type``) skips the masked half of the score matrix
+  (FlashAttention's benchmark convention and TraceLens's; the diagonal is
+  ignored).  flop_counter counts it in full; ``op_flops(..., causal=False)``
+  does too.
 * A ``conv*d`` whose padding was the string "same"/"valid" records no padding
   value; it is resolved when the answer does not depend on it (stride > 1
   forces "valid"; 1x1 kernels make both equal), otherwise ``None``.  The child
@@ -49,7 +51,9 @@ Every formula lives in this package, one module per concern:
 * ``args``: parsing the recorded args, and the op's dtype (``op_dtype``);
 * ``gemm``, ``conv``, ``attention``: FLOPs and output shapes per op family;
 * ``flops``: ``op_flops``, dispatching to the families;
-* ``traffic``: ``op_bytes``, the minimum DRAM traffic;
+* ``traffic``: ``op_bytes``, the minimum DRAM traffic, with ``schemas``
+  (which arguments an op reads and writes: out=, in place) and
+  ``reductions`` (the outputs of sum, mean, amax, ...);
 * ``store``: estimates in DuckDB (``add_estimates`` at load, ``estimate_table``,
   ``register``).
 """

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from .args import Args, base_name
 
-# Attention: name -> (layout, grad_out?, is_causal position, varlen positions)
+# Attention: name -> (layout, is_causal position, varlen positions); positions
+# from torch's schemas (Kineto records every schema argument, keyword-only ones too)
 #   layout "bhsd": [batch, heads, seq, dim]; "bshd": [batch, seq, heads, dim]
-#   causal: int position of a bool, or ("mask", pos) for a custom_mask_type int
+#   causal: int position of a bool, ("mask", pos) for a custom_mask_type int,
+#           or {recorded argument count: position} when overloads differ
 #   varlen: (cum_seq_q, cum_seq_k, max_q, max_k) positions, for the bshd kernels
+#   Backward ops take grad_out first, then q, k, v.
 ATTN_FWD = {
     "scaled_dot_product_attention": ("bhsd", 5, None),
-    "_scaled_dot_product_flash_attention": ("bhsd", 4, None),
+    "_scaled_dot_product_flash_attention": ("bhsd", {7: 4, 10: 7}, None),  # 10: .quantized
     "_scaled_dot_product_flash_attention_for_cpu": ("bhsd", 4, None),
     "_scaled_dot_product_efficient_attention": ("bhsd", 6, None),
     "_scaled_dot_product_cudnn_attention": ("bhsd", 6, None),
@@ -26,7 +29,7 @@ ATTN_BWD = {
     "_scaled_dot_product_efficient_attention_backward": ("bhsd", 11, None),
     "_scaled_dot_product_cudnn_attention_backward": ("bhsd", 14, None),
     "_scaled_dot_product_flash_attention_for_cpu_backward": ("bhsd", 7, None),
-    "_scaled_dot_product_fused_attention_overrideable_backward": ("bhsd", 12, None),
+    "_scaled_dot_product_fused_attention_overrideable_backward": ("bhsd", 13, None),
     "_flash_attention_backward": ("bshd", 11, (6, 7, 8, 9)),
     "_efficient_attention_backward": ("bshd", ("mask", 14), (6, 7, 8, 9)),
 }
@@ -103,6 +106,10 @@ def sdpa_is_causal(name, input_dims, input_types, concrete_inputs) -> bool | Non
         return None
     a = Args(input_dims, input_types, concrete_inputs)
     pos = spec[1]
+    if isinstance(pos, dict):
+        pos = pos.get(a.n())
+        if pos is None:
+            return None
     if isinstance(pos, tuple):  # custom_mask_type: 0 none, 1 top-left causal, 2 bottom-right causal
         m = a.int(pos[1])
         return None if m is None else m != 0

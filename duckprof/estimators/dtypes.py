@@ -68,3 +68,12 @@ def peak_dtype_for(dtype: str | None, tf32: bool = False) -> str | None:
     if dtype == "uint8":
         return "int8"
     return None
+
+#: c10::ScalarType codes, as Concrete Inputs record a dtype argument
+#: (``x.to(torch.bfloat16)`` -> ``"15"``) -> canonical dtype.
+SCALAR_TYPE_CODES: dict[int, str] = {
+    0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "fp16", 6: "fp32", 7: "fp64",
+    8: "complex32", 9: "complex64", 10: "complex128", 11: "bool", 12: "int8", 13: "uint8", 14: "int32",
+    15: "bf16", 23: "fp8", 24: "fp8", 25: "fp8", 26: "fp8", 27: "uint16", 28: "uint32", 29: "uint64",
+    44: "fp8", 45: "fp4",
+}

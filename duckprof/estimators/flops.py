@@ -35,7 +35,7 @@ def has_formula(op) -> bool:
     return op in CONV or op in CONV_BACKWARD or op in ATTN_FWD or op in ATTN_BWD or op in GEMM_ARITY
 
 
-def op_flops(name, input_dims, input_types=None, concrete_inputs=None, *, causal: bool = False) -> int | None:
+def op_flops(name, input_dims, input_types=None, concrete_inputs=None, *, causal: bool = True) -> int | None:
     """FLOPs of one op call by torch.utils.flop_counter's formulas; None if unknown.
 
     Covered: mm, addmm, _addmm_activation, _scaled_mm, bmm, baddbmm, matmul (all
@@ -45,7 +45,9 @@ def op_flops(name, input_dims, input_types=None, concrete_inputs=None, *, causal
     with stride/padding/dilation/groups/transposed read from Concrete Inputs);
     convolution_backward per output_mask (grad_input + grad_weight; grad_bias is
     free); scaled-dot-product attention forward and backward in all its kernels.
-    ``causal=True`` halves attention ops whose args say causal (see module doc).
+    Attention ops whose args say causal (``is_causal`` / ``custom_mask_type``
+    in Concrete Inputs) count half; ``causal=False`` counts them in full, as
+    flop_counter does (see the package doc).
     """
     try:
         op, a, flops, _ = estimate(name, input_dims, input_types, concrete_inputs)
