@@ -129,7 +129,6 @@ def _scan_reversed(rev: bytes, whole: bool):
     """Reversed index of the ']' closing traceEvents; False if the tail is not a
     complete trace; None if the scan ran out of window before deciding
     (`whole`: the window is the whole tail, so running out decides)."""
-    n = len(rev)
     depth = 0
     closing = None  # reversed index of a depth-1 ']' being skipped
     want_key = False

@@ -129,6 +129,15 @@ def step_model(b, pid, main, bwd, device, batch, img, nblocks, gelu_triton_every
         def node(name, inner, kids, mem_free=True):
             return (name, inner, kids, mem_free)
 
+        def layer_norm_bwd():
+            return node("NativeLayerNormBackward0", None, [
+                b.op(bwd, "aten::native_layer_norm_backward",
+                     [T(xdims, BF), T(xdims, BF), L([D]), T([batch, seq, 1], F32), T([batch, seq, 1], F32),
+                      T([D], BF), T([D], BF), L(["True", "True", "True"])],
+                     launches=[b.ew(bwd, "ln_bwd_in", n * D, 6, grid_div=D, regs=48),
+                               b.kern(bwd, "ln_bwd_gb", n * D * 2 / HBM_BYTES_PER_NS + 3000, [(D + 31) // 32, 1, 1],
+                                      [32, 32, 1], 64, 8320)], pre=10000, post=3000)])
+
         bg = []
         bg.append(node("AddBackward0", None, []))
         bg.append(node("AddmmBackward0", None, lin_bwd(n, FF, D, "gemm_nt_small", splitk=(seq <= 144))))
@@ -145,13 +154,7 @@ def step_model(b, pid, main, bwd, device, batch, img, nblocks, gelu_triton_every
                 b.op(bwd, "aten::gelu_backward", [T(ffdims, BF), T(ffdims, BF), NONE],
                      launches=[b.ew(bwd, "gelu_bwd", n * FF, 6, regs=30)], pre=8000, post=2500)]))
         bg.append(node("AddmmBackward0", None, lin_bwd(n, D, FF)))
-        bg.append(node("NativeLayerNormBackward0", None, [
-            b.op(bwd, "aten::native_layer_norm_backward",
-                 [T(xdims, BF), T(xdims, BF), L([D]), T([batch, seq, 1], F32), T([batch, seq, 1], F32), T([D], BF),
-                  T([D], BF), L(["True", "True", "True"])],
-                 launches=[b.ew(bwd, "ln_bwd_in", n * D, 6, grid_div=D, regs=48),
-                           b.kern(bwd, "ln_bwd_gb", n * D * 2 / HBM_BYTES_PER_NS + 3000, [(D + 31) // 32, 1, 1],
-                                  [32, 32, 1], 64, 8320)], pre=10000, post=3000)]))
+        bg.append(layer_norm_bwd())
         bg.append(node("AddBackward0", None, []))
         bg.append(node("AddmmBackward0", None, lin_bwd(n, D, D, "gemm_nt_small", splitk=(seq <= 144))))
         bg.append(node("ScaledDotProductFlashAttentionBackward0", None, [
@@ -171,13 +174,7 @@ def step_model(b, pid, main, bwd, device, batch, img, nblocks, gelu_triton_every
                                           b.ew(bwd, "flash_bwd_cvt", n * D, 6, grid_div=HD * 128, regs=32)],
                                 pre=9000, post=3000)], pre=5000, post=2000)]))
         bg.append(node("AddmmBackward0", None, lin_bwd(n, D, 3 * D)))
-        bg.append(node("NativeLayerNormBackward0", None, [
-            b.op(bwd, "aten::native_layer_norm_backward",
-                 [T(xdims, BF), T(xdims, BF), L([D]), T([batch, seq, 1], F32), T([batch, seq, 1], F32), T([D], BF),
-                  T([D], BF), L(["True", "True", "True"])],
-                 launches=[b.ew(bwd, "ln_bwd_in", n * D, 6, grid_div=D, regs=48),
-                           b.kern(bwd, "ln_bwd_gb", n * D * 2 / HBM_BYTES_PER_NS + 3000, [(D + 31) // 32, 1, 1],
-                                  [32, 32, 1], 64, 8320)], pre=10000, post=3000)]))
+        bg.append(layer_norm_bwd())
         bwd_groups.append(bg)
 
     # ---- head + loss
