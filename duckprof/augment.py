@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from .errors import DuckprofError, TraceError
 from .session import Session
-from .split import _find_array_start, MAX_PREFIX
+from .jsonscan import EVENT_BOUNDARY, WS, read_head, value_length
 
 try:  # ISA-L gzip: ~3x faster both ways; optional
     from isal import igzip as _gzip
@@ -48,10 +48,8 @@ except ImportError:  # pragma: no cover
     import gzip as _gzip
 
 BLOCK = 8 << 20
-_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _ARGS = re.compile(rb'"args"\s*:\s*\{')
 _CLOSE = re.compile(rb"\s*\]")
-_WS = b" \t\r\n"
 
 
 class _Misaligned(Exception):
@@ -126,7 +124,7 @@ def _patch(ev: bytes, name: str, flops, nbytes) -> bytes:
         m = _ARGS.search(ev)
         if m:
             rest = ev[m.end():]
-            sep = b"" if rest.lstrip(_WS)[:1] == b"}" else b", "
+            sep = b"" if rest.lstrip(WS)[:1] == b"}" else b", "
             return ev[:m.end()] + fields + sep + rest
     try:
         obj = json.loads(ev)
@@ -173,22 +171,10 @@ def _blocks(stream):
 
 def _head(path, it):
     """(prefix bytes up to and including '[', the rest of the first blocks)."""
-    head = b""
-    for b in it:
-        head += b
-        found = _find_array_start(path, head)
-        if found:
-            return head[:found[1]], head[found[1]:]
-        if len(head) > MAX_PREFIX:
-            break
-    raise TraceError(path, "not a trace: no 'traceEvents' array")
-
-
-def _last_event_end(data: bytes) -> int:
-    """Byte length of the JSON value at the start of `data` (exact)."""
-    text = data.decode("utf-8", "surrogateescape")
-    _obj, end = json.JSONDecoder().raw_decode(text)
-    return len(text[:end].encode("utf-8", "surrogateescape"))
+    found, head = read_head(path, it)
+    if not found:
+        raise TraceError(path, "not a trace: no 'traceEvents' array")
+    return head[:found[1]], head[found[1]:]
 
 
 def _rewrite_fast(path, out, targets, n_events):
@@ -203,14 +189,14 @@ def _rewrite_fast(path, out, targets, n_events):
         ev_start = None  # offset of the current event's '{' in data (None: before the first)
         while True:
             if ev_start is None:
-                s = data.lstrip(_WS)
+                s = data.lstrip(WS)
                 if s[:1] == b"{":
                     ev_start, idx = len(data) - len(s), 1
                 elif s:  # ']' right away: no events
                     break
             if ev_start is not None:
                 flushed, pieces = 0, []
-                for m in _BOUNDARY.finditer(data, ev_start):
+                for m in EVENT_BOUNDARY.finditer(data, ev_start):
                     if tgt is not None and tgt[0] == idx:
                         ev_end = m.start() + 1
                         pieces.append(data[flushed:ev_start])
@@ -238,7 +224,7 @@ def _rewrite_fast(path, out, targets, n_events):
         if idx != n_events:
             raise _Misaligned(f"found {idx} events, the database has {n_events}")
         try:
-            end = _last_event_end(data)
+            end = value_length(data)
         except ValueError:
             raise _Misaligned("the last event is not one JSON value") from None
         if not _CLOSE.match(data, end):

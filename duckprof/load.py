@@ -127,36 +127,10 @@ def _clean_duckdb_error(e: Exception, split) -> str:
     return msg.strip().rstrip(".")
 
 
-def add_estimates(con, first_trace_id: int, last_trace_id: int) -> int:
-    """Store FLOP/byte/dtype estimates for the op signatures of the traces
-    first_trace_id..last_trace_id that op_estimates does not have yet. Python
-    runs once per distinct signature (thousands even for huge traces), never
-    per event."""
-    rows = con.execute("""
-        SELECT DISTINCT * FROM (
-            SELECT hash(name, input_dims::VARCHAR, input_types::VARCHAR, concrete_inputs::VARCHAR) AS sig,
-                   name, input_dims::VARCHAR, input_types::VARCHAR, concrete_inputs::VARCHAR
-            FROM events
-            WHERE trace_id BETWEEN $first AND $last AND cat = 'cpu_op' AND ph = 'X')
-        WHERE sig NOT IN (SELECT sig FROM op_estimates)
-        """, {"first": first_trace_id, "last": last_trace_id}).fetchall()
-    if not rows:
-        return 0
-    data = [[str(sig), n, d, t, c, estimators.op_flops(n, d, t, c), estimators.op_bytes(n, d, t, c),
-             estimators.op_dtype(d, t)] for sig, n, d, t, c in rows]
-    # one statement, one bound JSON parameter: no per-row round trips
-    con.execute("""
-        INSERT INTO op_estimates
-        SELECT (r->>0)::UBIGINT, r->>1, r->>2, r->>3, r->>4, (r->>5)::BIGINT, (r->>6)::BIGINT, r->>7
-        FROM (SELECT unnest(CAST(CAST($data AS JSON) AS JSON[])) AS r)""",
-                {"data": json.dumps(data)})
-    return len(data)
-
-
 STAGE_DB = "dp_stage"  # in-memory database attached during a load for staged events
 # Traces smaller than this are inserted and nested together, up to this many
 # bytes and files at once: per statement, not per event, costs dominate small
-# traces (190 ranks of 1 MB: 9.1 s one by one).
+# traces, and a job may have thousands of rank files.
 BATCH_BYTES = 64 << 20
 BATCH_FILES = 256
 
@@ -185,8 +159,8 @@ class _ChunkStager:
     (stage_events.sql), several at once, each on its own cursor.
 
     Numbering events in file order (WITH ORDINALITY) makes DuckDB read a file on
-    one thread, so the parallelism comes from parsing chunks side by side
-    (1 GB, 2 cores: 3.3 s on one connection, 1.7 s this way). Chunks are
+    one thread, so the parallelism comes from parsing chunks side by side,
+    about as many as there are cores. Chunks are
     submitted as the splitter finishes them, so parsing overlaps with copying
     or decompressing the rest of the file. Cursors are separate connections:
     their tables are committed at once and visible to the loader's connection
@@ -286,8 +260,8 @@ class Loader:
         self.con = con
         self.progress = progress or (lambda msg: None)
         # Loading into a database file: cap DuckDB's memory so a big trace spills
-        # to disk instead of growing the process (measured: 1 GB trace, peak RSS
-        # 1.95 GB unlimited, 1.15 GB at 1 GB, ~10% slower). None: no cap.
+        # to disk instead of growing the process (at some cost in time; see
+        # benchmarks/README.md). None: no cap.
         self.memory_limit = memory_limit
         self.hash_name = CONTENT_HASH
 
@@ -310,8 +284,7 @@ class Loader:
         stager = _ChunkStager(con, threads)
         done = False
         try:
-            known = {h for (h,) in con.execute(
-                "SELECT content_hash FROM traces WHERE run = $run", {"run": run}).fetchall()}
+            known = {h for (h,) in con.execute(sqlfiles.read("load/known_hashes.sql"), {"run": run}).fetchall()}
             # a run loaded by an older duckprof keeps its hash (see split.CONTENT_HASH)
             self.hash_name = LEGACY_CONTENT_HASH if any(len(h) == 32 for h in known) else CONTENT_HASH
             # split every file first (their chunks parse in the background), then
@@ -348,7 +321,7 @@ class Loader:
                 self._finish(p, tmp, stager, salvage)
                 fr.seconds += time.perf_counter() - t0
                 prepared.append((p, fr))
-            next_id = con.execute("SELECT coalesce(max(trace_id), 0) + 1 FROM traces").fetchall()[0][0]
+            next_id = con.execute(sqlfiles.read("load/next_trace_id.sql")).fetchall()[0][0]
             # Nesting (and exact timestamps) are computed from the staged
             # events before the transaction, into staging tables that the
             # insert joins: a transaction may not write to two databases.
@@ -474,9 +447,7 @@ class Loader:
         offsets = [sum(counts[:k]) for k in range(len(counts))]
         con = self.con.cursor()
         try:
-            con.execute(f"CREATE OR REPLACE VIEW {p.name} AS " + "\nUNION ALL ".join(
-                f"SELECT event_id + {off} AS event_id, * EXCLUDE (event_id) FROM {t}"
-                for t, off in zip(p.tables, offsets)))
+            con.execute(sqlfiles.render("load/stage_view.sql", raw=p.name, chunks=list(zip(p.tables, offsets))))
             events, bad, bad_name = con.execute(
                 sqlfiles.render("load/validate.sql", raw=p.name)).fetchall()[0]
         finally:
@@ -542,7 +513,7 @@ class Loader:
                                 f"(an incomplete event starting {p.split.salvaged_preview[:60]!r})")
             fr.notes.extend(p.split.notes)
         say("estimating")
-        add_estimates(con, b.first, b.first + len(batch) - 1)
+        estimators.add_estimates(con, b.first, b.first + len(batch) - 1)
 
     def _exact_ts(self, p: _Prepared, table: str):
         """Exact timestamps of one trace from its JSON text into `table`
@@ -570,9 +541,17 @@ class Loader:
             return f"not valid JSON inside traceEvents ({msg})"
         return msg
 
+    _TRACE_COLUMNS = ("trace_id", "run", "rank", "path", "size_bytes", "json_bytes", "content_hash", "loaded_at",
+                      "base_time_ns", "schema_version", "event_count", "salvaged_bytes", "metadata",
+                      "first_ts_ns", "last_end_ns")
+    _DEVICE_COLUMNS = ("trace_id", "device", "name", "total_global_mem_bytes", "compute_major", "compute_minor",
+                       "num_sms", "properties")
+
     def _insert_trace_rows(self, batch, run, first, base, windows):
-        """The traces and devices rows of one batch (per-row statements cost
-        ~3 ms a trace: 0.6 s for 190 small ranks)."""
+        """The traces and devices rows of one batch, each table in one
+        statement (insert_traces.sql, insert_devices.sql): per-row statements
+        would cost more than the rest of a small trace's insert. windows:
+        trace_id -> (first_ts_ns, last_end_ns), from trace_windows.sql."""
         loaded_at = datetime.now(timezone.utc).replace(tzinfo=None)
         traces, devices = [], []
         for k, (p, _) in enumerate(batch):
@@ -590,12 +569,10 @@ class Loader:
                                     _int_or_none(d.get("computeMinor")),
                                     _int_or_none(d.get("numSms", d.get("multiProcessorCount"))),
                                     json.dumps(d, default=str)))
-        self._insert_rows("traces", traces)
-        self._insert_rows("devices", devices)
+        self._insert_rows("load/insert_traces.sql", self._TRACE_COLUMNS, traces)
+        self._insert_rows("load/insert_devices.sql", self._DEVICE_COLUMNS, devices)
 
-    def _insert_rows(self, table, rows):
-        """Tuples in the table's column order, in one statement: one list
-        parameter per column, unnested side by side."""
+    def _insert_rows(self, sql_file, columns, rows):
+        """Tuples in the order of ``columns``: one list parameter per column."""
         if rows:
-            columns = [list(c) for c in zip(*rows)]
-            self.con.execute(f"INSERT INTO {table} SELECT {', '.join(['unnest(?)'] * len(columns))}", columns)
+            self.con.execute(sqlfiles.read(sql_file), dict(zip(columns, (list(c) for c in zip(*rows)))))

@@ -9,7 +9,9 @@ the small remainder (the top-level metadata) with Python's json module.
 
 Event boundaries are found with a byte pattern (`}` `,` `{`), not a parser; a
 cut in the wrong place makes DuckDB fail, and the loader then retries with a
-single chunk, so a wrong guess costs time, never correctness.
+single chunk, so a wrong guess costs time, never correctness. The byte-level
+JSON scanning (where the array starts and ends, the metadata, why a file is
+no trace) is in jsonscan.py, which augment.py shares.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import codecs
 import gzip
 import hashlib
-import json
 import os
 import re
 import threading
@@ -25,6 +26,8 @@ import zlib
 from dataclasses import dataclass, field
 
 from .errors import NotATraceError, TraceError
+from .jsonscan import (EVENT_BOUNDARY, WS, find_array_end, find_array_start, is_one_value, json_problem,
+                       parse_metadata, read_head)
 
 try:  # ISA-L decompresses gzip ~3x faster than zlib; optional.
     from isal import igzip as _gzip
@@ -36,16 +39,12 @@ _GZIP_ERRORS = (OSError, zlib.error, ValueError, _IsalError)
 
 BLOCK = 8 << 20
 TAIL_KEEP = 8 << 20  # bytes held back to find where the array ends
-MAX_PREFIX = 256 << 20
 # Chunks are at least this big (~140k events, more than one DuckDB row group of
 # 122,880 rows): each chunk's rows are inserted as their own row groups, so
-# small chunks leave many partly filled ones (4 chunks of a 100 MB trace cost
-# 0.25 s when a vacuuming checkpoint merged them; the load's own checkpoint
-# now skips that merge, see Session.load, but the table stays more compact).
+# small chunks leave many partly filled ones, which a vacuuming checkpoint
+# would spend time merging (the load's own checkpoint skips that merge, see
+# Session.load, but the table stays more compact).
 MIN_CHUNK = 48 << 20
-_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
-_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-_WS = b" \t\r\n"
 _CTRL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _SPACES = bytes.maketrans(b"\t\r\n", b"   ")
 # A \uD800-\uDFFF escape that is not half of a pair is invalid JSON to DuckDB
@@ -54,8 +53,8 @@ _SPACES = bytes.maketrans(b"\t\r\n", b"   ")
 _SURROGATE = re.compile(rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
                         rb"|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
-# Content hash of a trace file (reload detection). sha256 runs ~1.9x faster than
-# blake2b here (SHA extensions: 1.7 vs 0.9 GB/s), ~0.5 CPU-s less per GB loaded.
+# Content hash of a trace file (reload detection). sha256 runs faster than
+# blake2b on CPUs with SHA extensions (which x86 and ARM servers have).
 # Runs loaded by earlier duckprof versions hold blake2b-128 hashes (32 hex
 # digits; sha256 has 64): the loader keeps hashing such a run with blake2b.
 CONTENT_HASH = "sha256"
@@ -161,18 +160,18 @@ def _split_plain(path, tmpdir, stem, size, chunks, on_chunk, hash_name):
     path (which also handles truncated and odd files)."""
     with open(path, "rb", buffering=0) as f:
         head = f.read(min(size, BLOCK))
-        found = _find_array_start(path, head)
+        found = find_array_start(path, head)
         if not found:
             return None
         bare, start, prefix = found
         tail_off = max(start, size - TAIL_KEEP)
         f.seek(tail_off)
         tail = f.read()
-        end, suffix = _find_array_end(tail, bare)
+        end, suffix = find_array_end(tail, bare)
         if end is None:
             return None
         stop = tail_off + end  # offset of the ']' closing traceEvents
-        metadata = {} if bare else _parse_metadata(path, prefix)
+        metadata = {} if bare else parse_metadata(path, prefix)
         metadata.update(suffix)
         cuts, length = [start], stop - start
         chunks = max(1, min(chunks, length // MIN_CHUNK))
@@ -181,7 +180,7 @@ def _split_plain(path, tmpdir, stem, size, chunks, on_chunk, hash_name):
             if off <= cuts[-1]:
                 continue
             f.seek(off)
-            m = _BOUNDARY.search(f.read(4 << 20))
+            m = EVENT_BOUNDARY.search(f.read(4 << 20))
             if m and off + m.end() - 1 < stop:
                 cuts.append(off + m.start() + 1)  # chunk ends after '}'
                 cuts.append(off + m.end() - 1)    # next chunk starts at '{'
@@ -246,151 +245,6 @@ def _gzip_isize(path):
         return int.from_bytes(f.read(4), "little")
 
 
-def _find_array_start(path, buf: bytes):
-    """Return (is_bare_array, index just after '[', prefix bytes) or None if more data needed."""
-    i = 0
-    while i < len(buf) and buf[i] in _WS:
-        i += 1
-    if i < len(buf) and buf[i:i + 3] == b"\xef\xbb\xbf":  # UTF-8 BOM
-        i += 3
-        while i < len(buf) and buf[i] in _WS:
-            i += 1
-    if i >= len(buf):
-        return None
-    first = buf[i:i + 1]
-    if first == b"[":
-        return True, i + 1, b""
-    if first != b"{":
-        raise TraceError(path, "not JSON: the file does not start with '{' or '['")
-    depth = 0
-    want_colon = want_array = False
-    for m in _TOKEN.finditer(buf, i):
-        tok = m.group()
-        if want_array:
-            if tok == b"[":
-                return False, m.end(), buf[i:key_start]
-            raise TraceError(path, "not a trace: 'traceEvents' is not an array")
-        if want_colon:
-            if tok != b":":
-                want_colon = False
-            else:
-                want_array = True
-                continue
-        if tok in (b"{", b"["):
-            depth += 1
-        elif tok in (b"}", b"]"):
-            depth -= 1
-            if depth == 0:
-                raise NotATraceError(path, "not a trace: JSON object without a 'traceEvents' array")
-        elif depth == 1 and tok == b'"traceEvents"':
-            key_start = m.start()
-            want_colon = True
-    return None
-
-
-# Tokens of the *reversed* tail: a bracket, or a run of everything between two
-# brackets (strings, numbers, commas, colons). A '"' followed (in reversed
-# order) by an odd run of backslashes was escaped in the file, so it does not
-# end the string. Merging a run into one token leaves Python a step per bracket
-# instead of per string: finding the end of a 1 MB trace takes 1.5 ms, not 2.7.
-_RSTRING = rb'"[^"]*(?:"(?=(?:\\\\)*\\(?!\\))[^"]*)*"'
-_RTOKEN = re.compile(rb'[{}\[\]]|(?:' + _RSTRING + rb'|[^"{}\[\]]+)+')
-# the key before a top-level '[', at the start of the run that follows it
-_RKEY = re.compile(rb'\s*:\s*(' + _RSTRING + rb')')
-
-
-# Other top-level arrays (deviceProperties: ~1 KB per GPU) are far shorter. The
-# scan is Python, one step per token: for a small trace it walks the whole
-# array up to this budget (256 KB cost ~13 ms per file, for thousands of ranks).
-_SKIP_BUDGET = 64 << 10
-
-
-def _find_array_end(tail: bytes, bare: bool):
-    """Index of the ']' closing traceEvents in `tail`, and the parsed suffix dict.
-
-    Scans tokens backwards from the end of the file (which is outside any
-    string, so the scan is unambiguous). A top-level array value whose '['
-    lies before the tail or more than _SKIP_BUDGET bytes back, or whose key is
-    "traceEvents", is the events array.
-    Returns (None, None) when the tail does not end the way a complete trace does.
-    """
-    stripped = tail.rstrip(_WS)
-    if bare:
-        return (len(stripped) - 1, {}) if stripped.endswith(b"]") else (None, None)
-    if not stripped.endswith(b"}"):
-        return None, None
-    window = min(len(stripped), 4 * _SKIP_BUDGET)
-    while True:
-        found = _scan_reversed(stripped[len(stripped) - window:][::-1], window == len(stripped))
-        if found is not None or window == len(stripped):
-            break
-        window = len(stripped)  # the suffix is longer than the window: scan it all
-    if found is None or found is False:
-        return None, None
-    end = len(stripped) - 1 - found
-    return _suffix_after(stripped, end)
-
-
-def _scan_reversed(rev: bytes, whole: bool):
-    """Reversed index of the ']' closing traceEvents; False if the tail is not a
-    complete trace; None if the scan ran out of window before deciding
-    (`whole`: the window is the whole tail, so running out decides)."""
-    n = len(rev)
-    depth = 0
-    closing = None  # reversed index of a depth-1 ']' being skipped
-    want_key = False
-    toks = _RTOKEN.finditer(rev)
-    for m in toks:
-        if closing is not None and m.start() - closing > _SKIP_BUDGET:
-            break  # a top-level array this long can only be traceEvents
-        tok = m.group()
-        if want_key:
-            want_key = False
-            key = _RKEY.match(tok)
-            if key and key.group(1)[::-1] == b'"traceEvents"':
-                break
-            closing = None
-        if tok in (b"}", b"]"):
-            depth += 1
-            if depth == 2 and tok == b"]":
-                closing = m.start()
-        elif tok in (b"{", b"["):
-            depth -= 1
-            if depth == 1 and closing is not None:
-                want_key = True
-            elif depth == 0:
-                return False
-    else:
-        if not whole:
-            return None
-        if closing is None or depth < 2:
-            return False
-    return closing
-
-
-def _suffix_after(stripped: bytes, end: int):
-    rest = stripped[end + 1:].strip(_WS)
-    if rest == b"}":
-        return end, {}
-    try:
-        suffix = json.loads(b"{" + rest[1:]) if rest.startswith(b",") else None
-    except ValueError:
-        suffix = None
-    if not isinstance(suffix, dict):
-        return None, None
-    return end, suffix
-
-
-def _parse_metadata(path, prefix: bytes) -> dict:
-    text = prefix.rstrip(_WS)
-    if text.endswith(b","):
-        text = text[:-1]
-    try:
-        meta = json.loads(text + b"}")
-    except ValueError as e:
-        raise TraceError(path, f"not valid JSON before traceEvents ({e})") from None
-    return meta if isinstance(meta, dict) else {}
-
 
 class _ChunkWriter:
     def __init__(self, tmpdir, stem, target, on_chunk):
@@ -412,7 +266,7 @@ class _ChunkWriter:
         pos = 0
         while True:
             room = self.target - self.size
-            m = _BOUNDARY.search(data, pos + max(room, 0)) if room < len(data) - pos else None
+            m = EVENT_BOUNDARY.search(data, pos + max(room, 0)) if room < len(data) - pos else None
             if m is None:
                 self.f.write(data[pos:] if pos else data)
                 self.size += len(data) - pos
@@ -507,26 +361,18 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
 
     try:
         it = blocks()
-        head = b""
-        found = None
-        for b in it:
-            head += b
-            found = _find_array_start(path, head)
-            if found:
-                break
-            if len(head) > MAX_PREFIX:
-                raise NotATraceError(path, "not a trace: no 'traceEvents' array in the first 256 MB")
+        found, head = read_head(path, it)
         if not found:
             if truncated_gzip:
                 raise TraceError(path, "truncated gzip: the file ends before any trace events")
             if not head.strip():
                 raise TraceError(path, "empty file (only whitespace)")
             if head.lstrip()[:1] == b"{":
-                problem = _json_problem(head)
+                problem = json_problem(head)
                 raise (NotATraceError if problem.startswith("not a trace") else TraceError)(path, problem)
             raise TraceError(path, "not JSON")
         bare, start, prefix = found
-        metadata = {} if bare else _parse_metadata(path, prefix)
+        metadata = {} if bare else parse_metadata(path, prefix)
         est = _gzip_isize(path) if compressed else size
         writer = _ChunkWriter(tmpdir, stem, est // max(chunks, 1) + 1, on_chunk)
         # Hold back the last TAIL_KEEP bytes (as a list of blocks: no re-copying)
@@ -542,7 +388,7 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
                 writer.write(first)
         held = b"".join(pending)
         del pending
-        end, suffix = _find_array_end(held, bare)
+        end, suffix = find_array_end(held, bare)
         salvaged_bytes, preview, salvage_note = 0, "", ""
         if end is None:
             where = "gzip stream" if truncated_gzip else "file"
@@ -551,23 +397,23 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
                                  "(the profiler probably died mid-write); "
                                  "pass --salvage to load the complete events")
             m = None
-            for m in _BOUNDARY.finditer(held):
+            for m in EVENT_BOUNDARY.finditer(held):
                 pass
             if m is None:
                 # The held tail may also end right after a complete event.
-                stripped = held.rstrip(_WS + b",")
+                stripped = held.rstrip(WS + b",")
                 if stripped.endswith(b"}"):
                     end = len(stripped)
                 else:
                     raise TraceError(path, "truncated: no complete event found to salvage")
             else:
                 end = m.start() + 1
-                stripped = held.rstrip(_WS + b",")
-                if stripped.endswith(b"}") and _balanced(held[m.end() - 1:len(stripped)]):
+                stripped = held.rstrip(WS + b",")
+                if stripped.endswith(b"}") and is_one_value(held[m.end() - 1:len(stripped)]):
                     end = len(stripped)
             dropped = held[end:]
-            salvaged_bytes = len(dropped.strip(_WS + b","))
-            preview = dropped.strip(_WS + b",")[:80].decode("utf-8", "replace")
+            salvaged_bytes = len(dropped.strip(WS + b","))
+            preview = dropped.strip(WS + b",")[:80].decode("utf-8", "replace")
             held = held[:end]
             suffix = {}
             if not salvaged_bytes:  # say so: salvaged_bytes = 0 alone looks like a complete file
@@ -604,24 +450,3 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
             stream.close()
         finally:
             raw.close()
-
-
-def _json_problem(buf: bytes) -> str:
-    """Why `buf` (a whole file without a usable traceEvents array) is not a trace."""
-    text = buf.decode("utf-8", "replace")
-    try:
-        json.loads(text)
-    except ValueError as e:
-        if getattr(e, "pos", 0) >= len(text.rstrip()) or str(e).startswith("Unterminated string"):
-            return "truncated: the file ends before the 'traceEvents' array"
-        return f"not valid JSON ({e})"
-    return "not a trace: JSON object without a 'traceEvents' array"
-
-
-def _balanced(obj: bytes) -> bool:
-    """True if `obj` is one complete JSON value (the last event of a truncated file)."""
-    try:
-        json.loads(obj)
-        return True
-    except ValueError:
-        return False

@@ -9,7 +9,7 @@ import json
 import pytest
 
 import duckprof
-from duckprof import split, synth
+from duckprof import jsonscan, split, synth
 from conftest import rows
 
 
@@ -56,7 +56,7 @@ def test_top_level_keys_after_trace_events(tmp_path, gz, n_events):
 
 @pytest.mark.parametrize("n_events", [3, 2_000])
 def test_reverse_scan_names_the_closing_bracket_of_trace_events(n_events):
-    """_find_array_end itself, not only the load (which falls back to a slower
+    """jsonscan.find_array_end itself, not only the load (which falls back to a slower
     forward scan when the reverse scan cannot decide): the arrays after
     traceEvents are skipped by their keys, which hold escaped quotes."""
     events = [{"ph": "X", "name": f'op"]{i}\\', "args": {"x": "}]"}} for i in range(n_events)]
@@ -65,7 +65,7 @@ def test_reverse_scan_names_the_closing_bracket_of_trace_events(n_events):
     data = json.dumps(doc).encode()
     expected = data.index(b', "deviceProperties"') - 1
     assert data[expected:expected + 1] == b"]"
-    end, suffix = split._find_array_end(data, bare=False)
+    end, suffix = jsonscan.find_array_end(data, bare=False)
     assert end == expected
     assert suffix == {k: v for k, v in doc.items() if k != "traceEvents"}
 

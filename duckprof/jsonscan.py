@@ -1,0 +1,212 @@
+"""Byte-level scanning of a Kineto trace's JSON, shared by the loader's
+splitter (split.py) and augment (augment.py): where the traceEvents array
+starts and ends, what the small rest of the file (the metadata) holds, where
+one event ends and the next begins, and why a file is no trace.
+
+None of it parses the events: the array is found by tokens at the top level
+of the object, and event boundaries by a byte pattern, so a whole trace is
+never held or decoded in Python.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .errors import NotATraceError, TraceError
+
+#: JSON whitespace.
+WS = b" \t\r\n"
+#: Between two events of the array: '}' ',' '{' with any whitespace. A nested
+#: '}, {' inside an event's args matches too: callers check what they cut.
+EVENT_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+#: How far into a file the traceEvents array may start.
+MAX_PREFIX = 256 << 20
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]')
+
+
+def find_array_start(path, buf: bytes):
+    """Return (is_bare_array, index just after '[', prefix bytes) or None if more data needed."""
+    i = 0
+    while i < len(buf) and buf[i] in WS:
+        i += 1
+    if i < len(buf) and buf[i:i + 3] == b"\xef\xbb\xbf":  # UTF-8 BOM
+        i += 3
+        while i < len(buf) and buf[i] in WS:
+            i += 1
+    if i >= len(buf):
+        return None
+    first = buf[i:i + 1]
+    if first == b"[":
+        return True, i + 1, b""
+    if first != b"{":
+        raise TraceError(path, "not JSON: the file does not start with '{' or '['")
+    depth = 0
+    want_colon = want_array = False
+    for m in _TOKEN.finditer(buf, i):
+        tok = m.group()
+        if want_array:
+            if tok == b"[":
+                return False, m.end(), buf[i:key_start]
+            raise TraceError(path, "not a trace: 'traceEvents' is not an array")
+        if want_colon:
+            if tok != b":":
+                want_colon = False
+            else:
+                want_array = True
+                continue
+        if tok in (b"{", b"["):
+            depth += 1
+        elif tok in (b"}", b"]"):
+            depth -= 1
+            if depth == 0:
+                raise NotATraceError(path, "not a trace: JSON object without a 'traceEvents' array")
+        elif depth == 1 and tok == b'"traceEvents"':
+            key_start = m.start()
+            want_colon = True
+    return None
+
+def read_head(path, blocks):
+    """Read blocks of the file (an iterator of bytes) until the traceEvents
+    array starts: (find_array_start's answer, the bytes read). The answer is
+    None when the blocks ran out first; NotATraceError when no traceEvents
+    array starts in the first MAX_PREFIX bytes."""
+    head = b""
+    for b in blocks:
+        head += b
+        found = find_array_start(path, head)
+        if found:
+            return found, head
+        if len(head) > MAX_PREFIX:
+            raise NotATraceError(path, "not a trace: no 'traceEvents' array in the first 256 MB")
+    return None, head
+
+
+# Tokens of the *reversed* tail: a bracket, or a run of everything between two
+# brackets (strings, numbers, commas, colons). A '"' followed (in reversed
+# order) by an odd run of backslashes was escaped in the file, so it does not
+# end the string. Merging a run into one token leaves Python a step per bracket
+# instead of one per string.
+_RSTRING = rb'"[^"]*(?:"(?=(?:\\\\)*\\(?!\\))[^"]*)*"'
+_RTOKEN = re.compile(rb'[{}\[\]]|(?:' + _RSTRING + rb'|[^"{}\[\]]+)+')
+# the key before a top-level '[', at the start of the run that follows it
+_RKEY = re.compile(rb'\s*:\s*(' + _RSTRING + rb')')
+
+
+# Other top-level arrays (deviceProperties: ~1 KB per GPU) are far shorter. The
+# scan is Python, one step per token: for a small trace it walks the whole
+# array up to this budget, and a load may hold thousands of small rank files.
+_SKIP_BUDGET = 64 << 10
+
+
+def find_array_end(tail: bytes, bare: bool):
+    """Index of the ']' closing traceEvents in `tail`, and the parsed suffix dict.
+
+    Scans tokens backwards from the end of the file (which is outside any
+    string, so the scan is unambiguous). A top-level array value whose '['
+    lies before the tail or more than _SKIP_BUDGET bytes back, or whose key is
+    "traceEvents", is the events array.
+    Returns (None, None) when the tail does not end the way a complete trace does.
+    """
+    stripped = tail.rstrip(WS)
+    if bare:
+        return (len(stripped) - 1, {}) if stripped.endswith(b"]") else (None, None)
+    if not stripped.endswith(b"}"):
+        return None, None
+    window = min(len(stripped), 4 * _SKIP_BUDGET)
+    while True:
+        found = _scan_reversed(stripped[len(stripped) - window:][::-1], window == len(stripped))
+        if found is not None or window == len(stripped):
+            break
+        window = len(stripped)  # the suffix is longer than the window: scan it all
+    if found is None or found is False:
+        return None, None
+    end = len(stripped) - 1 - found
+    return _suffix_after(stripped, end)
+
+
+def _scan_reversed(rev: bytes, whole: bool):
+    """Reversed index of the ']' closing traceEvents; False if the tail is not a
+    complete trace; None if the scan ran out of window before deciding
+    (`whole`: the window is the whole tail, so running out decides)."""
+    depth = 0
+    closing = None  # reversed index of a depth-1 ']' being skipped
+    want_key = False
+    toks = _RTOKEN.finditer(rev)
+    for m in toks:
+        if closing is not None and m.start() - closing > _SKIP_BUDGET:
+            break  # a top-level array this long can only be traceEvents
+        tok = m.group()
+        if want_key:
+            want_key = False
+            key = _RKEY.match(tok)
+            if key and key.group(1)[::-1] == b'"traceEvents"':
+                break
+            closing = None
+        if tok in (b"}", b"]"):
+            depth += 1
+            if depth == 2 and tok == b"]":
+                closing = m.start()
+        elif tok in (b"{", b"["):
+            depth -= 1
+            if depth == 1 and closing is not None:
+                want_key = True
+            elif depth == 0:
+                return False
+    else:
+        if not whole:
+            return None
+        if closing is None or depth < 2:
+            return False
+    return closing
+
+
+def _suffix_after(stripped: bytes, end: int):
+    rest = stripped[end + 1:].strip(WS)
+    if rest == b"}":
+        return end, {}
+    try:
+        suffix = json.loads(b"{" + rest[1:]) if rest.startswith(b",") else None
+    except ValueError:
+        suffix = None
+    if not isinstance(suffix, dict):
+        return None, None
+    return end, suffix
+
+
+def parse_metadata(path, prefix: bytes) -> dict:
+    text = prefix.rstrip(WS)
+    if text.endswith(b","):
+        text = text[:-1]
+    try:
+        meta = json.loads(text + b"}")
+    except ValueError as e:
+        raise TraceError(path, f"not valid JSON before traceEvents ({e})") from None
+    return meta if isinstance(meta, dict) else {}
+
+def json_problem(buf: bytes) -> str:
+    """Why `buf` (a whole file without a usable traceEvents array) is not a trace."""
+    text = buf.decode("utf-8", "replace")
+    try:
+        json.loads(text)
+    except ValueError as e:
+        if getattr(e, "pos", 0) >= len(text.rstrip()) or str(e).startswith("Unterminated string"):
+            return "truncated: the file ends before the 'traceEvents' array"
+        return f"not valid JSON ({e})"
+    return "not a trace: JSON object without a 'traceEvents' array"
+
+
+def is_one_value(obj: bytes) -> bool:
+    """True if `obj` is one complete JSON value (the last event of a truncated file)."""
+    try:
+        json.loads(obj)
+        return True
+    except ValueError:
+        return False
+
+def value_length(data: bytes) -> int:
+    """Byte length of the JSON value at the start of `data` (exact: it is
+    decoded); ValueError if it is not one complete value."""
+    text = data.decode("utf-8", "surrogateescape")
+    _obj, end = json.JSONDecoder().raw_decode(text)
+    return len(text[:end].encode("utf-8", "surrogateescape"))
