@@ -14,12 +14,66 @@ from .load import Loader, LoadReport
 from .peaks import packaged_digest, seed_peaks
 
 def views_digest() -> str:
-    """A hash of the packaged view SQL (rendered): stored in duckprof_meta, so a
-    database whose views an older duckprof made is noticed."""
+    """A hash of the packaged view sources (sql/views and the macros they use):
+    stored in duckprof_meta, so a database whose views another duckprof made
+    is noticed. Hashing the sources, not the rendered SQL, costs no rendering."""
     h = hashlib.blake2b(digest_size=8)
-    for v in sqlfiles.views_in_order():
-        h.update(v.name.encode() + b"\0" + sqlfiles.view_sql(v).encode())
+    for rel in sqlfiles.list_dir("views") + sqlfiles.list_dir("templates"):
+        h.update(rel.encode() + b"\0" + sqlfiles.read(rel).encode() + b"\0")
     return h.hexdigest()
+
+
+_FINGERPRINT_SQL = """
+    SELECT 'view', view_name, sql FROM duckdb_views()
+    WHERE NOT internal AND schema_name = 'main' AND database_name = current_database()
+      AND list_contains($names, view_name)
+    UNION ALL
+    SELECT 'macro', function_name, parameters::VARCHAR || ' ' || macro_definition FROM duckdb_functions()
+    WHERE NOT internal AND schema_name = 'main' AND database_name = current_database()
+      AND function_type = 'table_macro' AND list_contains($names, function_name)
+    ORDER BY 1, 2"""
+
+
+def views_fingerprint(con) -> str:
+    """A hash of the view and table-macro definitions a database holds under
+    duckprof's names, as DuckDB stores them (normalised SQL)."""
+    names = list(sqlfiles.view_headers())
+    h = hashlib.blake2b(digest_size=16)
+    for row in con.execute(_FINGERPRINT_SQL, {"names": names}).fetchall():
+        h.update("\0".join(map(str, row)).encode() + b"\1")
+    return h.hexdigest()
+
+
+def packaged_views_fingerprint() -> str:
+    """views_fingerprint of the packaged views, as this DuckDB stores them:
+    worked out once in an empty in-memory database, and kept in the user's
+    cache directory (per view sources and DuckDB version), since a reader
+    compares it with every database it opens."""
+    key = f"views-{views_digest()}-duckdb-{duckdb.__version__}"
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+                         "duckprof", key)
+    try:
+        with open(cache, encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        pass
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(sqlfiles.read("schema.sql"))
+        for v in sqlfiles.views_in_order():
+            con.execute(sqlfiles.view_sql(v))
+        fingerprint = views_fingerprint(con)
+    finally:
+        con.close()
+    try:  # best effort: without a cache it is worked out each time
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        tmp = f"{cache}.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(fingerprint)
+        os.replace(tmp, cache)
+    except OSError:
+        pass
+    return fingerprint
 
 
 # Bump when tables change incompatibly, and add the step that migrates a
@@ -127,10 +181,13 @@ class Session:
 
     def _temp_views(self):
         """A read-only session runs duckprof's own views, never what the file
-        holds under their names (an older duckprof's, or planted ones): the
-        packaged views are created as TEMP objects, which DuckDB looks up
-        before the file's, so the file is not modified."""
-        self._create_views(temp=True)
+        holds under their names (an older duckprof's, or planted ones): unless
+        the file's definitions are exactly the packaged ones (the fingerprint
+        of their normalised SQL), the packaged views are created as TEMP
+        objects, which DuckDB looks up before the file's, so the file is not
+        modified."""
+        if views_fingerprint(self.con) != packaged_views_fingerprint():
+            self._create_views(temp=True)
 
     def _migrate(self, found: int):
         """Bring a database of an older schema version up to SCHEMA_VERSION in
@@ -163,10 +220,13 @@ class Session:
         views, peaks = views_digest(), packaged_digest()
         stored = dict(self.con.execute(
             "SELECT key, value FROM duckprof_meta WHERE key IN ('views_hash', 'peaks_hash')").fetchall())
-        if stored.get("views_hash") == views and stored.get("peaks_hash") == peaks:
+        # the stored hash says which duckprof made the views; the fingerprint that
+        # nobody changed them since (a view planted in a shared file is replaced)
+        views_ok = stored.get("views_hash") == views and views_fingerprint(self.con) == packaged_views_fingerprint()
+        if views_ok and stored.get("peaks_hash") == peaks:
             return
         self.con.execute("BEGIN TRANSACTION")
-        if stored.get("views_hash") != views:
+        if not views_ok:
             self._create_views()
         if stored.get("peaks_hash") != peaks:
             seed_peaks(self.con)

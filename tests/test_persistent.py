@@ -313,3 +313,19 @@ def test_runs_lists_ranks_in_numeric_order_with_ranges():
                   "VALUES ($t, $run, $rank, 'p', 'h', 1, 2)", {"t": t, "run": run, "rank": rank})
         assert rows(s, "SELECT run, traces, ranks, events FROM runs ORDER BY run") == [
             ("a", 7, "0-2,5,7-8,10", 7), ("b", 1, None, 1), ("c", 3, "2,10", 3)]
+
+
+def test_planted_views_never_run(tmp_db, tmp_path, cli_app):
+    """A view planted in a shared database under one of duckprof's names (here
+    `runs`, reading a file of the host) is not what duckprof runs: a reader
+    uses the packaged views (TEMP), a writer replaces the planted one."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET")
+    with duckprof.connect(tmp_db) as s:
+        s.load([str(NESTING3)], run="base")
+        s.con.execute(f"CREATE OR REPLACE VIEW runs AS SELECT content AS run FROM read_text('{secret}')")
+    res = invoke(cli_app, "runs", "--db", tmp_db, "--format", "csv")
+    assert res.exit_code == 0 and "TOP-SECRET" not in res.stdout and "base" in res.stdout, res.output
+    with duckprof.connect(tmp_db) as s:  # a writable open puts the packaged view back
+        assert "read_text" not in s.con.execute(
+            "SELECT sql FROM duckdb_views() WHERE view_name = 'runs' AND NOT temporary").fetchall()[0][0]
