@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from conftest import REPO, assert_one_line_error, corpus_path, needs_corpus, run_cli
+from conftest import REPO, assert_one_line_error, cli_app, corpus_path, invoke, needs_corpus  # noqa: F401
 
 import duckprof
 from duckprof.augment import augment
@@ -163,21 +163,22 @@ def test_augmenting_twice_replaces_the_values(tmp_path):
     assert rep.kernels == 7
 
 
-def test_cli(tmp_path):
+def test_cli(cli_app, tmp_path):
+    """In process (the real entry point: tests/test_cli.py, test_bad_input.py)."""
     dst = tmp_path / "a.json.gz"
-    r = run_cli("augment", FIX / "h100_two_kernels_one_op.json", dst)
-    assert r.returncode == 0, r.stderr
+    r = invoke(cli_app, "augment", FIX / "h100_two_kernels_one_op.json", dst)
+    assert r.exit_code == 0, r.stderr
     assert r.stdout.startswith(f"wrote {dst}: kernel_flop/kernel_num_gb on 7 kernel(s) and 4 op(s); "
                                "1 kernel(s) without an estimate left as they were")
     assert oct(os.stat(dst).st_mode & 0o777) != "0o600"
-    r = run_cli("augment", "--help")
+    r = invoke(cli_app, "augment", "--help")
     assert "Example: duckprof augment" in r.stdout
-    r = run_cli("augment", tmp_path / "nope.json", tmp_path / "x.json")
-    assert r.returncode == 2
+    r = invoke(cli_app, "augment", tmp_path / "nope.json", tmp_path / "x.json")
+    assert r.exit_code == 2
     assert_one_line_error(r.stderr, "nope.json")
     bad = tmp_path / "bad.json"
     bad.write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}, {"ph": ')
-    r = run_cli("augment", bad, tmp_path / "y.json")
-    assert r.returncode == 2 and "bad.json" in r.stderr and "Traceback" not in r.stderr
+    r = invoke(cli_app, "augment", bad, tmp_path / "y.json")
+    assert r.exit_code == 2 and "bad.json" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "y.json").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json.gz", "bad.json"]  # no temp files left

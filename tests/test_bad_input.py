@@ -78,8 +78,16 @@ def shared_db(tmp_path_factory):
     return db
 
 
+@pytest.fixture(scope="module")
+def api_session():
+    """One in-memory session for the API half of test_bad_file: every load
+    into it fails, so it must stay empty (one per case took 0.2 s each)."""
+    with duckprof.connect() as s:
+        yield s
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_bad_file(cli_app, shared_db, tmp_path, name):
+def test_bad_file(cli_app, shared_db, api_session, tmp_path, name):
     content, words = CASES[name]
     path = tmp_path / name
     path.write_bytes(content)
@@ -91,11 +99,11 @@ def test_bad_file(cli_app, shared_db, tmp_path, name):
     assert r.stdout == ""
     assert db_state(shared_db) == before
     # and the Python API raises TraceError naming the file
-    with duckprof.connect() as s:
-        with pytest.raises(duckprof.TraceError) as ei:
-            s.load([str(path)])
-        assert ei.value.path == str(path) and str(path) in str(ei.value)
-        assert scalar(s, "select count(*) from events") == 0
+    s = api_session
+    with pytest.raises(duckprof.TraceError) as ei:
+        s.load([str(path)])
+    assert ei.value.path == str(path) and str(path) in str(ei.value)
+    assert scalar(s, "select count(*) from events") == 0
 
 
 @pytest.mark.parametrize("args,words", [
@@ -210,7 +218,7 @@ def test_salvage_truncated_json(tmp_path, cut):
         assert "nothing dropped" in note
 
 
-def test_salvage_truncated_gzip(tmp_path):
+def test_salvage_truncated_gzip(cli_app, tmp_path):
     big = json.dumps({"traceEvents": [
         {"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i * 10 + 0.5, "dur": 5}
         for i in range(3000)]}).encode()
@@ -222,19 +230,19 @@ def test_salvage_truncated_gzip(tmp_path):
     readable = zlib.decompressobj(31).decompress(gz[: len(gz) * 2 // 3])
     expected = complete_events(readable)
     assert 100 < expected < 3000
-    r = run_cli("load", path)
-    assert r.returncode == 2
+    r = invoke(cli_app, "load", path)
+    assert r.exit_code == 2
     assert_one_line_error(r.stderr, [str(path), "--salvage"])
-    r = run_cli("load", path, "--salvage")
-    assert r.returncode == 0, r.stderr
+    r = invoke(cli_app, "load", path, "--salvage")
+    assert r.exit_code == 0, r.stderr
     assert f"loaded {expected:,} complete events" in r.stdout
 
 
-def test_salvage_on_cli(tmp_path):
+def test_salvage_on_cli(cli_app, tmp_path):
     path = tmp_path / "cut.json"
     path.write_bytes(GOOD_TEXT[:1500])
-    r = run_cli("query", "select count(*) as n from events", path, "--salvage", "-f", "csv")
-    assert r.returncode == 0, r.stderr
+    r = invoke(cli_app, "query", "select count(*) as n from events", path, "--salvage", "-f", "csv")
+    assert r.exit_code == 0, r.stderr
     assert r.stdout.splitlines() == ["n", str(complete_events(GOOD_TEXT[:1500]))]
 
 

@@ -4,6 +4,8 @@ other processes, reload detection, schema version check, removing runs."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 
@@ -18,10 +20,20 @@ NESTING3 = HANDMADE / "nesting3.json"          # 19 events
 FRACTIONAL = HANDMADE / "fractional_base.json"  # 11 events
 
 
-@pytest.fixture
-def loaded_db(tmp_db):
-    with duckprof.connect(tmp_db) as s:
+@pytest.fixture(scope="module")
+def loaded_template(tmp_path_factory):
+    db = tmp_path_factory.mktemp("template") / "runs.duckdb"
+    with duckprof.connect(db) as s:
         s.load([str(NESTING3), str(FRACTIONAL)], run="base")
+    assert not os.path.exists(str(db) + ".wal")
+    return db
+
+
+@pytest.fixture
+def loaded_db(loaded_template, tmp_db):
+    """A database file of its own for each test, with NESTING3 and FRACTIONAL
+    loaded as run 'base': a copy of one made once per module."""
+    shutil.copyfile(loaded_template, tmp_db)
     return tmp_db
 
 
