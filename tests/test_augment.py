@@ -95,6 +95,7 @@ def check_round_trip(src, dst):
     return written
 
 
+@pytest.mark.slow  # 1.5 to 4.5 s each
 @needs_corpus
 @pytest.mark.parametrize("name, kernels, ops", [
     ("h100_vit_inference.json.gz", 153, 150),
@@ -139,6 +140,7 @@ def test_split_kernels_get_shares_and_ops_the_total(tmp_path):
     assert dst_bytes.endswith(src_bytes[src_bytes.rindex(b"]"):])
 
 
+@pytest.mark.slow  # three sessions; the quick run has test_split_kernels_... and test_cli
 def test_nested_braces_fall_back_to_the_exact_scan(tmp_path):
     src = FIX / "nested_braces.json"  # '}, {' inside args and inside strings
     dst = tmp_path / "out.json.gz"
@@ -147,6 +149,7 @@ def test_nested_braces_fall_back_to_the_exact_scan(tmp_path):
     check_round_trip(src, dst)
 
 
+@pytest.mark.slow  # three sessions; the quick run has test_split_kernels_... and test_cli
 def test_bare_array_trace(tmp_path):
     src = FIX / "bare_array.json"
     dst = tmp_path / "out.json"
@@ -155,6 +158,7 @@ def test_bare_array_trace(tmp_path):
     check_round_trip(src, dst)
 
 
+@pytest.mark.slow  # three sessions; the quick run has test_split_kernels_... and test_cli
 def test_augmenting_twice_replaces_the_values(tmp_path):
     once, twice = tmp_path / "once.json", tmp_path / "twice.json"
     augment(FIX / "h100_two_kernels_one_op.json", once)

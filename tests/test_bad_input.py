@@ -11,7 +11,7 @@ import pytest
 
 import duckprof
 from conftest import (HANDMADE, assert_one_line_error, cli_app, db_state, invoke, rows, run_cli,  # noqa: F401
-                      scalar)
+                      scalar, slow_when)
 
 GOOD = HANDMADE / "nesting3.json"
 GOOD_TEXT = GOOD.read_bytes()
@@ -194,7 +194,8 @@ def complete_events(text: bytes) -> int:
 AFTER_B2 = GOOD_TEXT.index(b"},", GOOD_TEXT.index(b'"name": "B2"')) + 2  # right after "...},"
 
 
-@pytest.mark.parametrize("cut", [700, 1200, AFTER_B2, len(GOOD_TEXT) - 120])
+# the quick run: a cut inside an event and one right after an event's comma
+@pytest.mark.parametrize("cut", slow_when([700, 1200, AFTER_B2, len(GOOD_TEXT) - 120], {1200, len(GOOD_TEXT) - 120}))
 def test_salvage_truncated_json(tmp_path, cut):
     path = tmp_path / "cut.json"
     path.write_bytes(GOOD_TEXT[:cut])
@@ -318,6 +319,7 @@ def big_plain(tmp_path_factory):
     return path, data, len(json.loads(data)["traceEvents"])
 
 
+@pytest.mark.slow  # a 17 MB file
 def test_big_plain_file_loads(big_plain):
     path, data, n = big_plain
     with duckprof.connect() as s:
@@ -326,6 +328,7 @@ def test_big_plain_file_loads(big_plain):
         assert scalar(s, "select json_bytes from traces") == len(data)
 
 
+@pytest.mark.slow  # four loads of 8 to 17 MB files
 def test_big_plain_file_bad_inputs(big_plain, tmp_path):
     _, data, n = big_plain
     mid = data.index(b'"name": "', len(data) // 2) + len(b'"name": "')

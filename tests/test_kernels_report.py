@@ -329,6 +329,7 @@ def test_cli_formats(cli_app, tmp_path):
         assert opt in res.stdout
 
 
+@pytest.mark.slow  # three real processes (in process: test_cli_formats, test_persistent_db_runs_...)
 def test_cli_notes_on_stderr_and_bad_input():
     r = run_cli("report", "kernels", FIX / "unknown_device.json", "-f", "csv")
     assert r.returncode == 0

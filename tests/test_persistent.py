@@ -37,6 +37,7 @@ def loaded_db(loaded_template, tmp_db):
     return tmp_db
 
 
+@pytest.mark.slow  # three processes
 def test_load_in_one_process_query_in_another(tmp_db):
     r = run_cli("load", NESTING3, FRACTIONAL, "--db", tmp_db, "--run", "base", "-q")
     assert r.returncode == 0, r.stderr
@@ -55,6 +56,7 @@ def test_load_in_one_process_query_in_another(tmp_db):
     assert out.stdout.split() == ["30", str(15 + 8)]  # nesting3: 15 cpu_ops; fractional_base: 8
 
 
+@pytest.mark.slow  # two more processes
 def test_two_concurrent_readers(loaded_db):
     sql = "select count(*) as n from events"
     env = dict(__import__("os").environ, PYTHONPATH=str(REPO))
@@ -190,6 +192,7 @@ def test_read_only_query_does_not_modify(cli_app, loaded_db):
     assert db_state(loaded_db) == before
 
 
+@pytest.mark.slow  # two more databases
 def test_json_columns_use_zstd_and_old_storage_formats_still_load(tmp_path):
     """events' JSON columns are stored with zstd; a database file created in a
     storage format older than DuckDB 1.2 (no zstd) gets the schema without it,
@@ -213,6 +216,7 @@ def test_json_columns_use_zstd_and_old_storage_formats_still_load(tmp_path):
         assert len(new_rows) == 19
 
 
+@pytest.mark.slow  # writes and loads a 17 MB trace
 def test_content_hash_is_sha256_of_the_file_bytes(tmp_db, tmp_path):
     import gzip
     import hashlib
@@ -292,6 +296,7 @@ def test_an_error_while_inserting_a_batch_names_the_files_and_changes_nothing(lo
     assert db_state(loaded_db) == before
 
 
+@pytest.mark.slow  # two traces of 135,000 events
 def test_a_load_is_checkpointed_without_rewriting_row_groups(tmp_db, tmp_path):
     """A big trace's INSERT writes full row groups straight to the file and
     ends in a partly filled one; DuckDB's checkpoint would merge such groups
