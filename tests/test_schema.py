@@ -68,7 +68,9 @@ def optional_columns(h: sqlfiles.Header) -> set[str]:
 @pytest.mark.parametrize("name", [r.name for r in reports.REPORTS])
 def test_report_header_equals_its_result(session, name):
     report = reports.lookup(name)
-    files = [(report.file, {})] + [(f"reports/{stem}.sql", {opt: True}) for opt, stem in report.variants.items()]
+    opts = {o.name: o for o in report.options()}
+    files = [(report.file, {})] + [(f"reports/{stem}.sql", {opt: opts[opt].choices[0] if opts[opt].choices else True})
+                                   for opt, stem in report.variants.items()]
     for rel, options in files:
         h = sqlfiles.parse_header(rel)
         res = session.report_result(name, **options)
@@ -149,7 +151,7 @@ def rendered(path: str) -> str:
     structure = dict(run="r", device=0, limit=5, sort="total", group_by_launch=True, peak_tflops=None,
                      peak_gbps=None, by_step=False, result="duckprof_report_0", by="op", shapes=True,
                      op_time="total", normalize=True, collapse_templates=True, raw_names=True,
-                     per_step=True, qa="", qb="")
+                     per_step=True, qa="", qb="", rules=None, category=None, summary=False, breakdown=None)
     if path == "reports/diff.sql":  # each level reads other views
         return "\n".join(sqlfiles.render(path, **dict(structure, by=by))
                          for by in ("kernel", "op", "category", "device"))

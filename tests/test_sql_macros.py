@@ -135,3 +135,24 @@ def test_category_lists_render_as_sql_lists():
         SELECT 'gpu_memset' IN {{ sql_list(device_cats) }}, 'cuda_runtime' IN {{ sql_list(device_cats) }},
                'hip_runtime' IN {{ sql_list(runtime_cats) }}""")
     assert got == [(True, False, True)]
+
+
+# -- categorized (templates/categories.sql) --------------------------------------------
+
+def test_categorized_first_matching_rule_wins_else_the_view(tmp_path):
+    # names: k_gemm_1 matches rules 2 and 3 -> rule 2 (first in the file); Memcpy HtoD
+    # matches rule 1 (case-insensitive); other_kernel matches none -> the view's category
+    rules = tmp_path / "rules.csv"
+    rules.write_text("pattern,category\nmemcpy htod,copy_in\ngemm,my_gemm\n^k_,k_kernels\n")
+    text = """{% from 'templates/categories.sql' import categorized %}
+        WITH kernel_categories(kind, name, category) AS (VALUES ('kernel', 'k_gemm_1', 'gemm'),
+             ('memcpy', 'Memcpy HtoD (Pinned -> Device)', 'memcpy_htod'), ('kernel', 'other_kernel', 'other'))
+        SELECT * FROM ({{ categorized(rules) }}) ORDER BY name"""
+    assert sql(text, {"rules": str(rules)}, rules=True) == [
+        ("memcpy", "Memcpy HtoD (Pinned -> Device)", "copy_in", True),
+        ("kernel", "k_gemm_1", "my_gemm", True),
+        ("kernel", "other_kernel", "other", False)]
+    assert sql(text, rules=False) == [
+        ("memcpy", "Memcpy HtoD (Pinned -> Device)", "memcpy_htod", False),
+        ("kernel", "k_gemm_1", "gemm", False),
+        ("kernel", "other_kernel", "other", False)]
