@@ -197,6 +197,7 @@ REPORTS = [
     Report("temporal"),
     Report("ops-by-step"),
     Report("categories", variants={"category": "categories_kernels"}, prepare=_rules_params),
+    Report("ops", variants={"by_graph_node": "ops_graph_nodes"}),
     Report("steps", variants={"summary": "steps_summary", "breakdown": "steps_tensorboard"}, prepare=_rules_params),
 ]
 BY_NAME = {r.name: r for r in REPORTS}
