@@ -198,6 +198,7 @@ REPORTS = [
     Report("ops-by-step"),
     Report("categories", variants={"category": "categories_kernels"}, prepare=_rules_params),
     Report("ops", variants={"by_graph_node": "ops_graph_nodes"}),
+    Report("memory", variants={"by_step": "memory_steps", "ops": "memory_ops", "live": "memory_live"}),
     Report("steps", variants={"summary": "steps_summary", "breakdown": "steps_tensorboard"}, prepare=_rules_params),
 ]
 BY_NAME = {r.name: r for r in REPORTS}

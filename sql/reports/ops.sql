@@ -78,6 +78,7 @@
 -- self_device_mem_bytes  BIGINT   device_mem_bytes less its children's
 {% from "templates/scope.sql" import run_scope with context %}
 {% from "templates/intervals.sql" import merged_intervals %}
+{% from "templates/memory.sql" import call_bytes, memory_bytes %}
 {%- set dropped = "('[memory]', '[OutOfMemory]', 'profiler::_record_function_enter', "
                   "'profiler::_record_function_enter_new', 'profiler::_record_function_exit', "
                   "'aten::is_leaf', 'aten::output_nr', 'aten::_version')" %}
@@ -264,18 +265,10 @@ narrow AS (  -- leaf: no child (runtime calls have none), or zero length
            kind = 'runtime' OR self_ns = dur_ns OR dur_ns = 0 AS leaf
     FROM kept
 ),
-mem_raw AS (  -- [memory] bytes: CPU (and MKLDNN, IDEEP) / device (CUDA, HIP, XPU, PrivateUse1)
-    SELECT trace_id, ts_ns,
-           CASE WHEN device_type IN (0, 2, 5) THEN bytes ELSE 0 END AS cpu_b,
-           CASE WHEN device_type IN (1, 6, 12, 20) THEN bytes ELSE 0 END AS dev_b
+mem_raw AS (  -- [memory] bytes
+    SELECT trace_id, ts_ns, {{ memory_bytes() }}
     FROM memory_events
     WHERE TRUE {{ run_scope() }} AND bytes IS NOT NULL
-),
-mem AS (  -- ... cumulated per trace, at each time
-    SELECT trace_id, ts_ns, sum(sum(cpu_b)) OVER w AS cpu_cum, sum(sum(dev_b)) OVER w AS dev_cum
-    FROM mem_raw
-    GROUP BY trace_id, ts_ns
-    WINDOW w AS (PARTITION BY trace_id ORDER BY ts_ns ROWS UNBOUNDED PRECEDING)
 ),
 covered AS (  -- when some call runs, on any thread
     {{ merged_intervals('(SELECT trace_id, ts_ns, end_ns FROM kept WHERE depth = 0)', ['trace_id']) | indent(4) }}
@@ -288,12 +281,7 @@ loose_mem AS (  -- [memory] events during no call: torch's '[memory]' row
     GROUP BY m.trace_id
 ),
 mem_calls AS (  -- a call's bytes: the [memory] events in [start, end], any thread (calls with some)
-    SELECT n.trace_id, n.kh, n.pkh,
-           mh.cpu_cum - coalesce(ml.cpu_cum, 0) AS cpu_mem, mh.dev_cum - coalesce(ml.dev_cum, 0) AS dev_mem
-    FROM narrow n
-    ASOF JOIN mem mh ON mh.trace_id = n.trace_id AND n.end_ns >= mh.ts_ns
-    ASOF LEFT JOIN mem ml ON ml.trace_id = n.trace_id AND n.ts_ns > ml.ts_ns
-    WHERE mh.cpu_cum IS DISTINCT FROM ml.cpu_cum OR mh.dev_cum IS DISTINCT FROM ml.dev_cum
+    {{ call_bytes('narrow', 'mem_raw') | indent(4) }}
 ),
 mem_own AS (
     SELECT trace_id, kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem FROM mem_calls GROUP BY ALL
