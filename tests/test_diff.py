@@ -144,7 +144,7 @@ def test_normalization_rule(tmp_path):
 def test_category_level():
     with diff(A, B, by="category") as d:
         rows = rows_of(d)
-    assert set(rows) == {"gemm", "other", "reduction", "memcpy", "triton_pointwise"}
+    assert set(rows) == {"gemm", "other", "reduction", "memcpy_htod", "triton_pointwise"}  # memcpys by direction
     check(rows["gemm"], 2, 2, 0, 200, 220, 20, 10, 100, 110, "slower")
     # other = foo (30 / 28 per step) + old_kernel (25) / new_kernel (7.5)
     check(rows["other"], 1.5, 1.5, 0, 55, 35.5, -19.5, -19.5 / 55 * 100, 110 / 3, 71 / 3, "faster")

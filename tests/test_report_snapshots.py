@@ -46,6 +46,17 @@ REPORTS = [
     ("queue_hta", ["queue", "--hta"]),
     ("temporal", ["temporal"]),
     ("temporal_hta", ["temporal", "--hta"]),
+    ("ops", ["ops"]),
+    ("ops_shapes", ["ops", "--group-by-input-shape", "--limit", "10"]),
+    ("ops_stack", ["ops", "--group-by-stack", "3", "--limit", "10"]),
+    ("categories", ["categories"]),
+    ("categories_steps", ["categories", "--by-step"]),
+    ("steps", ["steps"]),
+    ("steps_summary", ["steps", "--summary"]),
+    ("steps_tensorboard", ["steps", "--breakdown", "tensorboard"]),
+    ("memory", ["memory"]),
+    ("memory_steps", ["memory", "--by-step"]),
+    ("memory_ops", ["memory", "--ops"]),
 ]
 DIFF_PAIRS = [
     ("tiny_compare_base.json.gz", "tiny_compare_test.json.gz"),
