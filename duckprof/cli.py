@@ -26,16 +26,19 @@ def load(paths: List[str] = typer.Argument(..., help="trace files (.json, .json.
          db: Optional[str] = DbOpt,
          run: str = typer.Option("default", "--run", "-r", help="run label (one run = the ranks of one job)"),
          salvage: bool = typer.Option(False, "--salvage", help="load the complete events of a truncated trace"),
+         tag: Optional[List[str]] = typer.Option(None, "--tag", "-t", help="KEY=VALUE stored with the run "
+                                                 "(repeatable; see `duckprof tag`)"),
          quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress line")):
     """Load traces into a database (in memory without --db: a validity check).
 
-    Example: duckprof load run1/*.json.gz --db runs.duckdb --run baseline
+    Example: duckprof load job_42/ --db perf.duckdb --run job42 --tag commit=abc123 --tag batch=64
     """
+    tags = parse_tags(tag)
     progress = Progress(quiet)
     with Session(db) as s:
         progress.attach(s.con)
         try:
-            report = s.load(paths, run=run, salvage=salvage, progress=progress)
+            report = s.load(paths, run=run, salvage=salvage, progress=progress, tags=tags)
         finally:
             progress.done()
     typer.echo(report.summary())
@@ -63,13 +66,40 @@ def query(sql: str = typer.Argument(..., help="SQL over the tables and views (se
 @friendly_errors
 def runs(db: str = typer.Option(..., "--db", help="persistent DuckDB database file"),
          fmt: str = FormatOpt, output: Optional[str] = OutputOpt):
-    """List the runs in a database.
+    """List the runs in a database: traces, ranks, devices, steps, mean step time, GPU busy %, tags.
 
     Example: duckprof runs --db runs.duckdb
     """
     check_format(fmt, output)
     with Session(db, read_only=True) as s:
-        render.emit(s.runs(), fmt, output)
+        render.emit(s.runs(), fmt, output, documented=sqlfiles.view_headers()["runs"].columns)
+
+
+def parse_tags(items) -> dict:
+    """['commit=abc', 'batch=64'] -> {'commit': 'abc', 'batch': '64'}."""
+    tags = {}
+    for item in items or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            fail(f"tag {item!r}: write KEY=VALUE")
+        tags[key.strip()] = value
+    return tags
+
+
+@app.command("tag")
+@friendly_errors
+def tag_run(run: str = typer.Argument(..., help="run label"),
+            tags: Optional[List[str]] = typer.Argument(None, help="KEY=VALUE to set (replaces the key's value)"),
+            db: str = typer.Option(..., "--db", help="persistent DuckDB database file"),
+            remove: Optional[List[str]] = typer.Option(None, "--remove", help="KEY to remove (repeatable)")):
+    """Set or remove tags of a run (commit, batch size, anything) and print its tags.
+
+    Example: duckprof tag job42 commit=abc123 batch=64 --db perf.duckdb
+    """
+    values = parse_tags(tags)
+    with Session(db, read_only=not (values or remove)) as s:
+        now = s.set_tags(run, values, remove=remove or ()) if values or remove else s.tags(run)
+    typer.echo(f"run {run!r}: " + (", ".join(f"{k}={v}" for k, v in now.items()) or "no tags"))
 
 
 @app.command("rm")
