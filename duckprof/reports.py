@@ -176,6 +176,8 @@ REPORTS = [
     Report("queue"),
     Report("temporal"),
     Report("ops-by-step"),
+    Report("collectives"),
+    Report("ranks"),
 ]
 BY_NAME = {r.name: r for r in REPORTS}
 

@@ -26,7 +26,7 @@ from duckprof import reports, sqlfiles
 
 GPU = REPO / "fixtures" / "gpu_time" / "two_streams.json"
 H100 = REPO / "fixtures" / "kernels" / "h100_two_kernels_one_op.json"
-LOOKUP_TABLES = {"op_estimates", "device_peaks"}   # derived views may read these
+LOOKUP_TABLES = {"op_estimates", "device_peaks", "interconnect_peaks"}   # derived views may read these
 RAW_TABLES = set(sqlfiles.TABLES) - LOOKUP_TABLES
 
 
