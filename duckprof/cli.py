@@ -168,15 +168,35 @@ def migrate(db: str = typer.Option(..., "--db", help="persistent DuckDB database
 
 @app.command()
 @friendly_errors
-def synth(output: str = typer.Option(..., "--output", "-o", help="file to write (.json or .json.gz)"),
+def synth(output: str = typer.Option(..., "--output", "-o", help="file to write (.json or .json.gz); with "
+                                     "--world-size > 1 a directory for rank<R>.json"),
           events: int = typer.Option(20000, "--events", "-n", help="approximate number of events"),
           target_bytes: Optional[int] = typer.Option(None, "--bytes", help="approximate uncompressed size instead of --events"),
           seed: int = typer.Option(0, "--seed", help="random seed (same seed, same bytes)"),
-          rank: int = typer.Option(0, "--rank", help="distributedInfo.rank")):
-    """Write a realistic synthetic GPU trace (deterministic), e.g. for benchmarks.
+          rank: int = typer.Option(0, "--rank", help="distributedInfo.rank"),
+          world_size: int = typer.Option(1, "--world-size", help="> 1: write every rank of one job (one clock, "
+                                         "the ranks meet at every NCCL all-reduce)"),
+          steps: int = typer.Option(3, "--steps", help="with --world-size: profiler steps per rank"),
+          late_rank: Optional[int] = typer.Option(None, "--late-rank", help="with --world-size: this rank reaches "
+                                                  "every collective late (a straggler)"),
+          late_us: float = typer.Option(3000.0, "--late-us", help="with --late-rank: how late, µs"),
+          gz: bool = typer.Option(False, "--gz", help="with --world-size: write rank<R>.json.gz")):
+    """Write a realistic synthetic GPU trace (deterministic), e.g. for benchmarks, or the rank
+    traces of one job (--world-size) with NCCL collectives and, optionally, one late rank.
 
-    Example: duckprof synth --events 1000000 -o big.json.gz
+    Example: duckprof synth --events 1000000 -o big.json.gz;
+    duckprof synth -o job/ --world-size 16 --late-rank 5
     """
+    if world_size > 1:
+        from .synth import generate_job
+        info = generate_job(output, world_size=world_size, steps=steps, seed=seed, late_rank=late_rank,
+                            late_us=late_us, blocks=max(1, min(12, events // 2500)),
+                            suffix=".json.gz" if gz else ".json")
+        typer.echo(f"wrote {len(info)} ranks into {output}: {sum(i['events'] for i in info):,} events, "
+                   f"{sum(i['bytes'] for i in info):,} bytes of JSON"
+                   + (f"; rank {late_rank} is late by {late_us:g} µs at every collective"
+                      if late_rank is not None else ""))
+        return
     from .synth import generate
     info = generate(output, events=events, seed=seed, rank=rank, target_bytes=target_bytes)
     typer.echo(f"wrote {output}: {info['events']:,} events, {info['bytes']:,} bytes of JSON")

@@ -262,7 +262,13 @@ class Session:
             loader = Loader(self.con, progress=progress, memory_limit=limit or None)
             report = loader.load(paths, run=run, salvage=salvage)
         if report.loaded:
-            fill_trace_facts(self.con, [f.trace_id for f in report.loaded])
+            ids = [f.trace_id for f in report.loaded]
+            fill_trace_facts(self.con, ids)
+            found = {t: (r, w) for t, r, w in self.con.execute(
+                "SELECT trace_id, rank, world_size FROM trace_files WHERE list_contains($ids, trace_id)",
+                {"ids": ids}).fetchall()}
+            for f in report.loaded:
+                f.rank, f.world_size = found.get(f.trace_id, (None, None))
         if tags:
             self.set_tags(report.run, tags)
         if self.db and report.loaded:

@@ -38,8 +38,8 @@
 -- overlap_pct        DOUBLE   communication time overlapped by compute / communication time, % (HTA)
 -- collectives        BIGINT   collective operations matched with other ranks
 -- late_count         BIGINT   of them, how many this rank arrived at last
--- lateness_mean_us   DOUBLE   mean of (its arrival - the first rank's arrival), µs
 -- caused_wait_us     DOUBLE   the others' waiting for it where it arrived last, summed, µs
+-- lateness_mean_us   DOUBLE   mean of (its arrival - the first rank's arrival), µs
 -- waited_us          DOUBLE   [wide] its own waiting for the last rank, summed, µs
 {% from "templates/scope.sql" import run_scope with context %}
 {% from "templates/intervals.sql" import union_lengths %}
@@ -95,8 +95,8 @@ SELECT f.run, f.rank, f.trace_id, coalesce(st.steps, 0) AS steps,
        (g.window_ns - g.busy_ns) / 1e3 AS idle_us,
        100.0 * (g.compute_ns + g.comm_ns - g.cc_ns) / nullif(g.comm_ns, 0) AS overlap_pct,
        coalesce(l.collectives, 0) AS collectives, coalesce(l.late_count, 0) AS late_count,
-       l.lateness_mean_ns / 1e3 AS lateness_mean_us,
        CASE WHEN l.collectives > 0 THEN coalesce(x.caused_wait_ns, 0) / 1e3 END AS caused_wait_us,
+       l.lateness_mean_ns / 1e3 AS lateness_mean_us,
        l.waited_ns / 1e3 AS waited_us
 FROM f
 LEFT JOIN st USING (trace_id)
