@@ -168,6 +168,12 @@ def _kernels_params(options: dict) -> dict:
     return {"default_peak_dtype": peak_key(options.get("dtype"))}
 
 
+def _trend_params(options: dict) -> dict:
+    if options.get("metric") in ("kernel", "op", "category") and not options.get("name"):
+        raise DuckprofError(f"--metric {options['metric']} needs --name (a name, or an ILIKE pattern like '%gemm%')")
+    return {}
+
+
 #: the standard reports, one line each
 REPORTS = [
     Report("kernels", prepare=_kernels_params),
@@ -178,6 +184,7 @@ REPORTS = [
     Report("ops-by-step"),
     Report("collectives"),
     Report("ranks"),
+    Report("trend", prepare=_trend_params),
 ]
 BY_NAME = {r.name: r for r in REPORTS}
 
@@ -212,7 +219,7 @@ def lookup(name: str) -> Report:
     return BY_NAME[name]
 
 
-def run(con: duckdb.DuckDBPyConnection, name: str, **given) -> ReportResult:
+def run(con: duckdb.DuckDBPyConnection, name: str, /, **given) -> ReportResult:
     """Run report `name` on a connection with the duckprof views; options by
     their Python names (limit=5, by_step=True, ...), unknown ones refused."""
     report = lookup(name)

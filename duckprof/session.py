@@ -335,14 +335,14 @@ class Session:
         (.fetchall(), .df(), .show(), .columns ...)."""
         return self.con.sql(text, params=params)
 
-    def report(self, name: str, **options) -> duckdb.DuckDBPyRelation:
+    def report(self, name: str, /, **options) -> duckdb.DuckDBPyRelation:
         """A standard report as a DuckDB relation (.fetchall(), .df(), .show(), ...).
         name: 'kernels', 'gpu-time', 'idle', ... (duckprof.reports.REPORTS);
         options by their Python names, e.g. s.report("kernels", run="r1", limit=5).
         What the data cannot support is in report_result(...).notes."""
         return self.report_result(name, **options).relation
 
-    def report_result(self, name: str, **options):
+    def report_result(self, name: str, /, **options):
         """The report with its notes: a duckprof.reports.ReportResult (relation,
         notes, instead: the lines shown instead of an empty table, columns)."""
         from . import reports
