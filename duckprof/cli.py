@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from . import cli_reports, render, sqlfiles
-from .cli_common import DbOpt, FormatOpt, OutputOpt, Progress, check_format, fail, friendly_errors, open_data
+from .cli_common import DbOpt, FormatOpt, LakeOpt, OutputOpt, Progress, check_format, fail, friendly_errors, open_data
 from .session import Session
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -48,7 +48,7 @@ def load(paths: List[str] = typer.Argument(..., help="trace files (.json, .json.
 @friendly_errors
 def query(sql: str = typer.Argument(..., help="SQL over the tables and views (see `duckprof schema`)"),
           traces: Optional[List[str]] = typer.Argument(None, help="trace files to load into memory first"),
-          db: Optional[str] = DbOpt,
+          db: Optional[str] = DbOpt, lake: Optional[str] = LakeOpt,
           fmt: str = FormatOpt, output: Optional[str] = OutputOpt,
           name_width: int = typer.Option(80, "--name-width", help="truncate long text cells in tables"),
           salvage: bool = typer.Option(False, "--salvage", help="load the complete events of a truncated trace")):
@@ -58,7 +58,7 @@ def query(sql: str = typer.Argument(..., help="SQL over the tables and views (se
     group by 1 order by 3 desc limit 10" --db runs.duckdb
     """
     check_format(fmt, output)
-    with open_data(traces, db, salvage=salvage) as s:
+    with open_data(traces, db, salvage=salvage, lake=lake) as s:
         render.emit(s.sql(sql), fmt, output, name_width=name_width)
 
 
@@ -84,6 +84,29 @@ def parse_tags(items) -> dict:
             fail(f"tag {item!r}: write KEY=VALUE")
         tags[key.strip()] = value
     return tags
+
+
+@app.command("export")
+@friendly_errors
+def export(db: str = typer.Option(..., "--db", help="persistent DuckDB database file"),
+           parquet: str = typer.Option(..., "--parquet", help="the lake directory (created if need be)"),
+           run: Optional[List[str]] = typer.Option(None, "--run", "-r", help="only this run (repeatable)"),
+           quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress line")):
+    """Write the database's runs into a Parquet lake, hive-partitioned by run (and rank), that
+    Spark, Trino, Polars or DuckDB read with the same tables and columns; exporting again adds
+    only the runs the lake does not have. `query`/`report --lake DIR` run duckprof's views over
+    it; `load DIR` loads it back.
+
+    Example: duckprof export --db perf.duckdb --parquet lake/
+    """
+    from .lake import export_lake
+    progress = Progress(quiet)
+    with Session(db, read_only=True) as s:
+        try:
+            rep = export_lake(s, parquet, runs=run or None, progress=progress)
+        finally:
+            progress.done()
+    typer.echo(rep.summary())
 
 
 @app.command("tag")

@@ -14,7 +14,7 @@ import typer
 
 from . import render, reports
 from .augment import augment
-from .cli_common import (DbOpt, FormatOpt, NameWidthOpt, OutputOpt, Progress, QuietOpt, TracesArg, WideOpt, check_format,
+from .cli_common import (DbOpt, FormatOpt, LakeOpt, NameWidthOpt, OutputOpt, Progress, QuietOpt, TracesArg, WideOpt, check_format,
                          friendly_errors, open_data)
 from .diff import DiffResult, diff
 
@@ -35,7 +35,8 @@ def report_command(report: reports.Report, after=None):
     options = report.options()
     K = inspect.Parameter.KEYWORD_ONLY
     params = [inspect.Parameter("traces", K, default=TracesArg, annotation=Optional[List[str]]),
-              inspect.Parameter("db", K, default=DbOpt, annotation=Optional[str])]
+              inspect.Parameter("db", K, default=DbOpt, annotation=Optional[str]),
+              inspect.Parameter("lake", K, default=LakeOpt, annotation=Optional[str])]
     for o in options:
         t = _PY_TYPES[o.type]
         params.append(inspect.Parameter(o.name, K, default=_typer_option(o),
@@ -48,11 +49,12 @@ def report_command(report: reports.Report, after=None):
 
     def command(**kw):
         traces, db, fmt, output = kw.pop("traces"), kw.pop("db"), kw.pop("fmt"), kw.pop("output")
+        lake = kw.pop("lake")
         name_width, quiet, wide = kw.pop("name_width"), kw.pop("quiet"), kw.pop("wide")
         check_format(fmt, output)
         progress = Progress(quiet)
         try:
-            with open_data(traces, db, run=kw.get("run"), progress=progress) as s:
+            with open_data(traces, db, run=kw.get("run"), progress=progress, lake=lake) as s:
                 progress.done()
                 res = reports.run(s.con, report.name, **kw)
                 if res.instead:

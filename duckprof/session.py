@@ -255,7 +255,8 @@ class Session:
         if self.read_only:
             raise DuckprofError("session is read-only")
         from . import lake
-        if lake.is_lake(paths):
+        from_lake = lake.is_lake(paths)
+        if from_lake:
             report = lake.import_lake(self, paths, run=run, progress=progress)
         else:
             limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB") if self.db else None
@@ -267,7 +268,7 @@ class Session:
             found = {t: (r, w) for t, r, w in self.con.execute(
                 "SELECT trace_id, rank, world_size FROM trace_files WHERE list_contains($ids, trace_id)",
                 {"ids": ids}).fetchall()}
-            for f in report.loaded:
+            for f in report.loaded if not from_lake else []:  # a lake may hold many runs
                 f.rank, f.world_size = found.get(f.trace_id, (None, None))
         if tags:
             self.set_tags(report.run, tags)
