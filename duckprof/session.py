@@ -86,10 +86,14 @@ SCHEMA_VERSION = 2
 MIGRATIONS = {1: "migrate/v1_to_v2.sql"}
 
 
-def fill_trace_facts(con, trace_ids=None) -> None:
-    """Store the trace_summary figures of the traces that have none in
-    trace_facts (sql/load/trace_facts.sql); trace_ids: only these (None: all)."""
-    con.execute(sqlfiles.read("load/trace_facts.sql"), {"trace_ids": trace_ids})
+def fill_trace_facts(con) -> None:
+    """Store the trace_summary figures of every trace that has none in
+    trace_facts (sql/load/trace_facts.sql): the traces just loaded, and any a
+    load cut short left without. The summary is computed for those traces only."""
+    missing = [r[0] for r in con.execute(
+        "SELECT trace_id FROM traces WHERE trace_id NOT IN (SELECT trace_id FROM trace_facts)").fetchall()]
+    if missing:
+        con.execute(sqlfiles.read("load/trace_facts.sql"), {"trace_ids": missing})
 
 
 class Session:
@@ -264,7 +268,7 @@ class Session:
             report = loader.load(paths, run=run, salvage=salvage)
         if report.loaded:
             ids = [f.trace_id for f in report.loaded]
-            fill_trace_facts(self.con, ids)
+            fill_trace_facts(self.con)
             found = {t: (r, w) for t, r, w in self.con.execute(
                 "SELECT trace_id, rank, world_size FROM trace_files WHERE list_contains($ids, trace_id)",
                 {"ids": ids}).fetchall()}
