@@ -46,6 +46,9 @@ REPORTS = [
     ("queue_hta", ["queue", "--hta"]),
     ("temporal", ["temporal"]),
     ("temporal_hta", ["temporal", "--hta"]),
+    ("collectives", ["collectives", "--by-rank"]),
+    ("ranks", ["ranks"]),
+    ("ranks_hta", ["ranks", "--hta"]),
 ]
 DIFF_PAIRS = [
     ("tiny_compare_base.json.gz", "tiny_compare_test.json.gz"),

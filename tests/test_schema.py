@@ -149,10 +149,13 @@ def rendered(path: str) -> str:
     structure = dict(run="r", device=0, limit=5, sort="total", group_by_launch=True, peak_tflops=None,
                      peak_gbps=None, by_step=False, result="duckprof_report_0", by="op", shapes=True,
                      op_time="total", normalize=True, collapse_templates=True, raw_names=True,
-                     per_step=True, qa="", qb="")
+                     per_step=True, qa="", qb="", by_rank=True, exclude_last_step=False, hta=False)
     if path == "reports/diff.sql":  # each level reads other views
         return "\n".join(sqlfiles.render(path, **dict(structure, by=by))
                          for by in ("kernel", "op", "category", "device"))
+    if path == "reports/trend.sql":  # each metric reads other views
+        return "\n".join(sqlfiles.render(path, **dict(structure, metric=m))
+                         for m in ("step_time", "busy", "kernel", "op", "category"))
     return sqlfiles.render(path, **structure)
 
 
