@@ -56,6 +56,7 @@ def test_bus_bandwidth_equals_the_hand_computed_value():
 
 # -- every NCCL kernel exactly once on the real A100 NCCL trace ------------------------
 
+@pytest.mark.slow
 def test_collectives_list_every_nccl_kernel_once():
     path = corpus_path("a100_nccl_train.json.gz")
     events = trace_events(read_trace(path))
@@ -84,6 +85,7 @@ def hta_overlap():
         return {(r["job"], int(r["rank"])): float(r["comp_comm_overlap_pctg"]) for r in csv.DictReader(f)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("job, files", [
     ("a100_nccl_train", ["a100_nccl_train.json.gz"]),
     ("sampled_rank0_1", ["sampled_rank0_no_devprops.json.gz", "sampled_rank1_no_devprops.json.gz"]),
@@ -103,6 +105,7 @@ def test_comm_compute_overlap_agrees_with_hta(job, files):
 
 # -- a job of rank files ----------------------------------------------------------
 
+@pytest.mark.slow
 def test_sampled_ranks_load_as_one_two_rank_run():
     files = [str(corpus_path(f)) for f in ("sampled_rank0_no_devprops.json.gz", "sampled_rank1_no_devprops.json.gz")]
     with duckprof.connect() as s:

@@ -12,11 +12,11 @@ import pytest
 
 from conftest import HANDMADE, REPO, corpus_path, invoke
 
+import pyarrow as pa  # a test-only dependency (the `test` extra): the second engine
+import pyarrow.dataset as ds
+
 import duckprof
 from duckprof import lake
-
-pa = pytest.importorskip("pyarrow")  # the `test` extra installs it; a missing one is a setup error in CI
-import pyarrow.dataset as ds  # noqa: E402
 
 COLLECTIVES = REPO / "fixtures" / "collectives" / "bus_bandwidth_rank0.json"
 ODD_RUN = "a/b c=d%"  # partition values are percent-encoded in paths
@@ -49,6 +49,7 @@ def source_db(tmp_path_factory):
     return db
 
 
+@pytest.mark.slow
 def test_round_trip_every_table_equal(source_db, tmp_path, cli_app):
     d = tmp_path / "lake"
     r = invoke(cli_app, "export", "--db", source_db, "--parquet", d, "-q")
@@ -98,6 +99,7 @@ def test_incremental_export_adds_only_new_runs(source_db, tmp_path):
                      "ORDER BY run").fetchall() == [("first", 1, 10), ("second", 2, 19)]
 
 
+@pytest.mark.slow
 def test_views_and_reports_over_the_lake_equal_the_database(source_db, tmp_path, cli_app):
     d = tmp_path / "lake"
     with duckprof.connect(source_db, read_only=True) as s:
@@ -119,6 +121,7 @@ ARROW = {"INTEGER": pa.int32(), "BIGINT": pa.int64(), "UBIGINT": pa.uint64(), "D
          "VARCHAR": pa.string(), "JSON": pa.string(), "TIMESTAMP": pa.timestamp("us")}
 
 
+@pytest.mark.slow
 def test_pyarrow_reads_the_lake_with_the_documented_schema(source_db, tmp_path):
     """pyarrow.dataset, hive partitioning with the documented keys (run: string,
     rank: int32): every table has exactly the columns and types of the
@@ -145,6 +148,7 @@ def test_pyarrow_reads_the_lake_with_the_documented_schema(source_db, tmp_path):
             ("job", 0), ("job", 1), (ODD_RUN, 0), ("norank", None)}
 
 
+@pytest.mark.slow
 def test_export_refuses_a_directory_that_is_not_a_lake(source_db, tmp_path, cli_app):
     d = tmp_path / "busy"
     d.mkdir()

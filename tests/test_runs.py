@@ -52,6 +52,7 @@ def test_runs_facts_hand_computed():
     assert runs["t"]["step_mean_us"] == pytest.approx(sum(steps) / len(steps))
 
 
+@pytest.mark.slow
 def test_runs_reads_no_events_and_missing_facts_come_back(tmp_path):
     db = tmp_path / "r.duckdb"
     with duckprof.connect(db) as s:
@@ -67,6 +68,7 @@ def test_runs_reads_no_events_and_missing_facts_come_back(tmp_path):
         assert s.sql("SELECT count(*) FROM trace_facts").fetchall() == [(3,)]
 
 
+@pytest.mark.slow
 def test_tags_on_load_tag_command_and_rm(tmp_path, cli_app):
     db = tmp_path / "perf.duckdb"
     r = invoke(cli_app, "load", COLLECTIVES, "--db", db, "--run", "job42", "--tag", "commit=abc123",
@@ -92,6 +94,7 @@ def test_tags_on_load_tag_command_and_rm(tmp_path, cli_app):
         assert s.sql("SELECT (SELECT count(*) FROM run_tags), (SELECT count(*) FROM trace_facts)").fetchall() == [(0, 0)]
 
 
+@pytest.mark.slow
 def test_a_migrated_database_gets_its_facts(tmp_path):
     import gzip
     db = tmp_path / "old.duckdb"
@@ -120,6 +123,7 @@ def history(tmp_path_factory):
     return db, files
 
 
+@pytest.mark.slow
 def test_trend_step_time_by_a_numeric_tag(history, cli_app):
     db, files = history
     r = invoke(cli_app, "trend", "--db", db, "--by", "batch", "-f", "csv")
@@ -140,6 +144,7 @@ def test_trend_step_time_by_a_numeric_tag(history, cli_app):
     assert [line.split()[0] for line in bars] == ["r3", "r1", "r2"]
 
 
+@pytest.mark.slow
 def test_trend_kernel_time_per_step_and_load_order(history):
     db, files = history
     with duckprof.connect(db, read_only=True) as s:
