@@ -188,6 +188,12 @@ def _rules_params(options: dict) -> dict:
     return {}
 
 
+def _trend_params(options: dict) -> dict:
+    if options.get("metric") in ("kernel", "op", "category") and not options.get("name"):
+        raise DuckprofError(f"--metric {options['metric']} needs --name (a name, or an ILIKE pattern like '%gemm%')")
+    return {}
+
+
 #: the standard reports, one line each
 REPORTS = [
     Report("kernels", prepare=_kernels_params),
@@ -200,6 +206,9 @@ REPORTS = [
     Report("ops", variants={"by_graph_node": "ops_graph_nodes"}),
     Report("memory", variants={"by_step": "memory_steps", "ops": "memory_ops", "live": "memory_live"}),
     Report("steps", variants={"summary": "steps_summary", "breakdown": "steps_tensorboard"}, prepare=_rules_params),
+    Report("collectives"),
+    Report("ranks"),
+    Report("trend", prepare=_trend_params),
 ]
 BY_NAME = {r.name: r for r in REPORTS}
 
@@ -234,7 +243,7 @@ def lookup(name: str) -> Report:
     return BY_NAME[name]
 
 
-def run(con: duckdb.DuckDBPyConnection, name: str, **given) -> ReportResult:
+def run(con: duckdb.DuckDBPyConnection, name: str, /, **given) -> ReportResult:
     """Run report `name` on a connection with the duckprof views; options by
     their Python names (limit=5, by_step=True, ...), unknown ones refused."""
     report = lookup(name)

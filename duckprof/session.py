@@ -11,7 +11,7 @@ import duckdb
 from . import sqlfiles
 from .errors import DuckprofError
 from .load import Loader, LoadReport
-from .peaks import packaged_digest, seed_peaks
+from .peaks import packaged_digest, seed_interconnects, seed_peaks
 
 def views_digest() -> str:
     """A hash of the packaged view sources (sql/views and the macros they use):
@@ -84,6 +84,16 @@ def packaged_views_fingerprint() -> str:
 # need no join.
 SCHEMA_VERSION = 2
 MIGRATIONS = {1: "migrate/v1_to_v2.sql"}
+
+
+def fill_trace_facts(con) -> None:
+    """Store the trace_summary figures of every trace that has none in
+    trace_facts (sql/load/trace_facts.sql): the traces just loaded, and any a
+    load cut short left without. The summary is computed for those traces only."""
+    missing = [r[0] for r in con.execute(
+        "SELECT trace_id FROM traces WHERE trace_id NOT IN (SELECT trace_id FROM trace_facts)").fetchall()]
+    if missing:
+        con.execute(sqlfiles.read("load/trace_facts.sql"), {"trace_ids": missing})
 
 
 class Session:
@@ -165,6 +175,7 @@ class Session:
             con.execute("BEGIN TRANSACTION")
             con.execute(schema.replace(" USING COMPRESSION zstd", ""))
         seed_peaks(con)  # datasheet peaks: stored in the file, users may add rows
+        seed_interconnects(con)
         con.execute("INSERT INTO duckprof_meta VALUES ('schema_version', $v), ('created_by', 'duckprof'), "
                     "('views_hash', $h), ('peaks_hash', $p)",
                     {"v": str(SCHEMA_VERSION), "h": views_digest(), "p": packaged_digest()})
@@ -205,6 +216,7 @@ class Session:
             for version in range(found, SCHEMA_VERSION):
                 con.execute(sqlfiles.read(MIGRATIONS[version]))
             self._create_views()
+            fill_trace_facts(con)
             con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('schema_version', $v), ('views_hash', $h)",
                         {"v": str(SCHEMA_VERSION), "h": views_digest()})
             con.execute("COMMIT")
@@ -227,25 +239,85 @@ class Session:
             return
         self.con.execute("BEGIN TRANSACTION")
         if not views_ok:
+            # tables a newer duckprof added to this schema version (all IF NOT EXISTS)
+            self.con.execute(sqlfiles.read("schema.sql"))
             self._create_views()
         if stored.get("peaks_hash") != peaks:
             seed_peaks(self.con)
+            seed_interconnects(self.con)
         self.con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('views_hash', $h), ('peaks_hash', $p)",
                          {"h": views, "p": peaks})
         self.con.execute("COMMIT")
 
     # -- API ----------------------------------------------------------------
-    def load(self, paths, run: str = "default", salvage: bool = False, progress=None) -> LoadReport:
+    def load(self, paths, run: str = "default", salvage: bool = False, progress=None,
+             tags: dict | None = None) -> LoadReport:
         """Load trace files, directories or globs as (part of) `run`. Atomic: on
-        error nothing is added. Files already loaded into this run are skipped."""
+        error nothing is added. Files already loaded into this run are skipped.
+        tags: {key: value} stored with the run (as set_tags). A Parquet lake
+        directory (`duckprof export --parquet`) loads its runs back."""
         if self.read_only:
             raise DuckprofError("session is read-only")
-        limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB") if self.db else None
-        loader = Loader(self.con, progress=progress, memory_limit=limit or None)
-        report = loader.load(paths, run=run, salvage=salvage)
+        from . import lake
+        from_lake = lake.is_lake(paths)
+        if from_lake:
+            report = lake.import_lake(self, paths, run=run, progress=progress)
+        else:
+            limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB") if self.db else None
+            loader = Loader(self.con, progress=progress, memory_limit=limit or None)
+            report = loader.load(paths, run=run, salvage=salvage)
+        if report.loaded:
+            ids = [f.trace_id for f in report.loaded]
+            fill_trace_facts(self.con)
+            found = {t: (r, w) for t, r, w in self.con.execute(
+                "SELECT trace_id, rank, world_size FROM trace_files WHERE list_contains($ids, trace_id)",
+                {"ids": ids}).fetchall()}
+            for f in report.loaded if not from_lake else []:  # a lake may hold many runs
+                f.rank, f.world_size = found.get(f.trace_id, (None, None))
+        if tags:
+            self.set_tags(report.run, tags)
         if self.db and report.loaded:
             self._checkpoint_without_vacuum()
         return report
+
+    def set_tags(self, run: str, tags: dict | None = None, remove=()) -> dict:
+        """Set (or replace) tags of `run` and remove the keys in `remove`; returns
+        the run's tags afterwards. Keys and values are text."""
+        if self.read_only:
+            raise DuckprofError("session is read-only")
+        con = self.con
+        self._require_run(run)
+        tags = {str(k): str(v) for k, v in (tags or {}).items()}
+        for k in list(tags) + list(remove):
+            if not k:
+                raise DuckprofError("a tag needs a key: KEY=VALUE")
+        con.execute("BEGIN TRANSACTION")
+        try:
+            if remove:
+                con.execute("DELETE FROM run_tags WHERE run = $run AND list_contains($keys, key)",
+                            {"run": run, "keys": list(remove)})
+            if tags:
+                con.execute("INSERT OR REPLACE INTO run_tags (run, key, value, set_at) "
+                            "SELECT $run, unnest($keys), unnest($values), now()::TIMESTAMP",
+                            {"run": run, "keys": list(tags), "values": list(tags.values())})
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        return self.tags(run)
+
+    def _require_run(self, run: str):
+        con = self.con
+        if not con.execute("SELECT count(*) FROM traces WHERE run = $run", {"run": run}).fetchall()[0][0]:
+            have = [r[0] for r in con.execute("SELECT DISTINCT run FROM traces ORDER BY 1").fetchall()]
+            where = f"{self.db}: " if self.db else ""
+            raise DuckprofError(f"{where}no run named {run!r} (runs: {', '.join(have) or 'none'})")
+
+    def tags(self, run: str) -> dict:
+        """The tags of `run` ({} when none; an error when there is no such run)."""
+        self._require_run(run)
+        return dict(self.con.execute("SELECT key, value FROM run_tags WHERE run = $run ORDER BY key",
+                                     {"run": run}).fetchall())
 
     def _checkpoint_without_vacuum(self):
         """Write the load to the database file now, leaving row groups as they
@@ -268,14 +340,14 @@ class Session:
         (.fetchall(), .df(), .show(), .columns ...)."""
         return self.con.sql(text, params=params)
 
-    def report(self, name: str, **options) -> duckdb.DuckDBPyRelation:
+    def report(self, name: str, /, **options) -> duckdb.DuckDBPyRelation:
         """A standard report as a DuckDB relation (.fetchall(), .df(), .show(), ...).
         name: 'kernels', 'gpu-time', 'idle', ... (duckprof.reports.REPORTS);
         options by their Python names, e.g. s.report("kernels", run="r1", limit=5).
         What the data cannot support is in report_result(...).notes."""
         return self.report_result(name, **options).relation
 
-    def report_result(self, name: str, **options):
+    def report_result(self, name: str, /, **options):
         """The report with its notes: a duckprof.reports.ReportResult (relation,
         notes, instead: the lines shown instead of an empty table, columns)."""
         from . import reports
@@ -292,8 +364,9 @@ class Session:
         if not ids:
             return 0
         con.execute("BEGIN TRANSACTION")
-        for t in ("events", "devices", "traces"):
+        for t in ("events", "devices", "trace_facts", "traces"):
             con.execute(f"DELETE FROM {t} WHERE trace_id IN (SELECT unnest($ids))", {"ids": ids})
+        con.execute("DELETE FROM run_tags WHERE run = $run", {"run": run})
         con.execute("COMMIT")
         return len(ids)
 

@@ -57,6 +57,9 @@ REPORTS = [
     ("memory", ["memory"]),
     ("memory_steps", ["memory", "--by-step"]),
     ("memory_ops", ["memory", "--ops"]),
+    ("collectives", ["collectives", "--by-rank"]),
+    ("ranks", ["ranks"]),
+    ("ranks_hta", ["ranks", "--hta"]),
 ]
 DIFF_PAIRS = [
     ("tiny_compare_base.json.gz", "tiny_compare_test.json.gz"),

@@ -26,7 +26,7 @@ from duckprof import reports, sqlfiles
 
 GPU = REPO / "fixtures" / "gpu_time" / "two_streams.json"
 H100 = REPO / "fixtures" / "kernels" / "h100_two_kernels_one_op.json"
-LOOKUP_TABLES = {"op_estimates", "device_peaks"}   # derived views may read these
+LOOKUP_TABLES = {"op_estimates", "device_peaks", "interconnect_peaks"}   # derived views may read these
 RAW_TABLES = set(sqlfiles.TABLES) - LOOKUP_TABLES
 
 
@@ -152,7 +152,8 @@ def rendered(path: str) -> str:
                      peak_gbps=None, by_step=False, result="duckprof_report_0", by="op", shapes=True,
                      op_time="total", normalize=True, collapse_templates=True, raw_names=True,
                      per_step=True, qa="", qb="", rules=None, category=None, summary=False, breakdown=None,
-                     group_by_input_shape=False, group_by_stack=0, top_level_only=False, by_graph_node=False)
+                     group_by_input_shape=False, group_by_stack=0, top_level_only=False, by_graph_node=False,
+                     by_rank=True, exclude_last_step=False, hta=False)
     for r in reports.REPORTS:  # options this structure does not set, or sets to a value they do not take
         if path == r.file or path in {f"reports/{stem}.sql" for stem in r.variants.values()}:
             for o in r.options():
@@ -164,6 +165,9 @@ def rendered(path: str) -> str:
     if path == "reports/diff.sql":  # each level reads other views
         return "\n".join(sqlfiles.render(path, **dict(structure, by=by))
                          for by in ("kernel", "op", "category", "device"))
+    if path == "reports/trend.sql":  # each metric reads other views
+        return "\n".join(sqlfiles.render(path, **dict(structure, metric=m))
+                         for m in ("step_time", "busy", "kernel", "op", "category"))
     return sqlfiles.render(path, **structure)
 
 

@@ -172,3 +172,21 @@ def test_call_bytes_counts_memory_events_in_start_end_inclusive():
              mem(trace_id, ts_ns, cpu_b, dev_b) AS (VALUES (1, 10, 5, 0), (1, 20, 0, 7), (1, 30, -5, 0), (1, 40, 1, 0))
         SELECT * FROM ({{ call_bytes('calls', 'mem') }}) ORDER BY kh""")
     assert got == [(1, "a", None, 0, 7), (1, "b", "a", 0, 7), (1, "d", None, 1, 0)]
+# -- collective_arrivals -------------------------------------------------------------
+
+def test_collective_arrivals_match_by_seq_else_by_type_and_occurrence():
+    # run 'a' = traces 1 and 3 (trace_files above); trace 2 is run 'b'.
+    # pg 0 seq 7: trace 1 starts at 100 (two kernels: the first counts), trace 3 at 160
+    #   -> last = trace 3, trace 1 waited 60, trace 3 waited 0.
+    # pg 1 without seq: all_reduce #1 on both (300 vs 250) -> trace 1 last, trace 3 waited 50;
+    #   all_reduce #2 only on trace 1 -> left out; trace 2 (run b) alone -> left out.
+    got = sql("""{% from 'templates/collectives.sql' import collective_arrivals %}
+        WITH src(trace_id, ts_ns, process_group, seq, collective, occurrence) AS (VALUES
+            (1, 100, '0', 7, 'all_reduce', 1), (1, 130, '0', 7, 'all_reduce', 2), (3, 160, '0', 7, 'all_reduce', 1),
+            (1, 300, '1', NULL, 'all_reduce', 1), (3, 250, '1', NULL, 'all_reduce', 1),
+            (1, 400, '1', NULL, 'all_reduce', 2), (2, 100, '0', 7, 'all_reduce', 1))
+        SELECT * FROM ({{ collective_arrivals('src') }}) ORDER BY instance, trace_id""")
+    assert got == [("a", "0/seq 7", "0", "all_reduce", 1, 100, 2, 100, 160, 3, 60),
+                   ("a", "0/seq 7", "0", "all_reduce", 3, 160, 2, 100, 160, 3, 0),
+                   ("a", "1/all_reduce #1", "1", "all_reduce", 1, 300, 2, 250, 300, 1, 0),
+                   ("a", "1/all_reduce #1", "1", "all_reduce", 3, 250, 2, 250, 300, 1, 50)]
