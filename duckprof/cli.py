@@ -10,7 +10,8 @@ from typing import List, Optional
 import typer
 
 from . import cli_reports, render, sqlfiles
-from .cli_common import DbOpt, FormatOpt, LakeOpt, OutputOpt, Progress, check_format, fail, friendly_errors, open_data
+from .cli_common import (DbOpt, FormatOpt, LakeOpt, OutputOpt, Progress, check_format, fail, friendly_errors, open_data,
+                         writing_session)
 from .session import Session
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -35,7 +36,7 @@ def load(paths: List[str] = typer.Argument(..., help="trace files (.json, .json.
     """
     tags = parse_tags(tag)
     progress = Progress(quiet)
-    with Session(db) as s:
+    with writing_session(db) as s:
         progress.attach(s.con)
         try:
             report = s.load(paths, run=run, salvage=salvage, progress=progress, tags=tags)
@@ -120,7 +121,7 @@ def tag_run(run: str = typer.Argument(..., help="run label"),
     Example: duckprof tag job42 commit=abc123 batch=64 --db perf.duckdb
     """
     values = parse_tags(tags)
-    with Session(db, read_only=not (values or remove)) as s:
+    with (writing_session(db) if values or remove else Session(db, read_only=True)) as s:
         now = s.set_tags(run, values, remove=remove or ()) if values or remove else s.tags(run)
     typer.echo(f"run {run!r}: " + (", ".join(f"{k}={v}" for k, v in now.items()) or "no tags"))
 
@@ -133,7 +134,7 @@ def remove(run: str = typer.Argument(..., help="run label to delete"),
 
     Example: duckprof rm baseline --db runs.duckdb
     """
-    with Session(db) as s:
+    with writing_session(db) as s:
         n = s.remove_run(run)
     if not n:
         fail(f"{db}: no run named {run!r}")
@@ -184,7 +185,7 @@ def migrate(db: str = typer.Option(..., "--db", help="persistent DuckDB database
     from .session import SCHEMA_VERSION
     if not os.path.exists(db):
         fail(f"{db}: no such database")
-    with Session(db) as s:
+    with writing_session(db) as s:
         n = s.con.execute("SELECT count(*) FROM traces").fetchall()[0][0]
     typer.echo(f"{db}: schema version {SCHEMA_VERSION} ({n} trace(s))")
 

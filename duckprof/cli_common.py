@@ -16,7 +16,7 @@ import typer
 
 from . import render
 from .errors import DuckprofError, TraceError
-from .session import Session
+from .session import Session, lock_wait
 
 FormatOpt = typer.Option("table", "--format", "-f", help="table, csv, json, markdown or parquet")
 OutputOpt = typer.Option(None, "--output", "-o", help="write to FILE instead of the terminal")
@@ -109,6 +109,12 @@ class Progress:
         if self.shown:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
+
+
+def writing_session(db: Optional[str]) -> Session:
+    """A session that writes `db`: while another process holds the file's lock,
+    it says so once on stderr and waits (DUCKPROF_LOCK_WAIT seconds)."""
+    return Session(db, wait=lock_wait() if db else 0, on_wait=lambda msg: typer.echo(msg, err=True))
 
 
 def check_format(fmt: str, output: Optional[str]):

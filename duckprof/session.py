@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 
 import duckdb
 
@@ -96,6 +97,59 @@ def fill_trace_facts(con) -> None:
         con.execute(sqlfiles.read("load/trace_facts.sql"), {"trace_ids": missing})
 
 
+_LOCK = re.compile(r"Conflicting lock is held in (?P<program>.*?) \(PID (?P<pid>\d+)\)")
+
+
+class DatabaseLocked(DuckprofError):
+    """Another process holds DuckDB's lock on the database file. DuckDB lets
+    one process open a file for writing and then no other open it at all, or
+    any number open it read-only together."""
+
+    def __init__(self, db: str, pid: int, program: str, read_only: bool):
+        self.db, self.pid, self.program = db, pid, program
+        who = f"PID {pid}, {os.path.basename(program)}"
+        if read_only:  # only a writer excludes readers
+            why = ("another process is writing it (a `duckprof load`, `tag`, `rm` or `migrate`?), and DuckDB "
+                   "lets no other process open a database file while one writes it: run this again when it "
+                   "has finished")
+        else:
+            why = ("one process at a time may write a database file, and not while others have it open: "
+                   "run this again when that process has finished (duckprof load, tag, rm and migrate wait "
+                   "for it up to DUCKPROF_LOCK_WAIT seconds, 600 by default)")
+        super().__init__(f"{db}: locked by another process ({who}): {why}")
+
+
+def lock_wait() -> float:
+    """How long a writing command waits for another process's lock on the
+    database: DUCKPROF_LOCK_WAIT seconds, 600 by default."""
+    try:
+        return max(0.0, float(os.environ.get("DUCKPROF_LOCK_WAIT", "600")))
+    except ValueError:
+        raise DuckprofError(f"DUCKPROF_LOCK_WAIT={os.environ['DUCKPROF_LOCK_WAIT']!r}: give seconds") from None
+
+
+def _open(db: str | None, read_only: bool, wait: float, on_wait) -> duckdb.DuckDBPyConnection:
+    """duckdb.connect; while another process holds the file's lock, retry for
+    up to `wait` seconds (telling on_wait once), then raise DatabaseLocked."""
+    deadline = time.monotonic() + wait
+    told = False
+    while True:
+        try:
+            return duckdb.connect(db or ":memory:", read_only=read_only)
+        except duckdb.Error as e:
+            m = _LOCK.search(str(e))
+            if not m:
+                first = str(e).splitlines()[0]
+                raise DuckprofError(f"{db}: cannot open as a DuckDB database ({first})") from None
+            if time.monotonic() >= deadline:
+                raise DatabaseLocked(db, int(m["pid"]), m["program"], read_only) from None
+            if on_wait and not told:
+                on_wait(f"{db}: locked by another process (PID {m['pid']}, {os.path.basename(m['program'])}); "
+                        f"waiting for it to finish (up to {wait:g} s)")
+                told = True
+            time.sleep(0.2)
+
+
 class Session:
     """`duckprof.connect(db)` returns one. Without `db` the database is in memory.
 
@@ -105,16 +159,12 @@ class Session:
     """
 
     def __init__(self, db: str | os.PathLike | None = None, read_only: bool = False,
-                 threads: int | None = None):
+                 threads: int | None = None, wait: float = 0, on_wait=None):
         self.db = None if db in (None, ":memory:") else os.fspath(db)
         self.read_only = read_only
         if self.read_only and self.db and not os.path.exists(self.db):
             raise DuckprofError(f"{self.db}: no such database (create it with `duckprof load ... --db {self.db}`)")
-        try:
-            self.con = duckdb.connect(self.db or ":memory:", read_only=read_only and bool(self.db))
-        except duckdb.Error as e:
-            first = str(e).splitlines()[0]
-            raise DuckprofError(f"{self.db}: cannot open as a DuckDB database ({first})") from None
+        self.con = _open(self.db, read_only and bool(self.db), wait, on_wait)
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         self.con.execute("SET enable_progress_bar = false")  # duckprof draws its own
@@ -396,6 +446,9 @@ class Session:
 
 
 def connect(db: str | os.PathLike | None = None, read_only: bool = False,
-            threads: int | None = None) -> Session:
-    """Open (or create) a duckprof database; in memory when `db` is None."""
-    return Session(db, read_only=read_only, threads=threads)
+            threads: int | None = None, wait: float = 0) -> Session:
+    """Open (or create) a duckprof database; in memory when `db` is None.
+    While another process holds the file's lock (it is writing the database,
+    or reading it when this one wants to write), wait up to `wait` seconds,
+    then raise DatabaseLocked (a DuckprofError) naming that process."""
+    return Session(db, read_only=read_only, threads=threads, wait=wait)

@@ -346,3 +346,70 @@ def test_planted_views_never_run(tmp_db, tmp_path, cli_app):
     with duckprof.connect(tmp_db) as s:  # a writable open puts the packaged view back
         assert "read_text" not in s.con.execute(
             "SELECT sql FROM duckdb_views() WHERE view_name = 'runs' AND NOT temporary").fetchall()[0][0]
+
+
+# -- two processes on one database file ------------------------------------------
+# DuckDB lets one process open a file for writing and then no other open it, or
+# any number open it read-only together. duckprof's writing commands wait for the
+# lock (saying so once), readers say at once which process holds it and why.
+
+HOLD = ("import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
+        "time.sleep(float(sys.argv[2])); c.close()")
+
+
+def hold_lock(db, seconds: float) -> subprocess.Popen:
+    """Another process that opens `db` for writing and keeps it for `seconds`."""
+    p = subprocess.Popen([sys.executable, "-c", HOLD, str(db), str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "held"
+    return p
+
+
+@pytest.mark.slow  # a second process (the fast test of the lock is the next one)
+def test_a_locked_database_is_named_with_its_holder(cli_app, loaded_db, monkeypatch):
+    holder = hold_lock(loaded_db, 30)
+    try:
+        before = db_state(loaded_db)
+        r = invoke(cli_app, "runs", "--db", loaded_db)  # a reader: fails at once
+        assert r.exit_code == 2
+        line = assert_one_line_error(r.stderr, [str(loaded_db), f"locked by another process (PID {holder.pid},",
+                                                "run this again when it has finished"])
+        assert "cannot open as a DuckDB database" not in line
+        monkeypatch.setenv("DUCKPROF_LOCK_WAIT", "0")  # a writer told not to wait
+        r = invoke(cli_app, "load", FRACTIONAL, "--db", loaded_db, "--run", "second", "-q")
+        assert r.exit_code == 2
+        assert_one_line_error(r.stderr, [f"(PID {holder.pid},", "one process at a time may write",
+                                         "DUCKPROF_LOCK_WAIT"])
+        with pytest.raises(duckprof.DuckprofError, match=f"PID {holder.pid}"):
+            duckprof.connect(loaded_db, read_only=True)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert db_state(loaded_db) == before
+
+
+def test_a_load_waits_for_the_lock_and_then_loads(cli_app, loaded_db):
+    holder = hold_lock(loaded_db, 1.5)
+    try:
+        r = invoke(cli_app, "load", FRACTIONAL, "--db", loaded_db, "--run", "second", "-q")
+    finally:
+        holder.wait()
+    assert r.exit_code == 0, r.stderr
+    assert f"locked by another process (PID {holder.pid}," in r.stderr and "waiting for it" in r.stderr
+    assert "loaded 1 trace(s), 11 events" in r.stdout
+    with duckprof.connect(loaded_db, read_only=True) as s:
+        assert rows(s, "select run, count(*) from trace_files group by 1 order by 1") == [("base", 2), ("second", 1)]
+
+
+@pytest.mark.slow  # two loading processes
+def test_two_loads_at_once_both_succeed(tmp_db):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    code = "import sys; from duckprof.cli import main; main()"
+    procs = [subprocess.Popen([sys.executable, "-c", code, "load", str(trace), "--db", str(tmp_db), "--run", run,
+                               "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for trace, run in ((NESTING3, "a"), (FRACTIONAL, "b"))]
+    outs = [p.communicate(timeout=120) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+    with duckprof.connect(tmp_db, read_only=True) as s:
+        assert rows(s, "select t.run, count(*) from events e join traces t using (trace_id) group by 1 order by 1") \
+            == [("a", 19), ("b", 11)]
