@@ -169,6 +169,22 @@ def rank_of(path: str, metadata: dict):
     return int(m.group(1)) if m else None
 
 
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _of_bytes(done: int, total: int, files: int) -> str:
+    """', 12 of 200 MB' for a progress line over several files (bytes done before this file)."""
+    if files < 2 or not total:
+        return ""
+    unit, div = ("GB", 1e9) if total >= 1e10 else ("MB", 1e6)
+    digits = 1 if total / div < 100 else 0
+    return f", {done / div:,.{digits}f} of {total / div:,.{digits}f} {unit}"
+
+
 def _int_or_none(v):
     try:
         return int(v)
@@ -347,10 +363,14 @@ class Loader:
             # split every file first (their chunks parse in the background), then
             # wait for and check each one in turn
             pending = []
+            sizes = [_size(f) for f in files]
+            read = 0
             for i, path in enumerate(files):
                 fr = FileReport(path=path)
                 report.files.append(fr)
-                self.progress(f"[{i + 1}/{len(files)}] reading {os.path.basename(path)}")
+                self.progress(f"[{i + 1}/{len(files)}] reading {os.path.basename(path)}"
+                              + _of_bytes(read, sum(sizes), len(files)))
+                read += sizes[i]
                 t0 = time.perf_counter()
                 p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}")
                 try:
@@ -367,8 +387,11 @@ class Loader:
                 raise TraceError(", ".join(map(os.fspath, _path_list(paths))),
                                  f"no trace among {len(files)} JSON file(s); {not_traces[0]}")
             prepared = []
+            parsed, to_parse = 0, sum(_size(p.path) for p, _ in pending)
             for i, (p, fr) in enumerate(pending):
-                self.progress(f"[{i + 1}/{len(files)}] parsing {os.path.basename(p.path)}")
+                self.progress(f"[{i + 1}/{len(pending)}] parsing {os.path.basename(p.path)}"
+                              + _of_bytes(parsed, to_parse, len(pending)))
+                parsed += _size(p.path)
                 t0 = time.perf_counter()
                 if p.split.content_hash in known:
                     fr.skipped = f"already loaded in run '{run}' (same content); skipped"
