@@ -1,24 +1,52 @@
-"""A duckprof session: one DuckDB connection with the duckprof schema and views."""
+"""A duckprof session: one DuckDB connection with the duckprof schema and views.
+
+A database file is opened as dbfile.py describes (file checks, locks with
+--wait, the checks that keep its SQL from running). Views: a session on an
+existing file runs the packaged views, created as TEMP objects, never the
+file's own; every write transaction (a load, `rm`, `migrate`) re-creates the
+stored ones, so a plain DuckDB client sees duckprof's views too
+(refresh_stored). `load_into` loads into a database file that it opens for
+writing only once the traces are parsed and checked.
+"""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
 import re
+from pathlib import Path
 
 import duckdb
 
-from . import sqlfiles
+from . import dbfile, estimators, sqlfiles
+from .estimators.store import estimates as op_estimates
 from .errors import DuckprofError
-from .load import Loader, LoadReport
+from .load import Loader, LoadReport, Target
 from .peaks import packaged_digest, seed_peaks
 
+
 def views_digest() -> str:
-    """A hash of the packaged view SQL (rendered): stored in duckprof_meta, so a
-    database whose views an older duckprof made is noticed."""
+    """A hash of the packaged view SQL (rendered), stored in duckprof_meta:
+    which duckprof version last wrote the stored views (informative: the
+    views a session runs are always the packaged ones)."""
     h = hashlib.blake2b(digest_size=8)
     for v in sqlfiles.views_in_order():
         h.update(v.name.encode() + b"\0" + sqlfiles.view_sql(v).encode())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def estimators_digest() -> str:
+    """A hash of the code that computes op_estimates (the estimators package
+    and the operator schemas it reads): stored in duckprof_meta, so estimates
+    an older duckprof computed are recomputed by the next write."""
+    pkg = Path(estimators.__file__).resolve().parent
+    h = hashlib.blake2b(digest_size=8)
+    files = sorted(pkg.glob("*.py")) + [pkg.parent / "data" / "aten_schemas.json"]
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
 
 
@@ -32,29 +60,190 @@ SCHEMA_VERSION = 2
 MIGRATIONS = {1: "migrate/v1_to_v2.sql"}
 
 
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def read_version(con, catalog: str, label: str) -> int | None:
+    """The schema version of the database `catalog` (None: empty), after
+    checking that nothing in it replaces DuckDB's own functions. Raises when it
+    is not a duckprof database this duckprof can use."""
+    dbfile.verify_functions(con, catalog, label)
+    kinds = dbfile.table_kinds(con, catalog)
+    if "duckprof_meta" not in kinds:
+        if kinds:
+            raise DuckprofError(f"{label}: not a duckprof database (it has other tables: "
+                                f"{', '.join(sorted(kinds)[:5])})")
+        return None
+    if kinds["duckprof_meta"] != "table":
+        raise DuckprofError(f"{label}: refusing to use this database: 'duckprof_meta' is a view, "
+                            "not duckprof's table")
+    # fetchall, not fetchone: DuckDB 2 refuses later relation queries on a
+    # connection whose last result was not read to the end
+    got = con.execute(f"SELECT value FROM {_ident(catalog)}.main.duckprof_meta "
+                      "WHERE key = 'schema_version'").fetchall()
+    if not got or got[0][0] is None:
+        raise DuckprofError(f"{label}: not a duckprof database it can read (duckprof_meta holds no "
+                            "schema_version)")
+    try:
+        found = int(got[0][0])
+    except ValueError:
+        raise DuckprofError(f"{label}: not a duckprof database it can read (its schema_version "
+                            f"is {str(got[0][0])[:40]!r}, not a number)") from None
+    if found > SCHEMA_VERSION:
+        raise DuckprofError(f"{label}: written by a newer duckprof (database schema version {found}; this "
+                            f"duckprof reads version {SCHEMA_VERSION}): upgrade duckprof "
+                            "(pip install -U duckprof)")
+    if found < SCHEMA_VERSION and found not in MIGRATIONS:
+        raise DuckprofError(f"{label}: database schema version {found}, but this duckprof uses version "
+                            f"{SCHEMA_VERSION} and cannot migrate it; load the traces into a new database")
+    return found
+
+
+def zstd_supported(con, catalog: str) -> bool:
+    """False for a database file in a storage format older than DuckDB 1.2
+    (storage_compatibility_version), which cannot compress with zstd. Found
+    out with EXPLAIN, which has no effect; outside a transaction, as the error
+    would abort it."""
+    try:
+        con.execute(f"EXPLAIN CREATE TABLE {_ident(catalog)}.main.dp_zstd_probe "
+                    "(x VARCHAR USING COMPRESSION zstd)").fetchall()
+    except duckdb.BinderException as e:
+        if "ZSTD" not in str(e):
+            raise
+        return False
+    return True
+
+
+def create_schema(con, zstd: bool = True):
+    """The tables, packaged peaks, meta rows and views of a new database, in
+    the caller's transaction (zstd: see zstd_supported)."""
+    schema = sqlfiles.read("schema.sql")
+    if not zstd:
+        schema = schema.replace(" USING COMPRESSION zstd", "")
+    con.execute(schema)
+    seed_peaks(con)  # datasheet peaks: stored in the file, users may add rows
+    con.execute("INSERT INTO duckprof_meta VALUES ('schema_version', $v), ('created_by', 'duckprof'), "
+                "('views_hash', $h), ('peaks_hash', $p), ('estimators_hash', $e)",
+                {"v": str(SCHEMA_VERSION), "h": views_digest(), "p": packaged_digest(), "e": estimators_digest()})
+    create_views(con)
+
+
+def create_views(con, temp: bool = False):
+    """Create every view and macro in sql/views/, each after those it requires."""
+    for v in sqlfiles.views_in_order():
+        sql = sqlfiles.view_sql(v)
+        if temp:
+            sql = re.sub(r"CREATE OR REPLACE (VIEW|MACRO)", r"CREATE OR REPLACE TEMP \1", sql)
+        con.execute(sql)
+
+
+def migrate(con, found: int):
+    """Bring a database of an older schema version up to SCHEMA_VERSION, in
+    the caller's transaction (each step a file in sql/migrate/)."""
+    # the old views may read what a step drops: the new ones replace them
+    for kind, obj in con.execute("""
+            SELECT 'VIEW', view_name FROM duckdb_views() WHERE NOT internal AND NOT temporary
+              AND schema_name = 'main' AND database_name = current_database()
+            UNION ALL
+            SELECT DISTINCT 'MACRO TABLE', function_name FROM duckdb_functions()
+            WHERE function_type = 'table_macro' AND schema_name = 'main' AND NOT internal
+              AND database_name = current_database()""").fetchall():
+        con.execute(f"DROP {kind} IF EXISTS {_ident(obj)}")
+    for version in range(found, SCHEMA_VERSION):
+        con.execute(sqlfiles.read(MIGRATIONS[version]))
+    con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('schema_version', $v)", {"v": str(SCHEMA_VERSION)})
+
+
+def stale(con) -> bool:
+    """Whether refresh_stored has anything to do."""
+    catalog = con.execute("SELECT current_database()").fetchall()[0][0]
+    stored = dict(con.execute("SELECT key, value FROM duckprof_meta").fetchall())
+    return (not dbfile.stored_objects_current(con, catalog) or stored.get("peaks_hash") != packaged_digest()
+            or stored.get("estimators_hash") != estimators_digest())
+
+
+def refresh_stored(con) -> bool:
+    """In a write transaction: the stored views and macros become the packaged
+    ones where they differ (whatever the file held under their names is
+    replaced), the devices new in the packaged peaks table are added, and
+    op_estimates computed by other estimator code is recomputed, so old and
+    new numbers never mix. Returns whether anything was written."""
+    catalog = con.execute("SELECT current_database()").fetchall()[0][0]
+    stored = dict(con.execute("SELECT key, value FROM duckprof_meta").fetchall())
+    changed = False
+    if not dbfile.stored_objects_current(con, catalog):
+        create_views(con)
+        changed = True
+    if stored.get("peaks_hash") != packaged_digest():
+        seed_peaks(con)
+        changed = True
+    if stored.get("estimators_hash") != estimators_digest():
+        recompute_estimates(con)
+        changed = True
+    if changed:
+        con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('views_hash', $h), ('peaks_hash', $p), "
+                    "('estimators_hash', $e)", {"h": views_digest(), "p": packaged_digest(),
+                                                "e": estimators_digest()})
+    return changed
+
+
+def recompute_estimates(con) -> int:
+    """Recompute every stored operator signature's estimates with this duckprof's estimators."""
+    rows = con.execute("SELECT sig, name, input_dims, input_types, concrete_inputs FROM op_estimates").fetchall()
+    if rows:
+        data = [[str(sig), *op_estimates(n, d, t, c)] for sig, n, d, t, c in rows]
+        con.execute(sqlfiles.read("load/refresh_estimates.sql"), {"data": json.dumps(data)})
+    return len(rows)
+
+
+def checkpoint_without_vacuum(con, label: str, run: str | None = None):
+    """Write a load to the database file now, leaving row groups as they
+    are. Each trace ends in a partly filled row group, and DuckDB's
+    checkpoint would merge them by rewriting (8 ranks of 100 MB: 1.1 s when
+    the database closed, and a file of 248 instead of 156 MB, the old blocks
+    left free). Deleted rows (`rm`) are still vacuumed by later checkpoints.
+    A full disk here leaves the committed load in the WAL: say so."""
+    con.execute("SET max_vacuum_tasks = 0")
+    try:
+        con.execute("CHECKPOINT")
+    except duckdb.Error as e:
+        if dbfile.disk_full(e):
+            what = f"run {run!r} was committed" if run is not None else "the change was committed"
+            raise DuckprofError(
+                f"{label}: {dbfile.space_problem(e)} on the device that holds the database while writing it "
+                f"after the load (checkpoint); {what}: it is kept in {label}.wal, which DuckDB applies when "
+                f"the database is next opened with enough free space. Free space, then check with "
+                f"`duckprof runs --db {label}`") from None
+        # another transaction is open: the checkpoint at close does it
+    finally:
+        try:
+            con.execute("RESET max_vacuum_tasks")
+        except duckdb.Error:
+            pass
+
+
 class Session:
     """`duckprof.connect(db)` returns one. Without `db` the database is in memory.
 
     >>> s = duckprof.connect("runs.duckdb")
     >>> s.load(["rank0.json.gz", "rank1.json.gz"], run="baseline")
     >>> s.sql("select name, sum(dur_ns) from kernels group by 1 order by 2 desc limit 5").show()
+
+    A writable session holds the file's lock while it is open (no other
+    process can read it meanwhile); `duckprof load --db` locks it only while
+    it inserts. wait: seconds to wait for another process's lock.
     """
 
     def __init__(self, db: str | os.PathLike | None = None, read_only: bool = False,
-                 threads: int | None = None):
+                 threads: int | None = None, wait: float = 0):
         self.db = None if db in (None, ":memory:") else os.fspath(db)
         self.read_only = read_only
-        if self.read_only and self.db and not os.path.exists(self.db):
-            raise DuckprofError(f"{self.db}: no such database (create it with `duckprof load ... --db {self.db}`)")
+        self.con = dbfile.connect(self.db, read_only=read_only and bool(self.db), wait=wait)
         try:
-            self.con = duckdb.connect(self.db or ":memory:", read_only=read_only and bool(self.db))
-        except duckdb.Error as e:
-            first = str(e).splitlines()[0]
-            raise DuckprofError(f"{self.db}: cannot open as a DuckDB database ({first})") from None
-        if threads:
-            self.con.execute(f"SET threads = {int(threads)}")
-        self.con.execute("SET enable_progress_bar = false")  # duckprof draws its own
-        try:
+            if threads:
+                self.con.execute(f"SET threads = {int(threads)}")
+            self.con.execute("SET enable_progress_bar = false")  # duckprof draws its own
             self._ensure_schema()
         except BaseException:
             # release the file: DuckDB keeps one instance per file and process, so a
@@ -62,146 +251,67 @@ class Session:
             self.con.close()
             raise
 
+    @property
+    def label(self) -> str:
+        return self.db or "in-memory database"
+
     # -- schema -------------------------------------------------------------
     def _ensure_schema(self):
         con = self.con
-        tables = {r[0] for r in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
-        name = self.db or "in-memory database"
-        if "duckprof_meta" in tables:
-            # fetchall, not fetchone: DuckDB 2 refuses later relation queries on a
-            # connection whose last result was not read to the end
-            got = con.execute("SELECT value FROM duckprof_meta WHERE key = 'schema_version'").fetchall()
-            try:
-                found = int(got[0][0]) if got else None
-            except ValueError:
-                raise DuckprofError(f"{name}: not a duckprof database it can read (its schema_version "
-                                    f"is {got[0][0]!r}, not a number)") from None
-            if found is None or found > SCHEMA_VERSION or (found < SCHEMA_VERSION and found not in MIGRATIONS):
-                newer = found is not None and found > SCHEMA_VERSION
-                raise DuckprofError(
-                    f"{name}: database schema version {found}, but this duckprof uses version "
-                    f"{SCHEMA_VERSION}; " + ("it was written by a newer duckprof: upgrade duckprof"
-                                             if newer else "load the traces into a new database"))
-            if found < SCHEMA_VERSION:
-                if self.read_only:
-                    raise DuckprofError(
-                        f"{name}: written by an older duckprof (schema version {found}); migrate it once "
-                        f"with `duckprof migrate --db {self.db}` (any load into it migrates it too)")
-                self._migrate(found)
-            if self.read_only:
-                self._temp_views()
-            else:
-                self._refresh_views()
+        if not self.db:
+            self._transaction(lambda: create_schema(con))
             return
-        if tables:
-            raise DuckprofError(f"{name}: not a duckprof database (it has other tables: "
-                                f"{', '.join(sorted(tables)[:5])})")
-        if self.read_only and self.db:
-            raise DuckprofError(f"{name}: not a duckprof database (empty)")
-        schema = sqlfiles.read("schema.sql")
-        try:
-            con.execute("BEGIN TRANSACTION")
-            con.execute(schema)
-        except duckdb.BinderException as e:
-            if "ZSTD" not in str(e):
-                raise
-            # an older storage format (storage_compatibility_version < v1.2.0)
-            con.execute("ROLLBACK")
-            con.execute("BEGIN TRANSACTION")
-            con.execute(schema.replace(" USING COMPRESSION zstd", ""))
-        seed_peaks(con)  # datasheet peaks: stored in the file, users may add rows
-        con.execute("INSERT INTO duckprof_meta VALUES ('schema_version', $v), ('created_by', 'duckprof'), "
-                    "('views_hash', $h), ('peaks_hash', $p)",
-                    {"v": str(SCHEMA_VERSION), "h": views_digest(), "p": packaged_digest()})
-        self._create_views()
-        con.execute("COMMIT")
+        catalog = con.execute("SELECT system.main.current_database()").fetchall()[0][0]
+        found = read_version(con, catalog, self.label)
+        if found is None:
+            if self.read_only:
+                raise DuckprofError(f"{self.label}: not a duckprof database (empty)")
+            zstd = zstd_supported(con, catalog)
+            self._transaction(lambda: create_schema(con, zstd))
+            return
+        if found < SCHEMA_VERSION:
+            if self.read_only:
+                raise DuckprofError(
+                    f"{self.label}: written by an older duckprof (schema version {found}); migrate it once "
+                    f"with `duckprof migrate --db {self.db}` (any load into it migrates it too)")
+            self._transaction(lambda: (migrate(con, found), refresh_stored(con)))
+        dbfile.verify_tables(con, catalog, self.label)
+        # the packaged views, never what the file stores under their names
+        create_views(con, temp=True)
 
-    def _create_views(self, temp: bool = False):
-        """Create every view in sql/views/, each after the views it requires."""
-        for v in sqlfiles.views_in_order():
-            sql = sqlfiles.view_sql(v)
-            if temp:
-                sql = re.sub(r"CREATE OR REPLACE (VIEW|MACRO)", r"CREATE OR REPLACE TEMP \1", sql)
-            self.con.execute(sql)
-
-    def _temp_views(self):
-        """A read-only session runs duckprof's own views, never what the file
-        holds under their names (an older duckprof's, or planted ones): the
-        packaged views are created as TEMP objects, which DuckDB looks up
-        before the file's, so the file is not modified."""
-        self._create_views(temp=True)
-
-    def _migrate(self, found: int):
-        """Bring a database of an older schema version up to SCHEMA_VERSION in
-        one transaction (each step a file in sql/migrate/)."""
+    def _transaction(self, fn):
         con = self.con
         con.execute("BEGIN TRANSACTION")
         try:
-            # the old views may read what a step drops: the new ones replace them
-            for kind, obj in con.execute("""
-                    SELECT 'VIEW', view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'
-                    UNION ALL
-                    SELECT DISTINCT 'MACRO TABLE', function_name FROM duckdb_functions()
-                    WHERE function_type = 'table_macro' AND schema_name = 'main' AND NOT internal""").fetchall():
-                con.execute(f'DROP {kind} IF EXISTS "{obj}"')
-            for version in range(found, SCHEMA_VERSION):
-                con.execute(sqlfiles.read(MIGRATIONS[version]))
-            self._create_views()
-            con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('schema_version', $v), ('views_hash', $h)",
-                        {"v": str(SCHEMA_VERSION), "h": views_digest()})
+            fn()
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            try:
+                con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass
             raise
 
-    def _refresh_views(self):
-        """Recreate the views when the packaged view SQL changed since they were
-        made, and add the devices new in the packaged peaks table (each tracked
-        by a hash in duckprof_meta). Unchanged: nothing is written, so opening a
-        database to load into it does not modify the file."""
-        views, peaks = views_digest(), packaged_digest()
-        stored = dict(self.con.execute(
-            "SELECT key, value FROM duckprof_meta WHERE key IN ('views_hash', 'peaks_hash')").fetchall())
-        if stored.get("views_hash") == views and stored.get("peaks_hash") == peaks:
-            return
-        self.con.execute("BEGIN TRANSACTION")
-        if stored.get("views_hash") != views:
-            self._create_views()
-        if stored.get("peaks_hash") != peaks:
-            seed_peaks(self.con)
-        self.con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('views_hash', $h), ('peaks_hash', $p)",
-                         {"h": views, "p": peaks})
-        self.con.execute("COMMIT")
+    def migrate(self):
+        """Bring the stored views, peaks and estimates up to this duckprof
+        (an older schema was migrated when the session opened)."""
+        self._writable()
+        if stale(self.con):
+            self._transaction(lambda: refresh_stored(self.con))
+
+    def _writable(self):
+        if self.read_only:
+            raise DuckprofError(f"{self.label}: the session is read-only")
 
     # -- API ----------------------------------------------------------------
-    def load(self, paths, run: str = "default", salvage: bool = False, progress=None) -> LoadReport:
+    def load(self, paths, run: str = "default", salvage: bool = False, progress=None,
+             report: LoadReport | None = None) -> LoadReport:
         """Load trace files, directories or globs as (part of) `run`. Atomic: on
         error nothing is added. Files already loaded into this run are skipped."""
-        if self.read_only:
-            raise DuckprofError("session is read-only")
+        self._writable()
         limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB") if self.db else None
         loader = Loader(self.con, progress=progress, memory_limit=limit or None)
-        report = loader.load(paths, run=run, salvage=salvage)
-        if self.db and report.loaded:
-            self._checkpoint_without_vacuum()
-        return report
-
-    def _checkpoint_without_vacuum(self):
-        """Write the load to the database file now, leaving row groups as they
-        are. Each trace ends in a partly filled row group, and DuckDB's
-        checkpoint would merge them by rewriting (8 ranks of 100 MB: 1.1 s when
-        the database closed, and a file of 248 instead of 156 MB, the old
-        blocks left free). Deleted rows (`rm`) are still vacuumed by later
-        checkpoints."""
-        con = self.con
-        con.execute("SET max_vacuum_tasks = 0")
-        try:
-            con.execute("CHECKPOINT")
-        except duckdb.Error:
-            pass  # another transaction is open: the checkpoint at close does it
-        finally:
-            con.execute("RESET max_vacuum_tasks")
+        return loader.load(paths, run=run, salvage=salvage, target=_SessionTarget(self), report=report)
 
     def sql(self, text: str, params=None) -> duckdb.DuckDBPyRelation:
         """Run SQL over the tables and views; returns a DuckDB relation
@@ -225,26 +335,40 @@ class Session:
         return self.con.sql("SELECT * FROM runs ORDER BY run")
 
     def remove_run(self, run: str) -> int:
-        """Delete a run and its traces; returns the number of traces removed."""
+        """Delete a run and its traces; returns the number of traces removed
+        (0: no such run, and nothing is written)."""
+        self._writable()
         con = self.con
         ids = [r[0] for r in con.execute("SELECT trace_id FROM traces WHERE run = $run",
                                          {"run": run}).fetchall()]
         if not ids:
             return 0
-        con.execute("BEGIN TRANSACTION")
-        for t in ("events", "devices", "traces"):
-            con.execute(f"DELETE FROM {t} WHERE trace_id IN (SELECT unnest($ids))", {"ids": ids})
-        con.execute("COMMIT")
+
+        def delete():
+            for t in ("events", "devices", "traces"):
+                con.execute(f"DELETE FROM {t} WHERE trace_id IN (SELECT unnest($ids))", {"ids": ids})
+            if self.db:
+                refresh_stored(con)
+        self._transaction(delete)
         return len(ids)
 
+    def lock_down(self, allowed_paths=()):
+        """From now on SQL on this session reads the database, not the
+        machine: no file, network or extension access (dbfile.lock_down)."""
+        dbfile.lock_down(self.con, allowed_paths)
+
     def schema(self) -> list[tuple[str, str, list[tuple[str, str]]]]:
-        """[(name, 'table'|'view', [(column, type), ...])] for the public schema."""
+        """[(name, 'table'|'view', [(column, type), ...])] for the public schema
+        (duckprof's views as this duckprof defines them)."""
         out = []
         rows = self.con.execute("""
             SELECT t.table_name, t.table_type, c.column_name, c.data_type
             FROM information_schema.tables t
-            JOIN information_schema.columns c USING (table_schema, table_name)
+            JOIN information_schema.columns c USING (table_catalog, table_schema, table_name)
             WHERE t.table_schema = 'main' AND t.table_name NOT LIKE 'stage_%'
+              -- a file's own view of a name duckprof shadows with a TEMP one is not listed
+              AND (t.table_catalog = 'temp' OR t.table_name NOT IN (
+                   SELECT table_name FROM information_schema.tables WHERE table_catalog = 'temp'))
             ORDER BY t.table_type, t.table_name, c.ordinal_position""").fetchall()
         for name, kind, col, typ in rows:
             if not out or out[-1][0] != name:
@@ -262,7 +386,178 @@ class Session:
         self.close()
 
 
+class _SessionTarget(Target):
+    """A load into the session's own database: write access is held already;
+    the stored views are refreshed in the load's transaction; a file is
+    checkpointed after it."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.label = session.label
+
+    def prepare(self, con):
+        if self.session.db:
+            refresh_stored(con)
+
+    def finish(self, con):
+        if self.session.db:
+            checkpoint_without_vacuum(con, self.label, self.run)
+
+
+class DatabaseTarget(Target):
+    """A database file that a load opens for writing only for its write
+    phase (load_into): attached read-only for the snapshot before parsing,
+    then writable from acquire() to release(). The schema is created,
+    migrated and refreshed inside the load's transaction, so a failed load
+    leaves the file as it was; a file the load created is removed again, and
+    one that grew is cut back (see restore)."""
+
+    ALIAS = "dp_target"
+
+    def __init__(self, path: str, wait: float = 0):
+        self.path = self.label = path
+        self.wait = wait
+        self.version = None      # schema version found when opened for writing (None: new/empty)
+        self.attached = False
+        self.created = False
+        self.size0 = None        # file size before writing
+        self.wal0 = False
+
+    def snapshot(self, con, run):
+        if self.attached:  # writable, and the default database (acquire)
+            return super().snapshot(con, run) if self.version is not None else (set(), 1)
+        if not os.path.exists(self.path):
+            dbfile.check_file(self.path, must_exist=False)
+            return set(), 1
+        dbfile.attach(con, self.path, self.ALIAS, read_only=True, wait=self.wait)
+        try:
+            version = read_version(con, self.ALIAS, self.label)
+            if version is None:
+                return set(), 1
+            if version == SCHEMA_VERSION:
+                dbfile.verify_tables(con, self.ALIAS, self.label)
+            con.execute(f"USE {self.ALIAS}")
+            return super().snapshot(con, run)
+        finally:
+            con.execute("USE memory")
+            con.execute(f"DETACH {self.ALIAS}")
+
+    def acquire(self, con):
+        existed = os.path.exists(self.path)
+        self.size0 = os.path.getsize(self.path) if existed else None
+        self.wal0 = os.path.exists(self.path + ".wal")
+        dbfile.attach(con, self.path, self.ALIAS, read_only=False, wait=self.wait)
+        self.attached, self.created = True, not existed
+        self.version = read_version(con, self.ALIAS, self.label)
+        if self.version == SCHEMA_VERSION:
+            dbfile.verify_tables(con, self.ALIAS, self.label)
+        self.zstd = self.version is not None or zstd_supported(con, self.ALIAS)
+        con.execute(f"USE {self.ALIAS}")
+
+    def prepare(self, con):
+        if self.version is None:
+            create_schema(con, self.zstd)
+            return
+        if self.version < SCHEMA_VERSION:
+            migrate(con, self.version)
+            dbfile.verify_tables(con, self.ALIAS, self.label)
+        refresh_stored(con)
+
+    def finish(self, con):
+        checkpoint_without_vacuum(con, self.label, self.run)
+
+    def release(self, con, committed: bool = True):
+        if not self.attached:
+            return
+        if not committed and self.size0 is not None:
+            self._cut_back()
+        try:
+            con.execute("USE memory")
+            con.execute(f"DETACH {self.ALIAS}")
+        except duckdb.Error:
+            pass  # invalidated by a fatal error: closing the connection releases it
+        self.attached = False
+
+    def _cut_back(self):
+        """Still holding the lock after a rollback: blocks the load wrote
+        past the old end of the file (DuckDB writes big inserts before the
+        commit) are cut off; the header was never rewritten."""
+        try:
+            if os.path.getsize(self.path) > self.size0:
+                os.truncate(self.path, self.size0)
+        except OSError:
+            pass
+
+    def restore(self, committed: bool):
+        """After the connection is closed: a database file that a failed load
+        created is removed (with its WAL)."""
+        if committed or not self.created:
+            return
+        for path in (self.path, self.path + ".wal"):
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+
+
+def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool = False, progress=None,
+              wait: float = 0, report: LoadReport | None = None, threads: int | None = None) -> LoadReport:
+    """Load traces into the database file `db` (created if needed), holding
+    its write lock only while inserting: the traces are parsed, checked and
+    nested first, so readers can use the database meanwhile, and bad input
+    never opens it for writing. `report`, when given, is filled in as the
+    load goes (after an interrupt, report.committed says whether the run was
+    loaded). progress: a callable for phase messages; its attach(con), if any,
+    is called with the loading connection."""
+    db = os.fspath(db)
+    dbfile.check_file(db, must_exist=False)
+    report = report if report is not None else LoadReport(run=run)
+    target = DatabaseTarget(db, wait)
+    try:
+        con = duckdb.connect(":memory:")
+        try:
+            if threads:
+                con.execute(f"SET threads = {int(threads)}")
+            con.execute("SET enable_progress_bar = false")
+            # spill next to the database, as a connection to the file would
+            con.execute("SET temp_directory = $t", {"t": db + ".tmp"})
+            if hasattr(progress, "attach"):
+                progress.attach(con)
+            limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB")
+            Loader(con, progress=progress, memory_limit=limit or None).load(
+                paths, run=run, salvage=salvage, target=target, report=report)
+        finally:
+            con.close()
+    except DuckprofError as e:
+        if report.commit_failed:  # did the COMMIT take effect? Read the file again to say
+            report.committed = _was_committed(db, report)
+            outcome = {True: f"run {run!r} was committed", False: "nothing was loaded",
+                       None: f"whether run {run!r} was committed is unknown: check with `duckprof runs --db {db}`"}
+            raise DuckprofError(f"{e} ({outcome[report.committed]})") from None
+        raise
+    finally:
+        target.restore(report.committed or report.commit_failed)
+    return report
+
+
+def _was_committed(db: str, report: LoadReport) -> bool | None:
+    ids = [f.trace_id for f in report.loaded if f.trace_id is not None]
+    try:
+        con = duckdb.connect(db, read_only=True)
+    except duckdb.Error:
+        return None
+    try:
+        n = con.execute("SELECT count(*) FROM traces WHERE run = $run AND list_contains($ids, trace_id)",
+                        {"run": report.run, "ids": ids}).fetchall()[0][0]
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+    return bool(ids) and n == len(ids)
+
+
 def connect(db: str | os.PathLike | None = None, read_only: bool = False,
-            threads: int | None = None) -> Session:
-    """Open (or create) a duckprof database; in memory when `db` is None."""
-    return Session(db, read_only=read_only, threads=threads)
+            threads: int | None = None, wait: float = 0) -> Session:
+    """Open (or create) a duckprof database; in memory when `db` is None.
+    wait: seconds to wait while another process holds the file's lock."""
+    return Session(db, read_only=read_only, threads=threads, wait=wait)

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 import duckprof
-from conftest import (HANDMADE, CORPUS, assert_one_line_error, cli_app, corpus_files, invoke, rows,  # noqa: F401
+from conftest import (HANDMADE, CORPUS, assert_error_block, assert_one_line_error, cli_app, corpus_files, invoke, rows,  # noqa: F401
                       run_cli, scalar)
 from duckprof.load import expand_paths, rank_of
 
@@ -110,7 +110,14 @@ def test_query_output_files(cli_app, tmp_path):
 def test_query_errors(cli_app, tmp_path):
     r = invoke(cli_app, "query", "select * from no_such_view", NESTING3)
     assert r.exit_code == 2
-    assert_one_line_error(r.stderr, "no_such_view")
+    assert_error_block(r.stderr, "no_such_view")
+    # DuckDB's hints are kept, in the same error block (issue 13, item 12)
+    r = invoke(cli_app, "query", "select * from kernel", NESTING3)
+    assert r.exit_code == 2
+    assert_error_block(r.stderr, ["Table with name kernel does not exist", 'Did you mean "kernels"?'])
+    r = invoke(cli_app, "query", "select nam from cpu_ops", NESTING3)
+    assert r.exit_code == 2
+    assert_error_block(r.stderr, ['"nam" not found', "Candidate bindings:", '"name"'])
     r = invoke(cli_app, "query", QUERY, NESTING3, "-f", "yaml")
     assert r.exit_code == 2
     assert_one_line_error(r.stderr, "yaml")
