@@ -63,8 +63,9 @@ def friendly_errors(fn):
         except BrokenPipeError:  # output piped into `head` and closed: not an error
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0)
-        except MemoryError:
-            fail("out of memory (Python); free memory, or load fewer or smaller files at once")
+        except MemoryError as e:
+            from .load import _out_of_memory
+            fail(str(_out_of_memory(None, "running (Python)", e, os.environ.get("DUCKPROF_LOAD_MEMORY"))))
         except (ValueError, OSError) as e:
             fail(str(e))
         except (KeyboardInterrupt, RuntimeError) as e:

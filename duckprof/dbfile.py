@@ -27,7 +27,7 @@ import time
 
 import duckdb
 
-from . import sqlfiles
+from . import phase, sqlfiles
 from .errors import DatabaseLocked, DuckprofError
 
 # A DuckDB database file: 8 bytes of checksum, then this magic.
@@ -76,7 +76,7 @@ def lock_conflict(path: str, e: Exception, read_only: bool, waited: float = 0) -
     m = _HOLDER.search(msg)
     who = f"process {m.group(2)} ({os.path.basename(m.group(1))})" if m else "another process"
     if read_only:
-        what = f"being written by {who} (a load holds the lock only while it inserts)"
+        what = f"open for writing in {who} (`duckprof load` holds it only while it inserts)"
     elif "read-only mode" in msg:  # DuckDB says so when the holder only reads
         what = f"open for reading in {who}"
     else:
@@ -101,6 +101,8 @@ def open_with_wait(open_fn, path: str, read_only: bool, wait: float = 0):
             left = deadline - time.monotonic()
             if left <= 0:
                 raise locked from None
+        if pause == 0.05:
+            phase.mark("waiting for lock")
         time.sleep(min(pause, left))
         pause = min(pause * 2, 0.5)
 
@@ -162,21 +164,6 @@ def free_bytes(path: str) -> int | None:
 
 # -- what a database file may hold ---------------------------------------------------
 
-@functools.lru_cache(maxsize=1)
-def _builtins() -> tuple[frozenset, frozenset]:
-    """Names (lowercase) of DuckDB's own functions and types."""
-    con = duckdb.connect(":memory:")
-    try:
-        fns = {n.lower() for (n,) in con.execute(
-            "SELECT DISTINCT function_name FROM system.main.duckdb_functions() "
-            "WHERE database_name = 'system'").fetchall()}
-        types = {n.lower() for (n,) in con.execute(
-            "SELECT DISTINCT type_name FROM system.main.duckdb_types() WHERE database_name = 'system'").fetchall()}
-    finally:
-        con.close()
-    return frozenset(fns), frozenset(types)
-
-
 _TABLE_SHAPE = """
     SELECT table_name, list({'column': column_name, 'type': data_type, 'default': column_default,
                              'nullable': is_nullable} ORDER BY column_index)
@@ -198,24 +185,37 @@ _OBJECTS = """
 @functools.lru_cache(maxsize=1)
 def reference() -> dict:
     """duckprof's own tables (columns, constraints) as sql/schema.sql makes
-    them, and its views and macros as DuckDB stores them (normalised SQL)."""
+    them, and the names of its views and macros."""
     con = duckdb.connect(":memory:")
     try:
         con.execute(sqlfiles.read("schema.sql"))
         db = con.execute("SELECT system.main.current_database()").fetchall()[0][0]
         shape = dict(con.execute(_TABLE_SHAPE, {"db": db}).fetchall())
         constraints = dict(con.execute(_TABLE_CONSTRAINTS, {"db": db}).fetchall())
-        for v in sqlfiles.views_in_order():
-            con.execute(sqlfiles.view_sql(v))
-        objects = dict(con.execute(_OBJECTS, {"db": db}).fetchall())
     finally:
         con.close()
-    return {"tables": shape, "constraints": constraints, "objects": objects, "views": frozenset(objects)}
+    return {"tables": shape, "constraints": constraints,
+            "views": frozenset(v.name for v in sqlfiles.views_in_order())}
+
+
+@functools.lru_cache(maxsize=1)
+def reference_objects() -> dict:
+    """duckprof's views and macros as DuckDB stores them (normalised SQL), for
+    writers to compare a file's with."""
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(sqlfiles.read("schema.sql"))
+        for v in sqlfiles.views_in_order():
+            con.execute(sqlfiles.view_sql(v))
+        db = con.execute("SELECT system.main.current_database()").fetchall()[0][0]
+        return dict(con.execute(_OBJECTS, {"db": db}).fetchall())
+    finally:
+        con.close()
 
 
 def stored_objects_current(con, catalog: str) -> bool:
     """The file's views and macros under duckprof's names are the packaged ones."""
-    ref = reference()["objects"]
+    ref = reference_objects()
     got = {name: text for name, text in con.execute(_OBJECTS, {"db": catalog}).fetchall() if name in ref}
     return got == ref
 
@@ -225,22 +225,29 @@ def _refuse(label: str, what: str, fix: str) -> DuckprofError:
                          f"none (if you trust the file, {fix} with the duckdb CLI)")
 
 
+# The file's macros and types named like one of DuckDB's own (its system
+# catalog); duckdb_functions() is listed once (it is the slow one).
+_SHADOWING = """
+    WITH f AS MATERIALIZED (SELECT database_name, function_name, function_type FROM system.main.duckdb_functions())
+    SELECT DISTINCT 'macro', function_name, function_type FROM f
+    WHERE database_name = $db AND function_type IN ('macro', 'table_macro')
+      AND lower(function_name) IN (SELECT lower(function_name) FROM f WHERE database_name = 'system')
+    UNION ALL
+    SELECT DISTINCT 'type', type_name, NULL FROM system.main.duckdb_types()
+    WHERE database_name = $db AND NOT internal AND lower(type_name) IN (
+        SELECT lower(type_name) FROM system.main.duckdb_types() WHERE database_name = 'system')
+    ORDER BY 1, 2"""
+
+
 def verify_functions(con, catalog: str, label: str):
     """No macro or type in the file replaces one of DuckDB's own."""
-    fns, types = _builtins()
-    for name, kind in con.execute(
-            "SELECT DISTINCT function_name, function_type FROM system.main.duckdb_functions() "
-            "WHERE database_name = $db AND function_type IN ('macro', 'table_macro') ORDER BY 1",
-            {"db": catalog}).fetchall():
-        if name.lower() in fns:
-            drop = "DROP MACRO TABLE" if kind == "table_macro" else "DROP MACRO"
-            raise _refuse(label, f"it defines a macro {name!r}, which DuckDB would run in place of its own "
-                                 f"function {name}()", f"remove it ({drop} {name})")
-    for (name,) in con.execute("SELECT DISTINCT type_name FROM system.main.duckdb_types() "
-                               "WHERE database_name = $db AND NOT internal ORDER BY 1", {"db": catalog}).fetchall():
-        if name.lower() in types:
+    for what, name, kind in con.execute(_SHADOWING, {"db": catalog}).fetchall():
+        if what == "type":
             raise _refuse(label, f"it defines a type {name!r}, which DuckDB would use in place of its own",
                           f"remove it (DROP TYPE {name})")
+        drop = "DROP MACRO TABLE" if kind == "table_macro" else "DROP MACRO"
+        raise _refuse(label, f"it defines a macro {name!r}, which DuckDB would run in place of its own "
+                             f"function {name}()", f"remove it ({drop} {name})")
 
 
 def table_kinds(con, catalog: str) -> dict:

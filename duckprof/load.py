@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from . import dbfile, estimators, interrupts, sqlfiles
+from . import dbfile, estimators, interrupts, phase, sqlfiles
 from .errors import DuckprofError, NotATraceError, TraceError
 from .split import CONTENT_HASH, LEGACY_CONTENT_HASH, split_trace
 
@@ -165,18 +165,22 @@ def _address_space_limit() -> int | None:
 
 def _out_of_memory(path, doing: str, e: BaseException, memory_limit: str | None) -> DuckprofError:
     """DuckDB (or Python) ran out of memory. Under DuckDB's own memory_limit
-    the cure is a higher limit or more free memory; under a process limit
-    (ulimit -v) DuckDB's allocations fail before its limit is reached, and the
-    cure is a lower DUCKPROF_LOAD_MEMORY, so that it spills to disk sooner."""
-    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    the cure is a higher limit or more free memory. Under a process limit
+    (ulimit -v) allocations fail before DuckDB's limit is reached (it also
+    reserves address space for parse buffers and threads): the cure is a
+    lower DUCKPROF_LOAD_MEMORY, so that DuckDB spills to disk sooner, or a
+    higher process limit."""
+    first = (str(e).splitlines() or [""])[0] or type(e).__name__
+    where = f"{path}: " if path else ""
     cap = _address_space_limit()
     if cap is not None:
-        now = memory_limit or "DuckDB's default, 80% of RAM"
-        return DuckprofError(f"{path}: out of memory while {doing} ({first}): this process may use at most "
-                             f"{cap / 2**30:.1f} GiB (ulimit -v); set DUCKPROF_LOAD_MEMORY well below that "
-                             f"(now {now}, e.g. {max(cap // 4, 64 << 20) >> 20}MB) so DuckDB spills to disk "
-                             "sooner, or raise the limit")
-    return DuckprofError(f"{path}: out of memory while {doing} ({first}); raise DUCKPROF_LOAD_MEMORY "
+        return DuckprofError(f"{where}out of memory while {doing} ({first}): this process may use at most "
+                             f"{cap / 2**30:.1f} GiB of address space (ulimit -v), which DuckDB reaches before "
+                             f"its own memory limit (DUCKPROF_LOAD_MEMORY={memory_limit or 'unset'}); lower "
+                             f"DUCKPROF_LOAD_MEMORY to a third of the process limit or less (e.g. "
+                             f"{max(cap // 3, 64 << 20) >> 20}MB) so that DuckDB spills to disk sooner, "
+                             "or raise the limit")
+    return DuckprofError(f"{where}out of memory while {doing} ({first}); raise DUCKPROF_LOAD_MEMORY "
                          f"(now {memory_limit or 'unset'}) or free memory")
 
 
@@ -300,11 +304,9 @@ class Target:
         pass
 
 
-# The phases of a load, in order. With DUCKPROF_PHASE_FILE set, the loader
-# appends each phase's name to that file as it starts (tests interrupt a real
-# load at a chosen phase by polling it).
-PHASE_FILE_ENV = "DUCKPROF_PHASE_FILE"
 MAX_RUN_NAME = 256
+# in an error after a COMMIT that failed: the caller replaces it with what it finds
+COMMIT_OUTCOME_PENDING = "whether the run was committed is checked next"
 
 
 def check_run_name(run) -> str:
@@ -340,6 +342,33 @@ def _temp_space_error(e: OSError, tmp: str, path: str) -> Exception:
     return DuckprofError(f"{os.path.dirname(tmp)}: {problem} in the temp directory (TMPDIR) while copying "
                          f"{path} into chunk files (they take up to the trace's uncompressed size); "
                          "free space there, or set TMPDIR to a directory with room")
+
+
+_MAX_OBJECT = 32 << 20  # stage_events.sql's maximum_object_size
+_TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+
+
+def _count_trace_events_keys(path) -> int:
+    """How often a traceEvents array starts in the file (a diagnosis on an
+    error path: the file is read once more, decompressed if needed)."""
+    import gzip
+    n, tail, keep = 0, b"", 64
+    try:
+        with open(path, "rb") as raw:
+            gz = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            f = gzip.GzipFile(fileobj=raw) if gz else raw
+            while True:
+                block = f.read(8 << 20)
+                data = tail + block
+                last = not block
+                # a match starting in the kept tail is counted with the next block
+                n += sum(1 for m in _TRACE_EVENTS_KEY.finditer(data) if last or m.start() < len(data) - keep)
+                if last:
+                    return n
+                tail = data[-keep:]
+    except (OSError, EOFError):
+        return n
 
 
 def _quietly(fn):
@@ -381,10 +410,7 @@ class Loader:
 
     def _phase(self, name: str):
         self.phase = name
-        marker = os.environ.get(PHASE_FILE_ENV)
-        if marker:
-            with open(marker, "a", encoding="utf-8") as f:
-                f.write(name + "\n")
+        phase.mark(name)  # for tests (duckprof/phase.py)
 
     def load(self, paths, run: str = "default", salvage: bool = False, target: Target | None = None,
              report: LoadReport | None = None) -> LoadReport:
@@ -414,6 +440,9 @@ class Loader:
             self.hash_name = LEGACY_CONTENT_HASH if any(len(h) == 32 for h in known) else CONTENT_HASH
             pending = self._split_all(paths, files, report, tmp, stager, salvage, threads)
             prepared = self._parse_all(pending, known, run, len(files), tmp, stager, salvage)
+            if not prepared:  # every file is in the run already: nothing to write, no lock to take
+                done = True
+                return report
             batches = self._nest_all(prepared, next_id, tmp)
             self._phase("locking")
             target.acquire(con)
@@ -427,6 +456,8 @@ class Loader:
             self._phase("checkpoint")
             target.finish(con)
             done = True
+        except MemoryError as e:  # Python's side: reading, hashing, metadata
+            raise _out_of_memory(None, f"{self.phase} (Python)", e, self.memory_limit) from None
         finally:
             with interrupts.deferred():
                 stager.close(abort=not done)
@@ -547,8 +578,8 @@ class Loader:
                 try:
                     con.execute("COMMIT")
                 except duckdb.Error as e:
-                    report.commit_failed = True
-                    raise self._write_error(e, target, None, "") from None
+                    self._after_failed_commit(con, report)
+                    raise self._write_error(e, target, None, "", report) from None
                 report.committed = True
         except BaseException:
             if not report.committed:
@@ -567,13 +598,33 @@ class Loader:
                                  "free space there, or load fewer files at once")
         return TraceError(p.path, self._describe(e, p.split) + together)
 
-    def _write_error(self, e, target, p, together: str) -> Exception:
+    @staticmethod
+    def _after_failed_commit(con, report):
+        """Whether a COMMIT that raised took effect: asked on the same
+        connection (the write lock is still held). Unknown when DuckDB has
+        invalidated the database: report.commit_failed stays set."""
+        _quietly(lambda: con.execute("ROLLBACK"))
+        ids = [f.trace_id for f in report.files if f.trace_id is not None]
+        try:
+            n = con.execute("SELECT count(*) FROM traces WHERE list_contains($ids, trace_id)",
+                            {"ids": ids}).fetchall()[0][0]
+        except duckdb.Error:
+            report.commit_failed = True
+            return
+        report.committed = bool(ids) and n == len(ids)
+
+    def _write_error(self, e, target, p, together: str, report=None) -> Exception:
         """What a DuckDB error inside the transaction means (rolled back)."""
+        if report is not None and report.committed:
+            return DuckprofError(f"{target.label}: the load's commit reported an error "
+                                 f"({str(e).splitlines()[0]}), but run {target.run!r} was committed")
+        outcome = (COMMIT_OUTCOME_PENDING if report is not None and report.commit_failed
+                   else "nothing was loaded (rolled back)")
         if dbfile.disk_full(e):
             return DuckprofError(f"{target.label}: {dbfile.space_problem(e)} on the device that holds the database "
-                                 "while loading; nothing was loaded (rolled back)")
+                                 f"while loading; {outcome}")
         if p is None:
-            return DuckprofError(f"{target.label}: the load's commit failed ({str(e).splitlines()[0]})")
+            return DuckprofError(f"{target.label}: the load's commit failed ({str(e).splitlines()[0]}); {outcome}")
         if isinstance(e, duckdb.OutOfMemoryException):
             return _out_of_memory(p.path, "loading", e, self.memory_limit)
         # validation should have caught it: still name the file(s)
@@ -582,7 +633,8 @@ class Loader:
     def _drop(self, tables, stager):
         stager.drop(tables)
 
-    def _split(self, p: _Prepared, tmp, stager, chunks, salvage, sanitize=False, spaces=False):
+    def _split(self, p: _Prepared, tmp, stager, chunks, salvage, sanitize=False, spaces=False,
+               exact_salvage=False):
         """Split p's file; each chunk starts parsing as soon as it is written."""
         def on_chunk(chunk):
             table = f"{p.name}_{len(p.tables)}"
@@ -590,7 +642,8 @@ class Loader:
             p.futures.append(stager.submit(table, chunk))
         try:
             return split_trace(p.path, tmp, chunks=chunks, salvage=salvage, sanitize=sanitize,
-                               spaces=spaces, on_chunk=on_chunk, hash_name=self.hash_name)
+                               spaces=spaces, on_chunk=on_chunk, hash_name=self.hash_name,
+                               exact_salvage=exact_salvage)
         except OSError as e:
             self._discard(p, stager)
             raise _temp_space_error(e, tmp, p.path) from None
@@ -639,18 +692,22 @@ class Loader:
                 self._discard(p, stager)
                 attempts += 1
                 if attempts > 3:
-                    raise TraceError(p.path, self._describe(e, split)) from None
+                    raise TraceError(p.path, self._parse_problem(e, p, split)) from None
                 if "control character" in msg and split.sanitized:
                     if split.spaces:
-                        raise TraceError(p.path, self._describe(e, split)) from None
+                        raise TraceError(p.path, self._parse_problem(e, p, split)) from None
                     kw = dict(sanitize=True, spaces=True)
                 elif ("control character" in msg or "UTF-8" in msg or "surrogate" in msg) and not split.sanitized:
                     kw = dict(sanitize=True)
+                elif split.salvaged and not split.exact_salvage and "Malformed JSON" in msg:
+                    # the quick --salvage cut fell inside an event: cut exactly
+                    kw = dict(sanitize=split.sanitized, spaces=split.spaces, exact_salvage=True)
                 elif len(split.chunks) > 1 and "Malformed JSON" in msg:
                     # a chunk cut inside a nested object: parse the array whole
                     kw = dict(sanitize=split.sanitized, spaces=split.spaces)
                 else:
-                    raise TraceError(p.path, self._describe(e, split)) from None
+                    raise TraceError(p.path, self._parse_problem(e, p, split)) from None
+                kw.setdefault("exact_salvage", split.exact_salvage)
                 p.split = self._split(p, tmp, stager, chunks=1, salvage=salvage, **kw)
         # event_id = position in traceEvents: each chunk is numbered from 1
         offsets = [sum(counts[:k]) for k in range(len(counts))]
@@ -732,8 +789,8 @@ class Loader:
         tmp = temp_dir()
         try:
             try:
-                again = split_trace(p.path, tmp, chunks=1, salvage=bool(old.salvaged_bytes),
-                                    sanitize=old.sanitized, spaces=old.spaces, hash_name=self.hash_name)
+                again = split_trace(p.path, tmp, chunks=1, salvage=old.salvaged, sanitize=old.sanitized,
+                                    spaces=old.spaces, hash_name=self.hash_name, exact_salvage=old.exact_salvage)
             except OSError as e:
                 raise _temp_space_error(e, tmp, p.path) from None
             if again.content_hash != old.content_hash:
@@ -741,6 +798,44 @@ class Loader:
             self.con.execute(sqlfiles.render("load/exact_ts.sql", table=table), {"files": again.chunks})
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+    # how far the diagnosis of an event that does not end reads (the whole
+    # array is held in one buffer)
+    DIAGNOSE_BYTES = 512 << 20
+
+    def _parse_problem(self, e, p: _Prepared, split) -> str:
+        """_describe, and for the two parse errors that say nothing about
+        where the file is damaged, a second look that does."""
+        msg = str(e)
+        if "maximum_object_size" in msg:
+            where = self._find_malformed_event(p, split)
+            return ("not valid JSON inside traceEvents: an event does not end where it should (a bracket, "
+                    f"comma or quote is missing or extra, so DuckDB read on past {_MAX_OBJECT >> 20} MB "
+                    "looking for its end)" + (f"; the JSON breaks in {where}" if where else ""))
+        if "Malformed JSON" in msg and _count_trace_events_keys(p.path) > 1:
+            return ("not a trace: 'traceEvents' appears twice at the top level (a trace has one array of "
+                    "events; was the file written twice, or two traces joined?)")
+        return self._describe(e, split)
+
+    def _find_malformed_event(self, p: _Prepared, split) -> str | None:
+        if split.json_bytes > self.DIAGNOSE_BYTES:
+            return None
+        tmp = temp_dir()
+        try:
+            again = split_trace(p.path, tmp, chunks=1, salvage=split.salvaged, sanitize=split.sanitized,
+                                spaces=split.spaces, hash_name=self.hash_name, exact_salvage=split.exact_salvage)
+            size = sum(os.path.getsize(c) for c in again.chunks)
+            self.con.execute(sqlfiles.read("load/find_malformed_event.sql"),
+                             {"files": again.chunks, "max_bytes": size + 1}).fetchall()
+        except duckdb.Error as e:
+            m = re.search(r"at byte (\d+) in record/value (\d+): ([^.]*)", str(e))
+            if m:
+                return f"event {int(m.group(2)):,} of traceEvents ({m.group(3)} at its byte {m.group(1)})"
+        except (TraceError, OSError):
+            pass
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return None
 
     @staticmethod
     def _describe(e, split) -> str:

@@ -23,7 +23,7 @@ import duckdb
 from . import dbfile, estimators, sqlfiles
 from .estimators.store import estimates as op_estimates
 from .errors import DuckprofError
-from .load import Loader, LoadReport, Target
+from .load import COMMIT_OUTCOME_PENDING as PENDING, Loader, LoadReport, Target
 from .peaks import packaged_digest, seed_peaks
 
 
@@ -410,7 +410,7 @@ class DatabaseTarget(Target):
     then writable from acquire() to release(). The schema is created,
     migrated and refreshed inside the load's transaction, so a failed load
     leaves the file as it was; a file the load created is removed again, and
-    one that grew is cut back (see restore)."""
+    one that grew is cut back (see release)."""
 
     ALIAS = "dp_target"
 
@@ -446,7 +446,15 @@ class DatabaseTarget(Target):
         existed = os.path.exists(self.path)
         self.size0 = os.path.getsize(self.path) if existed else None
         self.wal0 = os.path.exists(self.path + ".wal")
-        dbfile.attach(con, self.path, self.ALIAS, read_only=False, wait=self.wait)
+        try:
+            dbfile.attach(con, self.path, self.ALIAS, read_only=False, wait=self.wait)
+        except DuckprofError:
+            # creating the file failed midway (a full disk): an empty file is no
+            # database, so it is not left behind (a file another process made is
+            # not empty)
+            if not existed and os.path.exists(self.path) and os.path.getsize(self.path) == 0:
+                os.remove(self.path)
+            raise
         self.attached, self.created = True, not existed
         self.version = read_version(con, self.ALIAS, self.label)
         if self.version == SCHEMA_VERSION:
@@ -467,37 +475,29 @@ class DatabaseTarget(Target):
         checkpoint_without_vacuum(con, self.label, self.run)
 
     def release(self, con, committed: bool = True):
+        """Still holding the lock when the load did not commit: a file the
+        load created is unlinked (so no other process can open it after the
+        lock is released), one that grew is cut back to its size: DuckDB
+        writes big inserts to the file before the commit, past its old end
+        or into blocks it had freed; the header was not rewritten."""
         if not self.attached:
             return
-        if not committed and self.size0 is not None:
-            self._cut_back()
+        if not committed:
+            try:
+                if self.created:
+                    for path in (self.path, self.path + ".wal"):
+                        if os.path.exists(path):
+                            os.remove(path)
+                elif os.path.getsize(self.path) > self.size0:
+                    os.truncate(self.path, self.size0)
+            except OSError:
+                pass
         try:
             con.execute("USE memory")
             con.execute(f"DETACH {self.ALIAS}")
         except duckdb.Error:
             pass  # invalidated by a fatal error: closing the connection releases it
         self.attached = False
-
-    def _cut_back(self):
-        """Still holding the lock after a rollback: blocks the load wrote
-        past the old end of the file (DuckDB writes big inserts before the
-        commit) are cut off; the header was never rewritten."""
-        try:
-            if os.path.getsize(self.path) > self.size0:
-                os.truncate(self.path, self.size0)
-        except OSError:
-            pass
-
-    def restore(self, committed: bool):
-        """After the connection is closed: a database file that a failed load
-        created is removed (with its WAL)."""
-        if committed or not self.created:
-            return
-        for path in (self.path, self.path + ".wal"):
-            try:
-                os.remove(path)
-            except FileNotFoundError:
-                pass
 
 
 def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool = False, progress=None,
@@ -530,30 +530,49 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
             con.close()
     except DuckprofError as e:
         if report.commit_failed:  # did the COMMIT take effect? Read the file again to say
-            report.committed = _was_committed(db, report)
-            outcome = {True: f"run {run!r} was committed", False: "nothing was loaded",
+            committed = _was_committed(db, report, target)
+            report.committed = bool(committed)
+            outcome = {True: f"the commit took effect nonetheless: run {run!r} is loaded",
+                       False: f"the commit did not take effect: nothing was loaded, {db} is as it was",
                        None: f"whether run {run!r} was committed is unknown: check with `duckprof runs --db {db}`"}
-            raise DuckprofError(f"{e} ({outcome[report.committed]})") from None
+            raise DuckprofError(str(e).replace(PENDING, outcome[committed])) from None
         raise
-    finally:
-        target.restore(report.committed or report.commit_failed)
     return report
 
 
-def _was_committed(db: str, report: LoadReport) -> bool | None:
-    ids = [f.trace_id for f in report.loaded if f.trace_id is not None]
-    try:
-        con = duckdb.connect(db, read_only=True)
-    except duckdb.Error:
-        return None
-    try:
-        n = con.execute("SELECT count(*) FROM traces WHERE run = $run AND list_contains($ids, trace_id)",
-                        {"run": report.run, "ids": ids}).fetchall()[0][0]
-    except duckdb.Error:
-        return None
-    finally:
-        con.close()
-    return bool(ids) and n == len(ids)
+def _was_committed(db: str, report: LoadReport, target: DatabaseTarget) -> bool | None:
+    """After a COMMIT that failed with the database invalidated (a full disk
+    while DuckDB wrote it): open the file again, for writing so that no other
+    process has it meanwhile, and look. Not committed: a file the load created
+    is removed, another is cut back to its size before the load (the header
+    was not rewritten, so nothing past that size is used). None when it
+    cannot be opened."""
+    ids = [f.trace_id for f in report.files if f.trace_id is not None]
+    for read_only in (False, True):
+        try:
+            con = duckdb.connect(db, read_only=read_only)
+        except duckdb.Error:
+            continue
+        try:
+            try:
+                n = con.execute("SELECT count(*) FROM traces WHERE run = $run AND list_contains($ids, trace_id)",
+                                {"run": report.run, "ids": ids}).fetchall()[0][0]
+            except duckdb.CatalogException:  # no tables: the schema was made in the same transaction
+                n = 0
+            committed = bool(ids) and n == len(ids)
+            if not committed and not read_only:
+                if target.created:
+                    for path in (db, db + ".wal"):
+                        if os.path.exists(path):
+                            os.remove(path)
+                elif os.path.getsize(db) > target.size0:
+                    os.truncate(db, target.size0)
+            return committed
+        except (duckdb.Error, OSError):
+            return None
+        finally:
+            con.close()
+    return None
 
 
 def connect(db: str | os.PathLike | None = None, read_only: bool = False,
