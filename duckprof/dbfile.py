@@ -182,20 +182,31 @@ _OBJECTS = """
     WHERE database_name = $db AND schema_name = 'main' AND function_type IN ('macro', 'table_macro')"""
 
 
-@functools.lru_cache(maxsize=1)
-def reference() -> dict:
+_REFERENCE: dict | None = None
+_REF_PREFIX = "dp_reference_"
+
+
+def reference(con) -> dict:
     """duckprof's own tables (columns, constraints) as sql/schema.sql makes
-    them, and the names of its views and macros."""
-    con = duckdb.connect(":memory:")
-    try:
-        con.execute(sqlfiles.read("schema.sql"))
-        db = con.execute("SELECT system.main.current_database()").fetchall()[0][0]
-        shape = dict(con.execute(_TABLE_SHAPE, {"db": db}).fetchall())
-        constraints = dict(con.execute(_TABLE_CONSTRAINTS, {"db": db}).fetchall())
-    finally:
-        con.close()
-    return {"tables": shape, "constraints": constraints,
-            "views": frozenset(v.name for v in sqlfiles.views_in_order())}
+    them, and the names of its views and macros. Made once per process, as
+    TEMP tables on `con` (dropped at once): a read-only connection cannot
+    attach a scratch database, and a new DuckDB instance costs more."""
+    global _REFERENCE
+    if _REFERENCE is None:
+        schema = re.sub(r"CREATE TABLE IF NOT EXISTS (\w+)", rf"CREATE TEMP TABLE {_REF_PREFIX}\1",
+                        sqlfiles.read("schema.sql"))
+        names = re.findall(rf"CREATE TEMP TABLE ({_REF_PREFIX}\w+)", schema)
+        con.execute(schema)
+        try:
+            strip = lambda rows: {t[len(_REF_PREFIX):]: v for t, v in rows if t.startswith(_REF_PREFIX)}  # noqa: E731
+            shape = strip(con.execute(_TABLE_SHAPE, {"db": "temp"}).fetchall())
+            constraints = strip(con.execute(_TABLE_CONSTRAINTS, {"db": "temp"}).fetchall())
+        finally:
+            for name in names:
+                con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
+        _REFERENCE = {"tables": shape, "constraints": constraints,
+                      "views": frozenset(v.name for v in sqlfiles.views_in_order())}
+    return _REFERENCE
 
 
 @functools.lru_cache(maxsize=1)
@@ -264,7 +275,7 @@ def verify_tables(con, catalog: str, label: str):
     """duckprof's tables are the tables schema.sql makes (no default, CHECK
     or index that could run SQL on insert), and no table takes the name of
     one of its views."""
-    ref = reference()
+    ref = reference(con)
     kinds = table_kinds(con, catalog)
     shape = {t: cols for t, cols in con.execute(_TABLE_SHAPE, {"db": catalog}).fetchall() if kinds.get(t) == "table"}
     constraints = dict(con.execute(_TABLE_CONSTRAINTS, {"db": catalog}).fetchall())

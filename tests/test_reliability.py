@@ -333,6 +333,26 @@ def release(p: subprocess.Popen):
     p.wait(timeout=60)
 
 
+def test_lock_conflict_message(cli_app, tmp_path):
+    """Another process holds the database for writing: a reader and a load are
+    told it is locked, by which process (PID), and what to do, not that the
+    file 'cannot be opened as a DuckDB database'."""
+    db = tmp_path / "runs.duckdb"
+    assert invoke(cli_app, "load", NESTING3, "--db", db, "-q", "-r", "base").exit_code == 0
+    holder = hold_lock(db, read_only=False)
+    try:
+        for args in (["query", "select count(*) from events", "--db", db],
+                     ["load", FRACTIONAL, "--db", db, "-q"]):
+            r = invoke(cli_app, *args)
+            assert r.exit_code == 2, (args, r.stdout)
+            line = assert_one_line_error(r.stderr, [str(db), "locked: open for writing in process "
+                                                    f"{holder.pid}", "--wait SECONDS"])
+            assert "cannot open" not in line and "DuckDB database" not in line
+    finally:
+        release(holder)
+
+
+@pytest.mark.slow
 def test_lock_conflict_gets_its_own_message(tmp_path):
     """Two processes: a writer holds the database. A reader and a writer are told
     it is locked, by which process (PID), and what to do; --wait waits for it."""
@@ -358,6 +378,7 @@ def test_lock_conflict_gets_its_own_message(tmp_path):
     assert out.splitlines() == ["n", "19"]
 
 
+@pytest.mark.slow
 def test_a_reader_blocks_a_writer_only_while_it_reads(tmp_path):
     """A reader holds the database: a load parses anyway (no lock needed), then
     says who reads it; with --wait it loads once the reader is gone."""
