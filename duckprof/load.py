@@ -450,7 +450,7 @@ class Loader:
             if next_now != next_id or known_now != known:
                 # another process loaded into the database while this one parsed
                 prepared = self._skip_known(prepared, known_now, run, stager)
-                self._drop([b.nest for b in batches] + [t for b in batches for t in b.exact.values()], stager)
+                stager.drop([b.nest for b in batches] + [t for b in batches for t in b.exact.values()])
                 batches = self._nest_all(prepared, next_now, tmp)
             self._write(batches, run, len(prepared), target, report)
             self._phase("checkpoint")
@@ -629,9 +629,6 @@ class Loader:
             return _out_of_memory(p.path, "loading", e, self.memory_limit)
         # validation should have caught it: still name the file(s)
         return TraceError(p.path, self._describe(e, p.split) + together)
-
-    def _drop(self, tables, stager):
-        stager.drop(tables)
 
     def _split(self, p: _Prepared, tmp, stager, chunks, salvage, sanitize=False, spaces=False,
                exact_salvage=False):

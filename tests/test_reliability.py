@@ -441,6 +441,40 @@ def test_readers_during_a_200mb_load(tmp_path):
         assert "cannot open" not in r.stderr
 
 
+def test_another_load_committing_while_this_one_parsed(cli_app, tmp_path, monkeypatch):
+    """Two loads into one database overlap (each takes the lock only to
+    insert): when another process committed while this load parsed, this one
+    nests again with the trace ids that are now free, and skips the files the
+    other one loaded into the same run."""
+    from duckprof import load
+    db = tmp_path / "runs.duckdb"
+    assert invoke(cli_app, "load", FRACTIONAL, "--db", db, "-q", "-r", "base").exit_code == 0
+    real = load.Loader._phase
+
+    def other_process_loads_first(self, name):
+        real(self, name)
+        if name == "locking":  # this load has parsed and nested; the lock is not taken yet
+            r = run_cli("load", NESTING3, FRACTIONAL, "--db", db, "-q", "-r", "new")
+            assert r.returncode == 0, r.stderr
+    monkeypatch.setattr(load.Loader, "_phase", other_process_loads_first)
+    r = invoke(cli_app, "load", NESTING3, HANDMADE / "absolute_fractional.json", "--db", db, "-r", "new")
+    assert r.exit_code == 0, r.stderr
+    assert "nesting3.json: already loaded in run 'new' (same content, by another process meanwhile)" in r.stdout
+    with duckprof.connect(db, read_only=True) as s:
+        got = rows(s, "select trace_id, run, regexp_extract(path, '[^/]+$') from traces order by trace_id")
+        assert got == [(1, "base", "fractional_base.json"), (2, "new", "nesting3.json"),
+                       (3, "new", "fractional_base.json"), (4, "new", "absolute_fractional.json")]
+        # nesting was computed for trace 4, not for the id it was staged with (3)
+        assert rows(s, "select count(*) from events where depth is not null and trace_id not in "
+                       "(select trace_id from traces)") == [(0,)]
+        nesting = ("select event_id, parent_event_id, depth, self_ns, op_event_id from events "
+                   "where trace_id = $t order by event_id")
+        mine = rows(s, nesting, {"t": 4})
+    with duckprof.connect() as alone:
+        alone.load([str(HANDMADE / "absolute_fractional.json")])
+        assert mine == rows(alone, nesting, {"t": 1}) and any(d is not None for _, _, d, _, _ in mine)
+
+
 # == 4. a failed load leaves the file byte-identical ====================================
 
 def test_failed_load_after_an_upgrade_does_not_refresh_views(cli_app, tmp_path):
