@@ -8,9 +8,10 @@ read it. A conflicting open fails at once; `open_with_wait` retries until
 the lock frees or the wait is over, then says who holds it.
 
 Trust: a database file is data from someone else (teams share them). What
-it stores under duckprof's view and macro names is never run: every session
-on an existing file creates the packaged views as TEMP objects, which DuckDB
-looks up first, and every write re-creates the stored ones (session.py).
+it stores under duckprof's view and macro names is never run: unless those
+are exactly the packaged ones, every session on an existing file creates the
+packaged views as TEMP objects, which DuckDB looks up first, and every write
+re-creates the stored ones (session.py views_current).
 What TEMP objects cannot shadow is refused here, before any other query
 reads the file: a macro or type named like one of DuckDB's own (DuckDB would
 run it in place of the built-in one, in duckprof's queries too), a view or
@@ -20,7 +21,6 @@ run on insert), an index (its expressions run on insert).
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import time
@@ -173,15 +173,6 @@ _TABLE_CONSTRAINTS = """
     FROM system.main.duckdb_constraints() WHERE database_name = $db AND schema_name = 'main' GROUP BY 1"""
 
 
-_OBJECTS = """
-    SELECT view_name, sql FROM system.main.duckdb_views()
-    WHERE database_name = $db AND schema_name = 'main' AND NOT internal
-    UNION ALL
-    SELECT function_name, concat_ws(' ', function_type, parameters::VARCHAR, macro_definition)
-    FROM system.main.duckdb_functions()
-    WHERE database_name = $db AND schema_name = 'main' AND function_type IN ('macro', 'table_macro')"""
-
-
 _REFERENCE: dict | None = None
 _REF_PREFIX = "dp_reference_"
 
@@ -207,28 +198,6 @@ def reference(con) -> dict:
         _REFERENCE = {"tables": shape, "constraints": constraints,
                       "views": frozenset(v.name for v in sqlfiles.views_in_order())}
     return _REFERENCE
-
-
-@functools.lru_cache(maxsize=1)
-def reference_objects() -> dict:
-    """duckprof's views and macros as DuckDB stores them (normalised SQL), for
-    writers to compare a file's with."""
-    con = duckdb.connect(":memory:")
-    try:
-        con.execute(sqlfiles.read("schema.sql"))
-        for v in sqlfiles.views_in_order():
-            con.execute(sqlfiles.view_sql(v))
-        db = con.execute("SELECT system.main.current_database()").fetchall()[0][0]
-        return dict(con.execute(_OBJECTS, {"db": db}).fetchall())
-    finally:
-        con.close()
-
-
-def stored_objects_current(con, catalog: str) -> bool:
-    """The file's views and macros under duckprof's names are the packaged ones."""
-    ref = reference_objects()
-    got = {name: text for name, text in con.execute(_OBJECTS, {"db": catalog}).fetchall() if name in ref}
-    return got == ref
 
 
 def _refuse(label: str, what: str, fix: str) -> DuckprofError:
@@ -298,12 +267,16 @@ def verify_tables(con, catalog: str, label: str):
 
 # -- `query`: the database, not the machine ---------------------------------------------
 
-def lock_down(con, allowed_paths=()):
+def lock_down(con, allowed_paths=(), allowed_dirs=()):
     """After duckprof's own setup: no file, network or extension access from
     SQL (COPY TO, EXPORT DATABASE, read_text, ATTACH, INSTALL, LOAD), except
-    the paths in allowed_paths (an --output file), and no SET that undoes it."""
+    the paths in allowed_paths (an --output file) and the files under
+    allowed_dirs (a Parquet lake the views read), and no SET that undoes it."""
     if allowed_paths:
         con.execute("SET allowed_paths = $p", {"p": [os.path.abspath(p) for p in allowed_paths]})
+    if allowed_dirs:
+        con.execute("SET allowed_directories = $d",
+                    {"d": [os.path.join(os.path.abspath(d), "") for d in allowed_dirs]})
     con.execute("SET enable_external_access = false")
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")

@@ -2,10 +2,11 @@
 
 A database file is opened as dbfile.py describes (file checks, locks with
 --wait, the checks that keep its SQL from running). Views: a session on an
-existing file runs the packaged views, created as TEMP objects, never the
-file's own; every write transaction (a load, `rm`, `migrate`) re-creates the
-stored ones, so a plain DuckDB client sees duckprof's views too
-(refresh_stored). `load_into` loads into a database file that it opens for
+existing file runs the packaged views, never the file's own: unless the
+file's are exactly the packaged ones (views_current), the packaged ones are
+created as TEMP objects; every write transaction (a load, `rm`, `migrate`)
+re-creates the stored ones that differ, so a plain DuckDB client sees
+duckprof's views too (refresh_stored). `load_into` loads into a database file that it opens for
 writing only once the traces are parsed and checked.
 """
 
@@ -24,17 +25,86 @@ from . import dbfile, estimators, sqlfiles
 from .estimators.store import estimates as op_estimates
 from .errors import DuckprofError
 from .load import COMMIT_OUTCOME_PENDING as PENDING, Loader, LoadReport, Target
-from .peaks import packaged_digest, seed_peaks
+from .peaks import packaged_digest, seed_interconnects, seed_peaks
 
 
 def views_digest() -> str:
-    """A hash of the packaged view SQL (rendered), stored in duckprof_meta:
-    which duckprof version last wrote the stored views (informative: the
-    views a session runs are always the packaged ones)."""
+    """A hash of the packaged view sources (sql/views and the macros they
+    use), stored in duckprof_meta: which duckprof version last wrote the
+    stored views (informative: what a session runs is decided by
+    views_current). Hashing the sources, not the rendered SQL, costs no
+    rendering."""
     h = hashlib.blake2b(digest_size=8)
-    for v in sqlfiles.views_in_order():
-        h.update(v.name.encode() + b"\0" + sqlfiles.view_sql(v).encode())
+    for rel in sqlfiles.list_dir("views") + sqlfiles.list_dir("templates"):
+        h.update(rel.encode() + b"\0" + sqlfiles.read(rel).encode() + b"\0")
     return h.hexdigest()
+
+
+# Every view and macro a database holds under one of duckprof's view names, as
+# DuckDB stores it (normalised SQL), scalar macros included.
+_FINGERPRINT_SQL = """
+    SELECT 'view', view_name, sql FROM system.main.duckdb_views()
+    WHERE NOT internal AND schema_name = 'main' AND database_name = $db AND list_contains($names, view_name)
+    UNION ALL
+    SELECT function_type, function_name, parameters::VARCHAR || ' ' || macro_definition
+    FROM system.main.duckdb_functions()
+    WHERE NOT internal AND schema_name = 'main' AND database_name = $db
+      AND function_type IN ('macro', 'table_macro') AND list_contains($names, function_name)
+    ORDER BY 1, 2, 3"""
+
+
+def views_fingerprint(con, catalog: str | None = None) -> str:
+    """A hash of the view and macro definitions the database `catalog`
+    (default: the current one) holds under duckprof's names."""
+    if catalog is None:
+        catalog = con.execute("SELECT system.main.current_database()").fetchall()[0][0]
+    names = list(sqlfiles.view_headers())
+    h = hashlib.blake2b(digest_size=16)
+    for row in con.execute(_FINGERPRINT_SQL, {"names": names, "db": catalog}).fetchall():
+        h.update("\0".join(map(str, row)).encode() + b"\1")
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def packaged_views_fingerprint() -> str:
+    """views_fingerprint of the packaged views, as this DuckDB stores them:
+    worked out once in an empty in-memory database, and kept in the user's
+    cache directory (per view sources and DuckDB version), since a reader
+    compares it with every database it opens."""
+    # the key names the fingerprint's own recipe too (_FINGERPRINT_SQL)
+    recipe = hashlib.blake2b(_FINGERPRINT_SQL.encode(), digest_size=4).hexdigest()
+    key = f"views-{views_digest()}-{recipe}-duckdb-{duckdb.__version__}"
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+                         "duckprof", key)
+    try:
+        with open(cache, encoding="utf-8") as f:
+            got = f.read().strip()
+        if re.fullmatch(r"[0-9a-f]{32}", got):
+            return got
+    except OSError:
+        pass
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(sqlfiles.read("schema.sql"))
+        create_views(con)
+        fingerprint = views_fingerprint(con)
+    finally:
+        con.close()
+    try:  # best effort: without a cache it is worked out each time
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        tmp = f"{cache}.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(fingerprint)
+        os.replace(tmp, cache)
+    except OSError:
+        pass
+    return fingerprint
+
+
+def views_current(con, catalog: str | None = None) -> bool:
+    """The database's views and macros under duckprof's names are exactly the
+    packaged ones (so running them runs only SQL duckprof wrote)."""
+    return views_fingerprint(con, catalog) == packaged_views_fingerprint()
 
 
 @functools.lru_cache(maxsize=1)
@@ -123,6 +193,7 @@ def create_schema(con, zstd: bool = True):
         schema = schema.replace(" USING COMPRESSION zstd", "")
     con.execute(schema)
     seed_peaks(con)  # datasheet peaks: stored in the file, users may add rows
+    seed_interconnects(con)
     con.execute("INSERT INTO duckprof_meta VALUES ('schema_version', $v), ('created_by', 'duckprof'), "
                 "('views_hash', $h), ('peaks_hash', $p), ('estimators_hash', $e)",
                 {"v": str(SCHEMA_VERSION), "h": views_digest(), "p": packaged_digest(), "e": estimators_digest()})
@@ -136,6 +207,16 @@ def create_views(con, temp: bool = False):
         if temp:
             sql = re.sub(r"CREATE OR REPLACE (VIEW|MACRO)", r"CREATE OR REPLACE TEMP \1", sql)
         con.execute(sql)
+
+
+def fill_trace_facts(con) -> None:
+    """Store the trace_summary figures of every trace that has none in
+    trace_facts (sql/load/trace_facts.sql): the traces just loaded, and any a
+    load cut short left without. The summary is computed for those traces only."""
+    missing = [r[0] for r in con.execute(
+        "SELECT trace_id FROM traces WHERE trace_id NOT IN (SELECT trace_id FROM trace_facts)").fetchall()]
+    if missing:
+        con.execute(sqlfiles.read("load/trace_facts.sql"), {"trace_ids": missing})
 
 
 def migrate(con, found: int):
@@ -157,9 +238,8 @@ def migrate(con, found: int):
 
 def stale(con) -> bool:
     """Whether refresh_stored has anything to do."""
-    catalog = con.execute("SELECT current_database()").fetchall()[0][0]
     stored = dict(con.execute("SELECT key, value FROM duckprof_meta").fetchall())
-    return (not dbfile.stored_objects_current(con, catalog) or stored.get("peaks_hash") != packaged_digest()
+    return (not views_current(con) or stored.get("peaks_hash") != packaged_digest()
             or stored.get("estimators_hash") != estimators_digest())
 
 
@@ -169,14 +249,17 @@ def refresh_stored(con) -> bool:
     replaced), the devices new in the packaged peaks table are added, and
     op_estimates computed by other estimator code is recomputed, so old and
     new numbers never mix. Returns whether anything was written."""
-    catalog = con.execute("SELECT current_database()").fetchall()[0][0]
     stored = dict(con.execute("SELECT key, value FROM duckprof_meta").fetchall())
     changed = False
-    if not dbfile.stored_objects_current(con, catalog):
+    if not views_current(con):
+        # tables a newer duckprof added to this schema version (all IF NOT EXISTS;
+        # without zstd, which an older storage format refuses even then)
+        con.execute(sqlfiles.read("schema.sql").replace(" USING COMPRESSION zstd", ""))
         create_views(con)
         changed = True
     if stored.get("peaks_hash") != packaged_digest():
         seed_peaks(con)
+        seed_interconnects(con)
         changed = True
     if stored.get("estimators_hash") != estimators_digest():
         recompute_estimates(con)
@@ -274,10 +357,14 @@ class Session:
                 raise DuckprofError(
                     f"{self.label}: written by an older duckprof (schema version {found}); migrate it once "
                     f"with `duckprof migrate --db {self.db}` (any load into it migrates it too)")
-            self._transaction(lambda: (migrate(con, found), refresh_stored(con)))
+            self._transaction(lambda: (migrate(con, found), refresh_stored(con), fill_trace_facts(con)))
         dbfile.verify_tables(con, catalog, self.label)
-        # the packaged views, never what the file stores under their names
-        create_views(con, temp=True)
+        # the packaged views, never what the file stores under their names: unless
+        # the file's are exactly the packaged ones (the fingerprint of their
+        # normalised SQL), they are created as TEMP objects, which DuckDB looks up
+        # first (0.4 s saved on each open of an up-to-date file)
+        if not views_current(con, catalog):
+            create_views(con, temp=True)
 
     def _transaction(self, fn):
         con = self.con
@@ -305,27 +392,67 @@ class Session:
 
     # -- API ----------------------------------------------------------------
     def load(self, paths, run: str = "default", salvage: bool = False, progress=None,
-             report: LoadReport | None = None) -> LoadReport:
+             report: LoadReport | None = None, tags: dict | None = None) -> LoadReport:
         """Load trace files, directories or globs as (part of) `run`. Atomic: on
-        error nothing is added. Files already loaded into this run are skipped."""
+        error nothing is added. Files already loaded into this run are skipped.
+        tags: {key: value} stored with the run (as set_tags). A Parquet lake
+        directory (`duckprof export --parquet`) loads its runs back."""
         self._writable()
-        limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB") if self.db else None
-        loader = Loader(self.con, progress=progress, memory_limit=limit or None)
-        return loader.load(paths, run=run, salvage=salvage, target=_SessionTarget(self), report=report)
+        from . import lake
+        if lake.is_lake(paths):
+            got = lake.import_lake(self, paths, run=run, progress=progress)
+            if report is not None:  # the caller's, filled in
+                report.__dict__.update(got.__dict__)
+            report = got
+            if report.loaded:
+                self._transaction(lambda: fill_trace_facts(self.con))
+                if self.db:
+                    checkpoint_without_vacuum(self.con, self.label, report.run)
+        else:
+            limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB") if self.db else None
+            loader = Loader(self.con, progress=progress, memory_limit=limit or None)
+            report = loader.load(paths, run=run, salvage=salvage, target=_SessionTarget(self, tags), report=report)
+        if tags and not report.tags_set:
+            self.set_tags(report.run, tags)
+        return report
+
+    def set_tags(self, run: str, tags: dict | None = None, remove=()) -> dict:
+        """Set (or replace) tags of `run` and remove the keys in `remove`; returns
+        the run's tags afterwards. Keys and values are text."""
+        self._writable()
+        self._require_run(run)
+        self._transaction(lambda: write_tags(self.con, run, tags, remove))
+        return self.tags(run)
+
+    def _require_run(self, run: str):
+        con = self.con
+        if not con.execute("SELECT count(*) FROM traces WHERE run = $run", {"run": run}).fetchall()[0][0]:
+            have = [r[0] for r in con.execute("SELECT DISTINCT run FROM traces ORDER BY 1").fetchall()]
+            where = f"{self.db}: " if self.db else ""
+            raise DuckprofError(f"{where}no run named {run!r} (runs: {', '.join(have) or 'none'})")
+
+    def tags(self, run: str) -> dict:
+        """The tags of `run` ({} when none; an error when there is no such run)."""
+        self._require_run(run)
+        return dict(self.con.execute("SELECT key, value FROM run_tags WHERE run = $run ORDER BY key",
+                                     {"run": run}).fetchall())
+
+    def _create_views(self, temp: bool = False):
+        create_views(self.con, temp=temp)
 
     def sql(self, text: str, params=None) -> duckdb.DuckDBPyRelation:
         """Run SQL over the tables and views; returns a DuckDB relation
         (.fetchall(), .df(), .show(), .columns ...)."""
         return self.con.sql(text, params=params)
 
-    def report(self, name: str, **options) -> duckdb.DuckDBPyRelation:
+    def report(self, name: str, /, **options) -> duckdb.DuckDBPyRelation:
         """A standard report as a DuckDB relation (.fetchall(), .df(), .show(), ...).
         name: 'kernels', 'gpu-time', 'idle', ... (duckprof.reports.REPORTS);
         options by their Python names, e.g. s.report("kernels", run="r1", limit=5).
         What the data cannot support is in report_result(...).notes."""
         return self.report_result(name, **options).relation
 
-    def report_result(self, name: str, **options):
+    def report_result(self, name: str, /, **options):
         """The report with its notes: a duckprof.reports.ReportResult (relation,
         notes, instead: the lines shown instead of an empty table, columns)."""
         from . import reports
@@ -345,17 +472,19 @@ class Session:
             return 0
 
         def delete():
-            for t in ("events", "devices", "traces"):
+            for t in ("events", "devices", "trace_facts", "traces"):
                 con.execute(f"DELETE FROM {t} WHERE trace_id IN (SELECT unnest($ids))", {"ids": ids})
+            con.execute("DELETE FROM run_tags WHERE run = $run", {"run": run})
             if self.db:
                 refresh_stored(con)
         self._transaction(delete)
         return len(ids)
 
-    def lock_down(self, allowed_paths=()):
+    def lock_down(self, allowed_paths=(), allowed_dirs=()):
         """From now on SQL on this session reads the database, not the
-        machine: no file, network or extension access (dbfile.lock_down)."""
-        dbfile.lock_down(self.con, allowed_paths)
+        machine: no file, network or extension access (dbfile.lock_down)
+        but to allowed_paths and the files under allowed_dirs."""
+        dbfile.lock_down(self.con, allowed_paths, allowed_dirs)
 
     def schema(self) -> list[tuple[str, str, list[tuple[str, str]]]]:
         """[(name, 'table'|'view', [(column, type), ...])] for the public schema
@@ -386,18 +515,53 @@ class Session:
         self.close()
 
 
+def write_tags(con, run: str, tags: dict | None, remove=()):
+    """In the caller's transaction: set `tags` of `run`, remove the keys in `remove`."""
+    tags = {str(k): str(v) for k, v in (tags or {}).items()}
+    for k in list(tags) + list(remove):
+        if not k:
+            raise DuckprofError("a tag needs a key: KEY=VALUE")
+    if remove:
+        con.execute("DELETE FROM run_tags WHERE run = $run AND list_contains($keys, key)",
+                    {"run": run, "keys": list(remove)})
+    if tags:
+        con.execute("INSERT OR REPLACE INTO run_tags (run, key, value, set_at) "
+                    "SELECT $run, unnest($keys), unnest($values), now()::TIMESTAMP",
+                    {"run": run, "keys": list(tags), "values": list(tags.values())})
+
+
+def complete_load(con, report: LoadReport, tags: dict | None):
+    """In the load's transaction, after the inserts: the loaded traces'
+    trace_facts, their rank and world size in the report, the run's tags."""
+    fill_trace_facts(con)
+    ids = [f.trace_id for f in report.files if f.trace_id is not None and not f.skipped]
+    found = {t: (r, w) for t, r, w in con.execute(
+        "SELECT trace_id, rank, world_size FROM trace_files WHERE list_contains($ids, trace_id)",
+        {"ids": ids}).fetchall()}
+    for f in report.files:
+        if f.trace_id in found:
+            f.rank, f.world_size = found[f.trace_id]
+    if tags:
+        write_tags(con, report.run, tags)
+        report.tags_set = True
+
+
 class _SessionTarget(Target):
     """A load into the session's own database: write access is held already;
     the stored views are refreshed in the load's transaction; a file is
     checkpointed after it."""
 
-    def __init__(self, session: Session):
+    def __init__(self, session: Session, tags: dict | None = None):
         self.session = session
         self.label = session.label
+        self.tags = tags
 
     def prepare(self, con):
         if self.session.db:
             refresh_stored(con)
+
+    def complete(self, con, report):
+        complete_load(con, report, self.tags)
 
     def finish(self, con):
         if self.session.db:
@@ -414,9 +578,10 @@ class DatabaseTarget(Target):
 
     ALIAS = "dp_target"
 
-    def __init__(self, path: str, wait: float = 0):
+    def __init__(self, path: str, wait: float = 0, tags: dict | None = None):
         self.path = self.label = path
         self.wait = wait
+        self.tags = tags
         self.version = None      # schema version found when opened for writing (None: new/empty)
         self.attached = False
         self.created = False
@@ -471,6 +636,9 @@ class DatabaseTarget(Target):
             dbfile.verify_tables(con, self.ALIAS, self.label)
         refresh_stored(con)
 
+    def complete(self, con, report):
+        complete_load(con, report, self.tags)
+
     def finish(self, con):
         checkpoint_without_vacuum(con, self.label, self.run)
 
@@ -501,18 +669,27 @@ class DatabaseTarget(Target):
 
 
 def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool = False, progress=None,
-              wait: float = 0, report: LoadReport | None = None, threads: int | None = None) -> LoadReport:
+              wait: float = 0, report: LoadReport | None = None, threads: int | None = None,
+              tags: dict | None = None) -> LoadReport:
     """Load traces into the database file `db` (created if needed), holding
     its write lock only while inserting: the traces are parsed, checked and
     nested first, so readers can use the database meanwhile, and bad input
     never opens it for writing. `report`, when given, is filled in as the
     load goes (after an interrupt, report.committed says whether the run was
     loaded). progress: a callable for phase messages; its attach(con), if any,
-    is called with the loading connection."""
+    is called with the loading connection. tags: stored with the run in the
+    load's transaction. A Parquet lake directory is loaded by a Session on
+    the file (it holds the lock for the whole import)."""
     db = os.fspath(db)
     dbfile.check_file(db, must_exist=False)
+    from . import lake
+    if lake.is_lake(paths):
+        with Session(db, wait=wait) as s:
+            if hasattr(progress, "attach"):
+                progress.attach(s.con)
+            return s.load(paths, run=run, progress=progress, report=report, tags=tags)
     report = report if report is not None else LoadReport(run=run)
-    target = DatabaseTarget(db, wait)
+    target = DatabaseTarget(db, wait, tags)
     try:
         con = duckdb.connect(":memory:")
         try:
@@ -537,6 +714,9 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
                        None: f"whether run {run!r} was committed is unknown: check with `duckprof runs --db {db}`"}
             raise DuckprofError(str(e).replace(PENDING, outcome[committed])) from None
         raise
+    if tags and not report.tags_set:  # nothing new was loaded: the run may exist
+        with Session(db, wait=wait) as s:
+            s.set_tags(run, tags)
     return report
 
 

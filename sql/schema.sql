@@ -112,3 +112,39 @@ CREATE TABLE IF NOT EXISTS device_peaks (
     fallback_mem_gib_max DOUBLE,   -- totalGlobalMem / 2^30 in [min, max] and numSms = sm_count
     source               VARCHAR   -- where the numbers come from (URL)
 );
+
+-- interconnect_peaks: the GPU-to-GPU link bandwidth of a device model, per GPU
+-- and per direction (what NCCL's bus bandwidth approaches on one node), seeded
+-- at database creation from duckprof/data/interconnect.csv like device_peaks;
+-- joined to a traced device through device_peaks.device (the
+-- trace_interconnects view). Add rows for models duckprof does not list.
+CREATE TABLE IF NOT EXISTS interconnect_peaks (
+    device        VARCHAR,  -- device_peaks.device, e.g. 'NVIDIA A100 SXM4 80GB'
+    interconnect  VARCHAR,  -- e.g. 'NVLink 3 (12 links)'
+    gbps          DOUBLE,   -- per GPU, per direction, GB/s (1e9 bytes/s)
+    source        VARCHAR   -- where the number comes from (URL)
+);
+
+-- run_tags: what users say about a run (`duckprof load --tag k=v`,
+-- `duckprof tag RUN k=v`): one row per run and key.
+CREATE TABLE IF NOT EXISTS run_tags (
+    run     VARCHAR NOT NULL,  -- traces.run
+    key     VARCHAR NOT NULL,  -- e.g. 'commit'
+    value   VARCHAR NOT NULL,  -- e.g. 'abc123' (text, as given)
+    set_at  TIMESTAMP,         -- when it was last set (UTC)
+    PRIMARY KEY (run, key)
+);
+
+-- trace_facts: facts about each trace computed from its events once, right
+-- after it is loaded (the trace_summary view, stored), so that the runs view
+-- lists them without reading events. A trace loaded without them (a load cut
+-- short) gets them at the next load or migrate.
+CREATE TABLE IF NOT EXISTS trace_facts (
+    trace_id       INTEGER,  -- traces.trace_id
+    devices        INTEGER,  -- devices with device activity (kernels, memcpys, memsets)
+    steps          BIGINT,   -- ProfilerStep#N annotations
+    step_total_ns  BIGINT,   -- their summed duration, ns
+    step_max_ns    BIGINT,   -- the longest, ns
+    busy_ns        BIGINT,   -- union of the device activity per device, summed over devices, ns
+    window_ns      BIGINT    -- first device event start to last end per device, summed, ns
+);
