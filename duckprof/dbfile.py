@@ -21,6 +21,8 @@ run on insert), an index (its expressions run on insert).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import time
@@ -173,30 +175,68 @@ _TABLE_CONSTRAINTS = """
     FROM system.main.duckdb_constraints() WHERE database_name = $db AND schema_name = 'main' GROUP BY 1"""
 
 
+def user_cache(key: str, compute) -> str:
+    """compute() (a text), kept in the user's cache directory under `key`
+    (which names everything the text depends on): what every open of a
+    database compares with is worked out once, not in every process. Best
+    effort: without a writable cache it is computed each time."""
+    path = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+                        "duckprof", key)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        pass
+    text = compute()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return text
+
+
+def digest(*texts: str) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for t in texts:
+        h.update(t.encode() + b"\0")
+    return h.hexdigest()
+
+
 _REFERENCE: dict | None = None
 _REF_PREFIX = "dp_reference_"
 
 
 def reference(con) -> dict:
     """duckprof's own tables (columns, constraints) as sql/schema.sql makes
-    them, and the names of its views and macros. Made once per process, as
-    TEMP tables on `con` (dropped at once): a read-only connection cannot
-    attach a scratch database, and a new DuckDB instance costs more."""
+    them, and the names of its views. Made as TEMP tables on `con` (dropped
+    at once; a read-only connection cannot attach a scratch database), once
+    per schema and DuckDB version (user_cache)."""
     global _REFERENCE
     if _REFERENCE is None:
-        schema = re.sub(r"CREATE TABLE IF NOT EXISTS (\w+)", rf"CREATE TEMP TABLE {_REF_PREFIX}\1",
-                        sqlfiles.read("schema.sql"))
-        names = re.findall(rf"CREATE TEMP TABLE ({_REF_PREFIX}\w+)", schema)
-        con.execute(schema)
+        schema = sqlfiles.read("schema.sql")
+
+        def compute() -> str:
+            temp = re.sub(r"CREATE TABLE IF NOT EXISTS (\w+)", rf"CREATE TEMP TABLE {_REF_PREFIX}\1", schema)
+            names = re.findall(rf"CREATE TEMP TABLE ({_REF_PREFIX}\w+)", temp)
+            con.execute(temp)
+            try:
+                strip = lambda rows: {t[len(_REF_PREFIX):]: v for t, v in rows if t.startswith(_REF_PREFIX)}  # noqa: E731
+                return json.dumps({"tables": strip(con.execute(_TABLE_SHAPE, {"db": "temp"}).fetchall()),
+                                   "constraints": strip(con.execute(_TABLE_CONSTRAINTS, {"db": "temp"}).fetchall())})
+            finally:
+                for name in names:
+                    con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
+        key = f"tables-{digest(schema, _TABLE_SHAPE, _TABLE_CONSTRAINTS)}-duckdb-{duckdb.__version__}.json"
         try:
-            strip = lambda rows: {t[len(_REF_PREFIX):]: v for t, v in rows if t.startswith(_REF_PREFIX)}  # noqa: E731
-            shape = strip(con.execute(_TABLE_SHAPE, {"db": "temp"}).fetchall())
-            constraints = strip(con.execute(_TABLE_CONSTRAINTS, {"db": "temp"}).fetchall())
-        finally:
-            for name in names:
-                con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
-        _REFERENCE = {"tables": shape, "constraints": constraints,
-                      "views": frozenset(v.name for v in sqlfiles.views_in_order())}
+            ref = json.loads(user_cache(key, compute))
+        except ValueError:  # a damaged cache file
+            ref = json.loads(compute())
+        ref["views"] = frozenset(v.name for v in sqlfiles.views_in_order())
+        _REFERENCE = ref
     return _REFERENCE
 
 
@@ -205,29 +245,42 @@ def _refuse(label: str, what: str, fix: str) -> DuckprofError:
                          f"none (if you trust the file, {fix} with the duckdb CLI)")
 
 
-# The file's macros and types named like one of DuckDB's own (its system
-# catalog); duckdb_functions() is listed once (it is the slow one).
-_SHADOWING = """
-    WITH f AS MATERIALIZED (SELECT database_name, function_name, function_type FROM system.main.duckdb_functions())
-    SELECT DISTINCT 'macro', function_name, function_type FROM f
-    WHERE database_name = $db AND function_type IN ('macro', 'table_macro')
-      AND lower(function_name) IN (SELECT lower(function_name) FROM f WHERE database_name = 'system')
-    UNION ALL
-    SELECT DISTINCT 'type', type_name, NULL FROM system.main.duckdb_types()
+# The file's macros (type, name, definition as DuckDB stores it), and whether
+# each is named like one of DuckDB's own functions (its system catalog):
+# duckdb_functions() is listed once, as it is the slow one (0.1 s).
+_FUNCTIONS = """
+    WITH f AS MATERIALIZED (
+        SELECT database_name, schema_name, internal, function_name, function_type, parameters, macro_definition
+        FROM system.main.duckdb_functions()),
+    builtin AS (SELECT DISTINCT lower(function_name) AS name FROM f WHERE database_name = 'system')
+    SELECT function_type, function_name, parameters::VARCHAR || ' ' || macro_definition,
+           lower(function_name) IN (SELECT name FROM builtin), schema_name = 'main' AND NOT internal
+    FROM f WHERE database_name = $db AND function_type IN ('macro', 'table_macro')
+    ORDER BY 1, 2, 3"""
+_SHADOWING_TYPES = """
+    SELECT DISTINCT type_name FROM system.main.duckdb_types()
     WHERE database_name = $db AND NOT internal AND lower(type_name) IN (
         SELECT lower(type_name) FROM system.main.duckdb_types() WHERE database_name = 'system')
-    ORDER BY 1, 2"""
+    ORDER BY 1"""
 
 
-def verify_functions(con, catalog: str, label: str):
-    """No macro or type in the file replaces one of DuckDB's own."""
-    for what, name, kind in con.execute(_SHADOWING, {"db": catalog}).fetchall():
-        if what == "type":
-            raise _refuse(label, f"it defines a type {name!r}, which DuckDB would use in place of its own",
-                          f"remove it (DROP TYPE {name})")
-        drop = "DROP MACRO TABLE" if kind == "table_macro" else "DROP MACRO"
-        raise _refuse(label, f"it defines a macro {name!r}, which DuckDB would run in place of its own "
-                             f"function {name}()", f"remove it ({drop} {name})")
+def file_macros(con, catalog: str) -> list[tuple[str, str, str, bool, bool]]:
+    """[(function_type, name, definition, named like a built-in, in the main
+    schema)] of the macros in the file."""
+    return con.execute(_FUNCTIONS, {"db": catalog}).fetchall()
+
+
+def verify_functions(con, catalog: str, label: str, macros=None):
+    """No macro or type in the file replaces one of DuckDB's own (macros:
+    file_macros(), when the caller has it already)."""
+    for kind, name, _, builtin, _ in macros if macros is not None else file_macros(con, catalog):
+        if builtin:
+            drop = "DROP MACRO TABLE" if kind == "table_macro" else "DROP MACRO"
+            raise _refuse(label, f"it defines a macro {name!r}, which DuckDB would run in place of its own "
+                                 f"function {name}()", f"remove it ({drop} {name})")
+    for (name,) in con.execute(_SHADOWING_TYPES, {"db": catalog}).fetchall():
+        raise _refuse(label, f"it defines a type {name!r}, which DuckDB would use in place of its own",
+                      f"remove it (DROP TYPE {name})")
 
 
 def table_kinds(con, catalog: str) -> dict:

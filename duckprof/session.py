@@ -40,27 +40,25 @@ def views_digest() -> str:
     return h.hexdigest()
 
 
-# Every view and macro a database holds under one of duckprof's view names, as
-# DuckDB stores it (normalised SQL), scalar macros included.
-_FINGERPRINT_SQL = """
+_VIEWS_SQL = """
     SELECT 'view', view_name, sql FROM system.main.duckdb_views()
-    WHERE NOT internal AND schema_name = 'main' AND database_name = $db AND list_contains($names, view_name)
-    UNION ALL
-    SELECT function_type, function_name, parameters::VARCHAR || ' ' || macro_definition
-    FROM system.main.duckdb_functions()
-    WHERE NOT internal AND schema_name = 'main' AND database_name = $db
-      AND function_type IN ('macro', 'table_macro') AND list_contains($names, function_name)
-    ORDER BY 1, 2, 3"""
+    WHERE NOT internal AND schema_name = 'main' AND database_name = $db AND list_contains($names, view_name)"""
 
 
-def views_fingerprint(con, catalog: str | None = None) -> str:
-    """A hash of the view and macro definitions the database `catalog`
-    (default: the current one) holds under duckprof's names."""
+def views_fingerprint(con, catalog: str | None = None, macros=None) -> str:
+    """A hash of the views and macros (scalar and table) the database
+    `catalog` (default: the current one) holds in its main schema under
+    duckprof's names, as DuckDB stores them (normalised SQL). macros:
+    dbfile.file_macros(con, catalog), when the caller has it already."""
     if catalog is None:
         catalog = con.execute("SELECT system.main.current_database()").fetchall()[0][0]
-    names = list(sqlfiles.view_headers())
+    names = set(sqlfiles.view_headers())
+    if macros is None:
+        macros = dbfile.file_macros(con, catalog)
+    rows = con.execute(_VIEWS_SQL, {"names": sorted(names), "db": catalog}).fetchall()
+    rows += [(kind, name, text) for kind, name, text, _, in_main in macros if in_main and name in names]
     h = hashlib.blake2b(digest_size=16)
-    for row in con.execute(_FINGERPRINT_SQL, {"names": names, "db": catalog}).fetchall():
+    for row in sorted(rows, key=lambda r: tuple(map(str, r))):
         h.update("\0".join(map(str, row)).encode() + b"\1")
     return h.hexdigest()
 
@@ -69,42 +67,25 @@ def views_fingerprint(con, catalog: str | None = None) -> str:
 def packaged_views_fingerprint() -> str:
     """views_fingerprint of the packaged views, as this DuckDB stores them:
     worked out once in an empty in-memory database, and kept in the user's
-    cache directory (per view sources and DuckDB version), since a reader
-    compares it with every database it opens."""
-    # the key names the fingerprint's own recipe too (_FINGERPRINT_SQL)
-    recipe = hashlib.blake2b(_FINGERPRINT_SQL.encode(), digest_size=4).hexdigest()
-    key = f"views-{views_digest()}-{recipe}-duckdb-{duckdb.__version__}"
-    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-                         "duckprof", key)
-    try:
-        with open(cache, encoding="utf-8") as f:
-            got = f.read().strip()
-        if re.fullmatch(r"[0-9a-f]{32}", got):
-            return got
-    except OSError:
-        pass
-    con = duckdb.connect(":memory:")
-    try:
-        con.execute(sqlfiles.read("schema.sql"))
-        create_views(con)
-        fingerprint = views_fingerprint(con)
-    finally:
-        con.close()
-    try:  # best effort: without a cache it is worked out each time
-        os.makedirs(os.path.dirname(cache), exist_ok=True)
-        tmp = f"{cache}.{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(fingerprint)
-        os.replace(tmp, cache)
-    except OSError:
-        pass
-    return fingerprint
+    cache directory (per view sources, recipe and DuckDB version), since
+    every open compares it with the database's."""
+    def compute() -> str:
+        con = duckdb.connect(":memory:")
+        try:
+            con.execute(sqlfiles.read("schema.sql"))
+            create_views(con)
+            return views_fingerprint(con)
+        finally:
+            con.close()
+    recipe = dbfile.digest(_VIEWS_SQL, dbfile._FUNCTIONS, "fingerprint-2")
+    got = dbfile.user_cache(f"views-{views_digest()}-{recipe}-duckdb-{duckdb.__version__}", compute).strip()
+    return got if re.fullmatch(r"[0-9a-f]{32}", got) else compute()
 
 
-def views_current(con, catalog: str | None = None) -> bool:
+def views_current(con, catalog: str | None = None, macros=None) -> bool:
     """The database's views and macros under duckprof's names are exactly the
     packaged ones (so running them runs only SQL duckprof wrote)."""
-    return views_fingerprint(con, catalog) == packaged_views_fingerprint()
+    return views_fingerprint(con, catalog, macros) == packaged_views_fingerprint()
 
 
 @functools.lru_cache(maxsize=1)
@@ -134,11 +115,12 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def read_version(con, catalog: str, label: str) -> int | None:
+def read_version(con, catalog: str, label: str, macros=None) -> int | None:
     """The schema version of the database `catalog` (None: empty), after
-    checking that nothing in it replaces DuckDB's own functions. Raises when it
-    is not a duckprof database this duckprof can use."""
-    dbfile.verify_functions(con, catalog, label)
+    checking that nothing in it replaces DuckDB's own functions (macros:
+    dbfile.file_macros, when the caller has it). Raises when it is not a
+    duckprof database this duckprof can use."""
+    dbfile.verify_functions(con, catalog, label, macros)
     kinds = dbfile.table_kinds(con, catalog)
     if "duckprof_meta" not in kinds:
         if kinds:
@@ -255,6 +237,18 @@ def refresh_stored(con) -> bool:
         # tables a newer duckprof added to this schema version (all IF NOT EXISTS;
         # without zstd, which an older storage format refuses even then)
         con.execute(sqlfiles.read("schema.sql").replace(" USING COMPRESSION zstd", ""))
+        # whatever holds a duckprof name goes (a scalar macro or a view where
+        # duckprof has a table macro would stay beside the packaged one)
+        for kind, obj in con.execute("""
+                SELECT 'VIEW', view_name FROM system.main.duckdb_views() WHERE NOT internal AND NOT temporary
+                  AND schema_name = 'main' AND database_name = current_database() AND list_contains($names, view_name)
+                UNION ALL
+                SELECT DISTINCT CASE function_type WHEN 'table_macro' THEN 'MACRO TABLE' ELSE 'MACRO' END,
+                       function_name FROM system.main.duckdb_functions()
+                WHERE function_type IN ('macro', 'table_macro') AND schema_name = 'main' AND NOT internal
+                  AND database_name = current_database() AND list_contains($names, function_name)""",
+                {"names": list(sqlfiles.view_headers())}).fetchall():
+            con.execute(f"DROP {kind} IF EXISTS {_ident(obj)}")
         create_views(con)
         changed = True
     if stored.get("peaks_hash") != packaged_digest():
@@ -345,7 +339,8 @@ class Session:
             self._transaction(lambda: create_schema(con))
             return
         catalog = con.execute("SELECT system.main.current_database()").fetchall()[0][0]
-        found = read_version(con, catalog, self.label)
+        macros = dbfile.file_macros(con, catalog)
+        found = read_version(con, catalog, self.label, macros)
         if found is None:
             if self.read_only:
                 raise DuckprofError(f"{self.label}: not a duckprof database (empty)")
@@ -363,7 +358,7 @@ class Session:
         # the file's are exactly the packaged ones (the fingerprint of their
         # normalised SQL), they are created as TEMP objects, which DuckDB looks up
         # first (0.4 s saved on each open of an up-to-date file)
-        if not views_current(con, catalog):
+        if not views_current(con, catalog, macros if found == SCHEMA_VERSION else None):
             create_views(con, temp=True)
 
     def _transaction(self, fn):

@@ -95,6 +95,30 @@ def test_planted_table_macros_never_run(cli_app, good_db, secret):
     assert r.exit_code == 0 and SECRET not in outputs_of(r)
 
 
+TEMP_OBJECTS = ("SELECT count(*) FROM duckdb_views() WHERE temporary AND database_name = 'temp' "
+                "AND view_name NOT LIKE 'duckdb_%' AND view_name NOT LIKE 'sqlite_%' AND view_name NOT LIKE 'pragma_%'")
+
+
+def test_only_a_file_whose_views_differ_gets_temp_views(good_db, secret):
+    """The fast path: when the file's views and macros under duckprof's names
+    are exactly the packaged ones (a fingerprint of their normalised SQL), an
+    open creates no TEMP objects; one changed definition (a view, or a scalar
+    macro under a duckprof name), and the packaged ones are created again."""
+    with duckprof.connect(good_db, read_only=True) as s:
+        assert rows(s, TEMP_OBJECTS) == [(0,)]
+        assert rows(s, "select run from runs") == [("base",)]
+    for planted in (f"CREATE OR REPLACE VIEW steps AS SELECT {read_secret(secret)} AS name",
+                    f"CREATE OR REPLACE MACRO launches(x) AS {read_secret(secret)}"):
+        plant(good_db, planted)
+        with duckprof.connect(good_db, read_only=True) as s:
+            assert rows(s, TEMP_OBJECTS)[0][0] > 20
+            assert SECRET not in str(rows(s, "select * from steps"))
+        with duckprof.connect(good_db) as s:
+            s.migrate()  # puts the packaged ones back
+        with duckprof.connect(good_db, read_only=True) as s:
+            assert rows(s, TEMP_OBJECTS) == [(0,)]
+
+
 def test_a_write_replaces_planted_views_in_the_file(cli_app, good_db, secret):
     """A load re-creates the stored views (in its transaction), so even a plain
     DuckDB client then reads duckprof's views; the hash in duckprof_meta is not
