@@ -501,6 +501,35 @@ def test_failed_load_after_an_upgrade_does_not_refresh_views(cli_app, tmp_path):
     c.close()
 
 
+def test_tags_and_trace_facts_are_part_of_the_loads_transaction(cli_app, tmp_path, monkeypatch):
+    """`load --tag` and the trace_facts rows are written in the load's own
+    transaction (Target.complete, before COMMIT): a load that fails there
+    leaves the file byte-identical, with no tags; tags on a load whose files
+    are all in the run already are still set."""
+    db = tmp_path / "runs.duckdb"
+    assert invoke(cli_app, "load", NESTING3, "--db", db, "-q", "-r", "base").exit_code == 0
+    from duckprof import session
+    real = session.fill_trace_facts
+
+    def fails_after_the_inserts(con):
+        real(con)
+        raise duckdb.IOException("IO Error: injected after the inserts")
+    monkeypatch.setattr(session, "fill_trace_facts", fails_after_the_inserts)
+    before = db_state(db)
+    r = invoke(cli_app, "load", FRACTIONAL, "--db", db, "-q", "-r", "new", "--tag", "commit=abc")
+    assert r.exit_code == 2 and "injected" in r.stderr
+    assert db_state(db) == before
+    monkeypatch.setattr(session, "fill_trace_facts", real)
+    r = invoke(cli_app, "load", FRACTIONAL, "--db", db, "-q", "-r", "new", "--tag", "commit=abc")
+    assert r.exit_code == 0, r.stderr
+    r = invoke(cli_app, "load", NESTING3, "--db", db, "-q", "-r", "base", "--tag", "batch=64")
+    assert r.exit_code == 0 and "already loaded" in r.stdout, r.output
+    with duckprof.connect(db, read_only=True) as s:
+        assert rows(s, "select run, key, value from run_tags order by run") == [("base", "batch", "64"),
+                                                                                ("new", "commit", "abc")]
+        assert rows(s, "select count(*) from trace_facts") == [(2,)]
+
+
 def test_failed_load_removes_the_database_it_created(cli_app, tmp_path, monkeypatch):
     """A new --db file: bad input never creates it; a failure while inserting
     removes it again (and its WAL)."""
