@@ -342,6 +342,7 @@ def test_lock_conflict_message(cli_app, tmp_path):
     holder = hold_lock(db, read_only=False)
     try:
         for args in (["query", "select count(*) from events", "--db", db],
+                     ["report", "kernels", "--db", db],
                      ["load", FRACTIONAL, "--db", db, "-q"]):
             r = invoke(cli_app, *args)
             assert r.exit_code == 2, (args, r.stdout)
