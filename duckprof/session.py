@@ -393,6 +393,7 @@ class Session:
         tags: {key: value} stored with the run (as set_tags). A Parquet lake
         directory (`duckprof export --parquet`) loads its runs back."""
         self._writable()
+        check_tags(tags)
         from . import lake
         if lake.is_lake(paths):
             got = lake.import_lake(self, paths, run=run, progress=progress)
@@ -510,12 +511,18 @@ class Session:
         self.close()
 
 
-def write_tags(con, run: str, tags: dict | None, remove=()):
-    """In the caller's transaction: set `tags` of `run`, remove the keys in `remove`."""
+def check_tags(tags: dict | None, remove=()) -> dict:
+    """Tags as text, {key: value}; every key (and key to remove) non-empty."""
     tags = {str(k): str(v) for k, v in (tags or {}).items()}
     for k in list(tags) + list(remove):
         if not k:
             raise DuckprofError("a tag needs a key: KEY=VALUE")
+    return tags
+
+
+def write_tags(con, run: str, tags: dict | None, remove=()):
+    """In the caller's transaction: set `tags` of `run`, remove the keys in `remove`."""
+    tags = check_tags(tags, remove)
     if remove:
         con.execute("DELETE FROM run_tags WHERE run = $run AND list_contains($keys, key)",
                     {"run": run, "keys": list(remove)})
@@ -677,6 +684,7 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
     the file (it holds the lock for the whole import)."""
     db = os.fspath(db)
     dbfile.check_file(db, must_exist=False)
+    check_tags(tags)
     from . import lake
     if lake.is_lake(paths):
         with Session(db, wait=wait) as s:
