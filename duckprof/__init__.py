@@ -1,7 +1,7 @@
 """duckprof: PyTorch profiler (Kineto) traces in DuckDB, answered with SQL."""
 
 from .errors import DuckprofError, TraceError
-from .session import SCHEMA_VERSION, DatabaseLocked, Session, connect
+from .session import SCHEMA_VERSION, Session, connect
 
 __version__ = "0.1.0"
-__all__ = ["connect", "Session", "TraceError", "DuckprofError", "DatabaseLocked", "SCHEMA_VERSION", "__version__"]
+__all__ = ["connect", "Session", "TraceError", "DuckprofError", "SCHEMA_VERSION", "__version__"]

@@ -251,7 +251,7 @@ def test_run_loaded_with_the_older_blake2b_hash_still_detects_reloads(tmp_db):
         assert scalar(s, "select count(*) from traces") == 2
 
 
-def test_newer_packaged_peaks_reach_an_existing_database_without_undoing_user_edits(tmp_db):
+def test_newer_packaged_peaks_reach_an_existing_database_without_undoing_user_edits(cli_app, tmp_db):
     with duckprof.connect(tmp_db) as s:
         n = scalar(s, "select count(*) from device_peaks")
         # as an older duckprof left it: a device missing, another edited by the user
@@ -259,16 +259,18 @@ def test_newer_packaged_peaks_reach_an_existing_database_without_undoing_user_ed
         s.sql("update device_peaks set dram_gbps = 1234 where device = 'NVIDIA B200'")
         s.sql("update duckprof_meta set value = 'older' where key = 'peaks_hash'")
     before = db_state(tmp_db)
-    with duckprof.connect(tmp_db, read_only=True) as s:  # a reader never writes
-        assert scalar(s, "select count(*) from device_peaks") == n - 1
-    assert db_state(tmp_db) == before
-    with duckprof.connect(tmp_db) as s:
+    for read_only in (True, False):  # opening never writes, not even for writing
+        with duckprof.connect(tmp_db, read_only=read_only) as s:
+            assert scalar(s, "select count(*) from device_peaks") == n - 1
+        assert db_state(tmp_db) == before
+    # the next write adds them: `migrate` here (a load or `rm` too, in their transaction)
+    assert invoke(cli_app, "migrate", "--db", tmp_db).exit_code == 0
+    with duckprof.connect(tmp_db, read_only=True) as s:
         assert scalar(s, "select count(*) from device_peaks") == n
         assert scalar(s, "select dram_gbps from device_peaks where device = 'NVIDIA GB200'") == 8000
         assert scalar(s, "select dram_gbps from device_peaks where device = 'NVIDIA B200'") == 1234
     after = db_state(tmp_db)
-    with duckprof.connect(tmp_db) as s:  # up to date: opening writes nothing
-        pass
+    assert invoke(cli_app, "migrate", "--db", tmp_db).exit_code == 0  # up to date: writes nothing
     assert db_state(tmp_db) == after
 
 
@@ -335,7 +337,8 @@ def test_runs_lists_ranks_in_numeric_order_with_ranges():
 def test_planted_views_never_run(tmp_db, tmp_path, cli_app):
     """A view planted in a shared database under one of duckprof's names (here
     `runs`, reading a file of the host) is not what duckprof runs: a reader
-    uses the packaged views (TEMP), a writer replaces the planted one."""
+    uses the packaged views (TEMP), a write (here `migrate`) replaces the
+    planted one; opening for writing alone changes nothing in the file."""
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET")
     with duckprof.connect(tmp_db) as s:
@@ -343,73 +346,9 @@ def test_planted_views_never_run(tmp_db, tmp_path, cli_app):
         s.con.execute(f"CREATE OR REPLACE VIEW runs AS SELECT content AS run FROM read_text('{secret}')")
     res = invoke(cli_app, "runs", "--db", tmp_db, "--format", "csv")
     assert res.exit_code == 0 and "TOP-SECRET" not in res.stdout and "base" in res.stdout, res.output
-    with duckprof.connect(tmp_db) as s:  # a writable open puts the packaged view back
-        assert "read_text" not in s.con.execute(
-            "SELECT sql FROM duckdb_views() WHERE view_name = 'runs' AND NOT temporary").fetchall()[0][0]
-
-
-# -- two processes on one database file ------------------------------------------
-# DuckDB lets one process open a file for writing and then no other open it, or
-# any number open it read-only together. duckprof's writing commands wait for the
-# lock (saying so once), readers say at once which process holds it and why.
-
-HOLD = ("import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); "
-        "time.sleep(float(sys.argv[2])); c.close()")
-
-
-def hold_lock(db, seconds: float) -> subprocess.Popen:
-    """Another process that opens `db` for writing and keeps it for `seconds`."""
-    p = subprocess.Popen([sys.executable, "-c", HOLD, str(db), str(seconds)], stdout=subprocess.PIPE, text=True)
-    assert p.stdout.readline().strip() == "held"
-    return p
-
-
-@pytest.mark.slow  # a second process (the fast test of the lock is the next one)
-def test_a_locked_database_is_named_with_its_holder(cli_app, loaded_db, monkeypatch):
-    holder = hold_lock(loaded_db, 30)
-    try:
-        before = db_state(loaded_db)
-        r = invoke(cli_app, "runs", "--db", loaded_db)  # a reader: fails at once
-        assert r.exit_code == 2
-        line = assert_one_line_error(r.stderr, [str(loaded_db), f"locked by another process (PID {holder.pid},",
-                                                "run this again when it has finished"])
-        assert "cannot open as a DuckDB database" not in line
-        monkeypatch.setenv("DUCKPROF_LOCK_WAIT", "0")  # a writer told not to wait
-        r = invoke(cli_app, "load", FRACTIONAL, "--db", loaded_db, "--run", "second", "-q")
-        assert r.exit_code == 2
-        assert_one_line_error(r.stderr, [f"(PID {holder.pid},", "one process at a time may write",
-                                         "DUCKPROF_LOCK_WAIT"])
-        with pytest.raises(duckprof.DuckprofError, match=f"PID {holder.pid}"):
-            duckprof.connect(loaded_db, read_only=True)
-    finally:
-        holder.kill()
-        holder.wait()
-    assert db_state(loaded_db) == before
-
-
-def test_a_load_waits_for_the_lock_and_then_loads(cli_app, loaded_db):
-    holder = hold_lock(loaded_db, 1.5)
-    try:
-        r = invoke(cli_app, "load", FRACTIONAL, "--db", loaded_db, "--run", "second", "-q")
-    finally:
-        holder.wait()
-    assert r.exit_code == 0, r.stderr
-    assert f"locked by another process (PID {holder.pid}," in r.stderr and "waiting for it" in r.stderr
-    assert "loaded 1 trace(s), 11 events" in r.stdout
-    with duckprof.connect(loaded_db, read_only=True) as s:
-        assert rows(s, "select run, count(*) from trace_files group by 1 order by 1") == [("base", 2), ("second", 1)]
-
-
-@pytest.mark.slow  # two loading processes
-def test_two_loads_at_once_both_succeed(tmp_db):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    code = "import sys; from duckprof.cli import main; main()"
-    procs = [subprocess.Popen([sys.executable, "-c", code, "load", str(trace), "--db", str(tmp_db), "--run", run,
-                               "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for trace, run in ((NESTING3, "a"), (FRACTIONAL, "b"))]
-    outs = [p.communicate(timeout=120) for p in procs]
-    for p, (out, err) in zip(procs, outs):
-        assert p.returncode == 0, err
-    with duckprof.connect(tmp_db, read_only=True) as s:
-        assert rows(s, "select t.run, count(*) from events e join traces t using (trace_id) group by 1 order by 1") \
-            == [("a", 19), ("b", 11)]
+    stored = "SELECT sql FROM duckdb_views() WHERE view_name = 'runs' AND NOT temporary"
+    with duckprof.connect(tmp_db) as s:
+        assert "TOP-SECRET" not in str(s.runs().fetchall())
+        assert "read_text" in s.con.execute(stored).fetchall()[0][0]
+        s.migrate()  # a write puts the packaged view back
+        assert "read_text" not in s.con.execute(stored).fetchall()[0][0]
