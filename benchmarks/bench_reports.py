@@ -35,6 +35,8 @@ COMMANDS = {
     "report queue": ["report", "queue"],
     "report temporal": ["report", "temporal"],
     "report ops-by-step": ["report", "ops-by-step"],
+    "report patterns": ["report", "patterns"],
+    "report patterns --list": ["report", "patterns", "--list"],
     "runs": ["runs"],
     "query count(*) from cpu_ops by name": [
         "query", "select name, count(*), sum(self_ns) from cpu_ops group by 1 order by 3 desc limit 20"],
