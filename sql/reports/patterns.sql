@@ -25,7 +25,7 @@
 -- innermost user frame (with_stack) or the first user frame of a 'Call stack'.
 --
 -- uses: rules
--- shared: host_events, gpu_activity
+-- shared: gpu_activity
 -- option: --list FLAG  every rule instead: what it needs and whether it can run on these traces
 -- option: --events FLAG  every matched event instead, one row each
 -- option: --examples INTEGER >= 0 = 3  example events per finding (the examples column)

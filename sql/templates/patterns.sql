@@ -31,7 +31,9 @@
 --   (the view gpu_idle_intervals computes gpu_activity again, and the scope
 --   'stream' too). Rows: trace_id, device, start_ns, end_ns, dur_ns,
 --   next_event_id (the device event that ends the gap), next_launch_ts_ns
---   (the start of its launch call; NULL: not in the trace).
+--   (the start of its launch call; NULL: not in the trace). leading=true: also
+--   the gap before a device's first activity (start_ns NULL), and from_ns,
+--   start_ns or the smallest BIGINT there (a key for ASOF joins).
 -- The findings (patterns.sql, patterns_events.sql):
 -- stepped_hits(result): the rules' matches of the traces they could run on
 --   (the temp tables result_hits less result_skipped), each with the step its host
@@ -137,8 +139,9 @@ CASE WHEN {{ stake }} IS NULL THEN {{ declared }}
      ELSE 'low' END
 {%- endmacro %}
 
-{% macro device_idle() -%}
+{% macro device_idle(leading=false) -%}
 SELECT trace_id, device, start_ns, end_ns, end_ns - start_ns AS dur_ns, next_event_id, next_launch_ts_ns
+{%- if leading %}, coalesce(start_ns, -9223372036854775807) AS from_ns{% endif %}
 FROM (
     SELECT trace_id, device, lag(end_ns) OVER (PARTITION BY trace_id, device ORDER BY interval_no) AS start_ns,
            start_ns AS end_ns, next_event_id, next_launch_ts_ns
@@ -147,5 +150,7 @@ FROM (
                               aggregates='any_value(event_id) FILTER (WHERE opens) AS next_event_id, '
                                          'any_value(launch_ts_ns) FILTER (WHERE opens) AS next_launch_ts_ns') }})
 )
+{%- if not leading %}
 WHERE start_ns IS NOT NULL
+{%- endif %}
 {%- endmacro %}

@@ -22,7 +22,7 @@
 -- method: the GPU time of the matched ops' kernels (upper bound)
 -- needs: shapes
 -- torch: MatMulDimInFP16Pattern
--- requires: host_events, gpu_activity, trace_files, cpu_ops
+-- requires: host_events, runtime, gpu_ops, trace_files, cpu_ops
 --
 -- Columns:
 -- trace_id     INTEGER  trace
@@ -51,14 +51,13 @@ unaligned AS (
     WHERE list_bool_or(list_transform(dims, lambda s: coalesce(list_bool_or(list_transform(s[-2:],
                                                                              lambda d: d % 8 <> 0)), false)))
 ),
-calls AS (  -- the calls right under those ops (their launches)
-    SELECT h.trace_id, h.event_id, h.parent_event_id
-    FROM host_events h SEMI JOIN unaligned u ON u.trace_id = h.trace_id AND u.event_id = h.parent_event_id
-),
-gpu AS (  -- the kernels they launched
-    SELECT c.trace_id, c.parent_event_id AS event_id, sum(a.dur_ns)::BIGINT AS kernel_ns
-    FROM calls c JOIN gpu_activity a ON a.trace_id = c.trace_id AND a.launch_event_id = c.event_id
-    WHERE a.kind = 'kernel'
+gpu AS (  -- the kernels launched by the calls right under those ops
+    SELECT trace_id, event_id, sum(kernel_ns)::BIGINT AS kernel_ns
+    FROM (SELECT DISTINCT r.trace_id, r.parent_event_id AS event_id, g.event_id AS kernel_id, g.dur_ns AS kernel_ns
+          FROM runtime r
+          SEMI JOIN unaligned u ON u.trace_id = r.trace_id AND u.event_id = r.parent_event_id
+          JOIN gpu_ops g ON g.trace_id = r.trace_id AND g.correlation = r.correlation
+          WHERE g.kind = 'kernel' AND g.dur_ns IS NOT NULL)
     GROUP BY ALL
 )
 SELECT u.trace_id, u.event_id, u.name, u.ts_ns, u.dur_ns, g.kernel_ns AS at_stake_ns,

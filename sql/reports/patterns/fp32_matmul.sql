@@ -27,7 +27,7 @@
 -- method: the fp32 kernels' time times 1 - fp32 peak / tf32 peak of the device
 -- needs: gpu, shapes, deviceProperties (compute capability)
 -- torch: FP32MatMulPattern
--- requires: host_events, gpu_activity, trace_devices, trace_files, cpu_ops
+-- requires: host_events, runtime, gpu_ops, trace_devices, trace_files, cpu_ops
 --
 -- Columns:
 -- trace_id     INTEGER  trace
@@ -59,17 +59,14 @@ mms AS (
                      'aten::_addmm_activation')
       AND starts_with(o.input_types::VARCHAR, '["float"') AND o.input_types->>0 = 'float'
 ),
-calls AS (  -- the calls right under those ops (their launches)
-    SELECT h.trace_id, h.event_id, h.parent_event_id
-    FROM host_events h SEMI JOIN mms m ON m.trace_id = h.trace_id AND m.event_id = h.parent_event_id
-),
-op_kernels AS (  -- their kernels on a TF32 GPU
-    SELECT c.trace_id, c.parent_event_id AS event_id, a.name, a.ts_ns, a.dur_ns,
-           a.dur_ns * (1 - d.fp32_tflops / d.tf32_tflops) AS stake_ns
-    FROM calls c
-    JOIN gpu_activity a ON a.trace_id = c.trace_id AND a.launch_event_id = c.event_id
-    JOIN trace_devices d ON d.trace_id = a.trace_id AND d.device = a.device AND {{ tf32_capable('d') }}
-    WHERE a.kind = 'kernel'
+op_kernels AS (  -- the kernels launched on a TF32 GPU by the calls right under those ops
+    SELECT DISTINCT r.trace_id, r.parent_event_id AS event_id, g.event_id AS kernel_id, g.name, g.ts_ns, g.dur_ns,
+           g.dur_ns * (1 - d.fp32_tflops / d.tf32_tflops) AS stake_ns
+    FROM runtime r
+    SEMI JOIN mms m ON m.trace_id = r.trace_id AND m.event_id = r.parent_event_id
+    JOIN gpu_ops g ON g.trace_id = r.trace_id AND g.correlation = r.correlation
+    JOIN trace_devices d ON d.trace_id = g.trace_id AND d.device = g.device AND {{ tf32_capable('d') }}
+    WHERE g.kind = 'kernel' AND g.dur_ns IS NOT NULL
 )
 -- (the name test is an aggregate filter: run on these kernels only, not on every kernel of the trace)
 SELECT m.trace_id, m.event_id, m.name, m.ts_ns, m.dur_ns,

@@ -46,7 +46,7 @@
 -- host_ts_ns   BIGINT   = ts_ns
 -- op_event_id  BIGINT   the op, or the host event around the call (its op, for a 'Call stack')
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/patterns.sql" import skipped_unless with context %}
+{% from "templates/patterns.sql" import skipped_unless, device_idle with context %}
 {% from "templates/intervals.sql" import enclosing %}
 WITH syncs AS (
     SELECT r.trace_id, r.event_id, r.name, r.pid, r.tid, r.ts_ns, r.end_ns, r.parent_event_id AS op_event_id
@@ -85,24 +85,17 @@ matches AS (  -- one per op (its last sync call), or per call
     FROM stepped s LEFT JOIN outer_op o USING (trace_id, event_id)
     GROUP BY s.trace_id, coalesce(o.op_id, s.event_id), o.op_id
 ),
-busy AS (  -- device activity with how long its device is busy from its start on (a running maximum of ends)
-    SELECT trace_id, device, ts_ns,
-           max(end_ns) OVER (PARTITION BY trace_id, device ORDER BY ts_ns, end_ns ROWS UNBOUNDED PRECEDING) AS busy_until
-    FROM gpu_activity a WHERE TRUE {{ run_scope('a.') }}
+gaps AS (  -- the device idle gaps, the one before the first activity too (start_ns NULL)
+    {{ device_idle(leading=true) | indent(4) }}
 ),
-at_return AS (  -- per device, when the sync returns: busy until when (the last start before), next start after
-    SELECT m.trace_id, m.match_id, m.sync_ts, m.sync_end, m.device, b.busy_until
+idle AS (  -- per device, the gap the sync returns in: idle from the sync's start (or the GPU going idle) to its end
+    SELECT m.trace_id, m.match_id,
+           max(g.end_ns - greatest(coalesce(g.start_ns, m.sync_ts), m.sync_ts)) FILTER (WHERE m.sync_end < g.end_ns)
+               AS idle_ns
     FROM (SELECT m.*, d.device FROM matches m
-          JOIN (SELECT DISTINCT trace_id, device FROM busy) d USING (trace_id)) m
-    ASOF LEFT JOIN busy b ON b.trace_id = m.trace_id AND b.device = m.device AND b.ts_ns <= m.sync_end
-),
-idle AS (  -- idle at the return: from the sync's start (or the GPU going idle) until the next start
-    SELECT r.trace_id, r.match_id,
-           max(n.ts_ns - greatest(coalesce(r.busy_until, r.sync_ts), r.sync_ts))
-               FILTER (WHERE coalesce(r.busy_until, r.sync_ts) <= r.sync_end) AS idle_ns
-    FROM at_return r
-    ASOF JOIN busy n ON n.trace_id = r.trace_id AND n.device = r.device AND n.ts_ns > r.sync_end
-    GROUP BY r.trace_id, r.match_id
+          JOIN (SELECT DISTINCT trace_id, device FROM gaps) d USING (trace_id)) m
+    ASOF JOIN gaps g ON g.trace_id = m.trace_id AND g.device = m.device AND m.sync_end >= g.from_ns
+    GROUP BY m.trace_id, m.match_id
 )
 SELECT m.trace_id, m.match_id AS event_id, coalesce(o.name, m.sync_name) AS name,
        coalesce(o.ts_ns, m.first_ts) AS ts_ns, coalesce(o.dur_ns, m.calls_dur) AS dur_ns,
