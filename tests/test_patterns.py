@@ -198,32 +198,51 @@ def test_fp32_matmul_is_skipped_where_torch_is_wrong(tt):
         assert "TF32" in tt.skipped[case]["fp32-matmul"]
 
 
-def test_fp32_matmul_finds_full_fp32_kernels_on_a_tf32_gpu(tmp_path):
-    """An A100 (8.0): an fp32 aten::mm whose kernel is an sgemm is matched, at stake
-    its time x (1 - 19.5 / 156) (A100 fp32 / tf32 peaks); one whose kernel is a
-    TF32 kernel, and a bf16 one, are not."""
+def gpu_matmuls(tmp_path, mms) -> list[tuple]:
+    """A trace of an A100 (8.0) with one aten::mm per (input types, input dims,
+    kernel name) of `mms`, 300 µs apart, each launching its kernel of 160 µs;
+    every pattern rule's matches on it (Verdicts.matches, by rule)."""
     a100 = {"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85899345920, "computeMajor": 8,
             "computeMinor": 0, "numSms": 108}
-    T0 = 1_000_000
     ev = []
-
-    def op_with_kernel(ts, types, kernel, corr):
-        ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": T0 + ts, "dur": 20,
-                   "args": {"External id": corr, "Input Dims": [[64, 64], [64, 64]], "Input type": types}})
+    for corr, (types, dims, kernel) in enumerate(mms, 1):
+        ts = T0 + 300 * (corr - 1)
+        ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": ts, "dur": 20,
+                   "args": {"External id": corr, "Input Dims": dims, "Input type": types}})
         ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-                   "ts": T0 + ts + 5, "dur": 5, "args": {"correlation": corr}})
-        ev.append({"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 7, "ts": T0 + ts + 30,
+                   "ts": ts + 5, "dur": 5, "args": {"correlation": corr}})
+        ev.append({"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 7, "ts": ts + 30,
                    "dur": 160, "args": {"device": 0, "stream": 7, "correlation": corr}})
-
-    op_with_kernel(0, ["float", "float"], "ampere_sgemm_64x64_nn", 1)
-    op_with_kernel(300, ["float", "float"], "ampere_tf32_s1688gemm_tf32_64x64_nn", 2)
-    op_with_kernel(600, ["c10::BFloat16", "c10::BFloat16"], "ampere_bf16_s16816gemm_bf16_64x64_nn", 3)
     path = tmp_path / "a100.json"
     path.write_text(json.dumps({"deviceProperties": [a100], "traceEvents": ev}))
     with duckprof.connect() as s:
         s.load([str(path)])
-        got = Verdicts(s).matches("default", "fp32-matmul")
-        assert [(m[0], m[1], m[3]) for m in got] == [("aten::mm", T0 * 1000, 160 * (1 - 19.5 / 156))]  # 140 µs
+        return Verdicts(s).events.get("default", {})
+
+
+T0 = 1_000_000
+SQUARE = [[64, 64], [64, 64]]
+
+
+def test_fp32_matmul_finds_full_fp32_kernels_on_a_tf32_gpu(tmp_path):
+    """An A100 (8.0): an fp32 aten::mm whose kernel is an sgemm is matched, at stake
+    its time x (1 - 19.5 / 156) (A100 fp32 / tf32 peaks); one whose kernel is a
+    TF32 kernel, and a bf16 one, are not."""
+    got = gpu_matmuls(tmp_path, [(["float", "float"], SQUARE, "ampere_sgemm_64x64_nn"),
+                                 (["float", "float"], SQUARE, "ampere_tf32_s1688gemm_tf32_64x64_nn"),
+                                 (["c10::BFloat16", "c10::BFloat16"], SQUARE, "ampere_bf16_s16816gemm_bf16_64x64_nn")])
+    assert [(m[0], m[1], m[3]) for m in got.get("fp32-matmul", [])] == \
+        [("aten::mm", T0 * 1000, 160 * (1 - 19.5 / 156))]  # 140 µs
+
+
+def test_fp16_matmul_dims_time_at_stake_is_its_kernels(tmp_path):
+    """A bf16 aten::mm with a dim of 63 is matched, at stake its kernel's 160 µs;
+    the aligned bf16 one and the unaligned fp32 one are not."""
+    bf16 = ["c10::BFloat16", "c10::BFloat16"]
+    got = gpu_matmuls(tmp_path, [(bf16, SQUARE, "ampere_bf16_s16816gemm_bf16_64x64_nn"),
+                                 (bf16, [[64, 63], [63, 64]], "ampere_bf16_s16816gemm_bf16_64x64_nn"),
+                                 (["float", "float"], [[64, 63], [63, 64]], "ampere_sgemm_64x64_nn")])
+    assert [(m[0], m[1], m[3]) for m in got.get("fp16-matmul-dims", [])] == [("aten::mm", (T0 + 300) * 1000, 160.0)]
 
 
 # -- without Python stacks: duckprof's fallbacks -----------------------------------------------

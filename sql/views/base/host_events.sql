@@ -6,8 +6,8 @@
 -- events on host threads, not device activity, GPU-side annotations or the
 -- trace span. Siblings are the events with one parent_event_id, in time order
 -- (top-level events: one list per thread). Narrow on purpose (no args, only
--- the input shapes and types operators record): the patterns report reads it
--- whole once for all its rules.
+-- the input shapes and types operators record): the anti-pattern rules of
+-- report patterns walk this tree.
 --
 -- requires: events
 --
