@@ -476,6 +476,8 @@ def test_fail_on_compares_severities(gpu):
     res = gpu.report_result("patterns", run="sync_yes", only="sync", high_pct=50)  # medium
     assert [reports.fail_on(res, sev) for sev in ("low", "medium", "high")] == [1, 1, 0]
     assert gpu.report_result("patterns", run="sync_yes", only="sync", fail_on="high").exit_code == 1
+    # --list shows each rule's declared severity, not findings: never a failure
+    assert gpu.report_result("patterns", run="sync_yes", list=True, fail_on="low").exit_code == 0
 
 
 @pytest.mark.slow

@@ -43,8 +43,10 @@ WITH act AS (
 comm AS (
     SELECT * FROM act WHERE work_class = 'communication'
 ),
-compute AS (
-    {{ merged_intervals("(SELECT * FROM act WHERE work_class = 'compute')", ['trace_id', 'device']) | indent(4) }}
+compute AS (  -- on the devices that communicate only
+    {{ merged_intervals("(SELECT * FROM act a WHERE work_class = 'compute' "
+                        "AND EXISTS (SELECT 1 FROM comm c WHERE c.trace_id = a.trace_id AND c.device = a.device))",
+                        ['trace_id', 'device']) | indent(4) }}
 ),
 covered AS (
     {{ covered_length('comm', 'compute', ['trace_id', 'device']) | indent(4) }}
