@@ -22,8 +22,18 @@
 -- covered_length(windows, intervals, keys, ws, we): windows with one more
 --   column, covered_ns: how much of [ws, we] the intervals cover. intervals
 --   must be disjoint (merged_intervals' output: keys, start_ns, end_ns).
---   Cumulative sums looked up by two ASOF joins: no join of every window with
---   every interval.
+--   Cumulative sums (computed once) looked up by two ASOF joins: no join of
+--   every window with every interval.
+-- bucket_overlaps(intervals, windows, wkeys, keys, n, aggregates, s, e): each
+--   window (wkeys, w0, w1) cut into n buckets of equal length (integer bounds:
+--   bucket i is [w0 + (w1 - w0) * i // n, w0 + (w1 - w0) * (i + 1) // n)),
+--   and per interval key and bucket (keys, bucket) the `aggregates` (SQL text)
+--   over the intervals meeting the bucket, each with overlap_ns: how much of it
+--   lies in the bucket (0 for an interval of length 0 at a point inside it).
+--   Intervals are joined to their window on wkeys (one window per wkeys);
+--   each is split over the buckets it spans (found by arithmetic on its ends),
+--   so there is no sort and no join of every bucket with every interval.
+--   Buckets no interval meets have no row.
 
 {% macro _partition(keys) -%}
 PARTITION BY {{ keys | join(', ') }}
@@ -67,20 +77,39 @@ GROUP BY {{ keys | join(', ') }}
 {%- endmacro %}
 
 {% macro covered_length(windows, intervals, keys, ws='ts_ns', we='end_ns') -%}
+WITH covered_cum AS (  -- each interval with the total length of the ones before it
+    SELECT {{ keys | join(', ') }}, start_ns, end_ns,
+           coalesce(sum(end_ns - start_ns) OVER ({{ _partition(keys) }} ORDER BY start_ns
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
+    FROM {{ intervals }}
+)
 SELECT w.*,
        coalesce(ce.before_ns + least(w.{{ we }}, ce.end_ns) - ce.start_ns, 0)
      - coalesce(cs.before_ns + least(w.{{ ws }}, cs.end_ns) - cs.start_ns, 0) AS covered_ns
 FROM {{ windows }} w
-ASOF LEFT JOIN (
-    SELECT {{ keys | join(', ') }}, start_ns, end_ns,
-           coalesce(sum(end_ns - start_ns) OVER ({{ _partition(keys) }} ORDER BY start_ns
-                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
-    FROM {{ intervals }}
-) cs ON {% for k in keys %}cs.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ ws }} >= cs.start_ns
-ASOF LEFT JOIN (
-    SELECT {{ keys | join(', ') }}, start_ns, end_ns,
-           coalesce(sum(end_ns - start_ns) OVER ({{ _partition(keys) }} ORDER BY start_ns
-                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
-    FROM {{ intervals }}
-) ce ON {% for k in keys %}ce.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ we }} >= ce.start_ns
+ASOF LEFT JOIN covered_cum cs ON {% for k in keys %}cs.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ ws }} >= cs.start_ns
+ASOF LEFT JOIN covered_cum ce ON {% for k in keys %}ce.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ we }} >= ce.start_ns
+{%- endmacro %}
+
+{% macro _bucket_of(t, n) -%}
+least(greatest((({{ t }} - w0 + 1) * {{ n }} - 1) // nullif(w1 - w0, 0), 0), {{ n }} - 1)
+{%- endmacro %}
+
+{% macro bucket_overlaps(intervals, windows, wkeys, keys, n, aggregates, s='start_ns', e='end_ns') -%}
+SELECT {{ keys | join(', ') }}, bucket, {{ aggregates }}
+FROM (
+    SELECT *, greatest(least({{ e }}, w0 + (w1 - w0) * (bucket + 1) // {{ n }})
+                       - greatest({{ s }}, w0 + (w1 - w0) * bucket // {{ n }}), 0) AS overlap_ns
+    FROM (
+        SELECT *, unnest(range({{ _bucket_of('greatest(' ~ s ~ ', w0)', n) }},
+                               {{ _bucket_of('least(greatest(' ~ e ~ ' - 1, ' ~ s ~ '), w1)', n) }} + 1)) AS bucket
+        FROM (
+            SELECT i.*, w.w0, w.w1
+            FROM {{ intervals }} i
+            JOIN {{ windows }} w ON {% for k in wkeys %}{{ 'AND ' if not loop.first }}w.{{ k }} = i.{{ k }} {% endfor %}
+            WHERE i.{{ e }} >= w.w0 AND i.{{ s }} <= w.w1
+        )
+    )
+)
+GROUP BY {{ keys | join(', ') }}, bucket
 {%- endmacro %}
