@@ -168,14 +168,23 @@ def _kernels_params(options: dict) -> dict:
     return {"default_peak_dtype": peak_key(options.get("dtype"))}
 
 
+def _gpu_time_params(options: dict) -> dict:
+    if options.get("by_step") and options.get("buckets"):
+        raise DuckprofError("gpu-time: --by-step and --buckets are two different reports; choose one")
+    return {}
+
+
 #: the standard reports, one line each
 REPORTS = [
     Report("kernels", prepare=_kernels_params),
-    Report("gpu-time", variants={"by_step": "gpu_time_steps"}),
+    Report("gpu-time", variants={"by_step": "gpu_time_steps", "buckets": "gpu_time_buckets"},
+           prepare=_gpu_time_params),
     Report("idle"),
-    Report("queue"),
+    Report("queue", variants={"buckets": "queue_buckets"}),
     Report("temporal"),
     Report("ops-by-step"),
+    Report("traces"),
+    Report("devices"),
 ]
 BY_NAME = {r.name: r for r in REPORTS}
 

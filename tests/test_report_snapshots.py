@@ -46,6 +46,10 @@ REPORTS = [
     ("queue_hta", ["queue", "--hta"]),
     ("temporal", ["temporal"]),
     ("temporal_hta", ["temporal", "--hta"]),
+    ("traces", ["traces"]),
+    ("devices", ["devices"]),
+    ("gpu_time_buckets", ["gpu-time", "--buckets", "12"]),
+    ("queue_buckets", ["queue", "--buckets", "12"]),
 ]
 DIFF_PAIRS = [
     ("tiny_compare_base.json.gz", "tiny_compare_test.json.gz"),
