@@ -117,13 +117,14 @@ class Session:
         self._create_views()
         con.execute("COMMIT")
 
-    def _create_views(self, temp: bool = False):
-        """Create every view in sql/views/, each after the views it requires."""
+    def _create_views(self, temp: bool = False, con=None):
+        """Create every view in sql/views/, each after the views it requires
+        (on `con`, a cursor of this session, instead of the session's own)."""
         for v in sqlfiles.views_in_order():
             sql = sqlfiles.view_sql(v)
             if temp:
                 sql = re.sub(r"CREATE OR REPLACE (VIEW|MACRO)", r"CREATE OR REPLACE TEMP \1", sql)
-            self.con.execute(sql)
+            (con or self.con).execute(sql)
 
     def _temp_views(self):
         """A read-only session runs duckprof's own views, never what the file
@@ -220,6 +221,17 @@ class Session:
         notes, instead: the lines shown instead of an empty table, columns)."""
         from . import reports
         return reports.run(self.con, name, **options)
+
+    def html(self, run: str | None = None, *, diff: tuple | None = None, top: int = 25):
+        """One self-contained HTML page of the standard reports (duckprof html):
+        of `run` (all data when None), or with diff=(run_a, run_b) of what
+        changed between two runs. Returns a duckprof.html.Page: .save(path),
+        str(page), and it displays inline in Jupyter."""
+        from . import html
+        if diff is not None:
+            a, b = diff
+            return html.build_diff(a, b, session=self, top=top)
+        return html.build(self, run=run, top=top)
 
     def runs(self) -> duckdb.DuckDBPyRelation:
         return self.con.sql("SELECT * FROM runs ORDER BY run")

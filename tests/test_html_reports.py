@@ -24,18 +24,11 @@ import math
 import pytest
 
 import duckprof
+from test_gpu_time import two  # noqa: F401  (two_streams.json loaded as run r1)
 from conftest import REPO, corpus_path, read_trace, trace_events
 from duckprof.errors import DuckprofError
 
 TWO = REPO / "fixtures" / "gpu_time" / "two_streams.json"
-
-
-@pytest.fixture(scope="module")
-def two():
-    s = duckprof.connect()
-    s.load([str(TWO)], run="r1")
-    yield s
-    s.close()
 
 
 def rows(rel):

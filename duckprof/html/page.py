@@ -1,0 +1,643 @@
+"""`duckprof html`: one self-contained HTML page of a run (or a diff of two),
+built from the standard reports.
+
+Every number on the page is a cell of a report that `duckprof report ...`
+prints (run through reports.run on the same data, with the options shown in
+each table's data-options attribute); Python only picks rows (the top kernels
+of a device, the slowest step) and places marks. A section is one entry of
+SECTIONS: the report it needs, the function that shapes that report's rows
+for its template, and the template (templates/sections/). A section appears
+when its report is registered (reports.BY_NAME), so the reports other issues
+add (ops, categories, steps, memory, patterns, ranks, collectives) show up as
+tables with a bar chart as soon as they exist; a section whose report has no
+rows for this data says so in one line.
+
+The page is one file: CSS, JS (templates/page.css, page.js: sorting tables,
+the timeline and its zoom to a step) and data inline, no request to any
+address when opened. Charts are SVG drawn here (charts.py) so they show
+without JavaScript too (in an untrusted notebook, a mail viewer); the GPU
+timeline, which zooms, is drawn by page.js from compact bucket data.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import html as html_lib
+import json
+import math
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import jinja2
+from markupsafe import Markup
+
+from .. import __version__, reports, render, sqlfiles
+from ..errors import DuckprofError
+from . import charts
+from .charts import STATE
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+#: rows of a device's top-kernels table and roofline
+TOP_KERNELS = 25
+#: CPU ops in the idle ranking, per device
+TOP_IDLE = 15
+#: rows of a table of a report the page shows generically
+GENERIC_ROWS = 30
+#: (trace, device) blocks shown in the per-device sections; the rest are counted
+MAX_DEVICES = 8
+#: timeline buckets (one character per state each: the page stays small): for
+#: the whole trace at most TIMELINE_MAX per row and TIMELINE_BUDGET in all; for
+#: the zoom into a step a finer grid of about STEP_BUCKETS per median step, at
+#: most STEP_BUDGET in all
+TIMELINE_BUDGET = 24_000
+TIMELINE_MAX = 300
+STEP_BUDGET = 60_000
+STEP_BUCKETS = 100
+
+
+# -- a report's rows, for templates ---------------------------------------------------------
+
+@dataclass
+class Table:
+    """A report's result as the page uses it: rows as dicts, its documented
+    columns, notes and the lines shown instead of an empty table."""
+    name: str
+    options: dict
+    columns: list[str]
+    documented: dict                       # column -> sqlfiles.Column
+    rows: list[dict]
+    notes: list[str] = field(default_factory=list)
+    instead: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, name, options, relation, documented, notes=(), instead=()):
+        cols = list(relation.columns)
+        return cls(name, dict(options), cols, {c.name: c for c in documented},
+                   [dict(zip(cols, r)) for r in relation.fetchall()], list(notes), list(instead))
+
+    def shown(self, exclude=()) -> list[str]:
+        """The columns a person reads: documented, not [wide], not excluded."""
+        return [c for c in self.columns
+                if c not in exclude and not (c in self.documented and self.documented[c].wide)]
+
+    def where(self, **match) -> list[dict]:
+        return [r for r in self.rows if all(r.get(k) == v for k, v in match.items())]
+
+    def empty_line(self) -> str:
+        """What the page says instead of an empty table: the report's own
+        lines (its 'instead' lines, else its notes)."""
+        return "; ".join(self.instead or self.notes) or f"report {self.name}: no rows for this data"
+
+
+class Reports:
+    """Runs reports on the page's connection, each (name, options) once."""
+
+    def __init__(self, con, run: str | None):
+        self.con, self.run = con, run
+        self._memo: dict = {}
+
+    @staticmethod
+    def has(name: str) -> bool:
+        return name in reports.BY_NAME
+
+    def get(self, name: str, **options) -> Table:
+        key = (name, tuple(sorted(options.items())))
+        if key not in self._memo:
+            opts = dict(options, run=self.run) if self.run is not None else dict(options)
+            res = reports.run(self.con, name, **opts)
+            self._memo[key] = Table.of(name, options, res.relation, res.columns, res.notes, res.instead)
+        return self._memo[key]
+
+
+# -- cells ------------------------------------------------------------------------------------
+
+BAR_COLUMNS = ("busy_pct", "compute_pct", "bandwidth_pct", "idle_pct", "self_pct", "host_wait_pct")
+
+
+def raw(v) -> str:
+    """A value as data-v: exact (repr of floats), '' for NULL."""
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else str(v)
+    return str(v)
+
+
+def cell_text(col: str, v) -> str:
+    if v is None:
+        return ""
+    kind = render.column_kind(col)[0]
+    shown = render._human(v, kind, col)
+    if isinstance(shown, float):
+        return f"{shown:,.3f}"
+    if isinstance(shown, int) and not isinstance(shown, bool):
+        return f"{shown:,}"
+    s = str(shown)
+    return s[5:] if s.startswith("void ") else s
+
+
+def heading(table: Table, col: str) -> str:
+    kind, label = render.column_kind(col)
+    return f"{label} %" if kind == "pct" else label
+
+
+def column_help(table: Table, col: str) -> str:
+    c = table.documented.get(col)
+    return f"{col}: {c.description}" if c else col
+
+
+# -- the page's context ---------------------------------------------------------------------
+
+@dataclass
+class Context:
+    reports: Reports
+    run: str | None
+    traces: Table              # report traces: one row per trace
+    devices: Table             # report devices
+    top: int = TOP_KERNELS
+
+    @functools.cached_property
+    def trace_label(self) -> dict:
+        many_runs = len({t["run"] for t in self.traces.rows}) > 1
+        out = {}
+        for t in self.traces.rows:
+            who = f"rank {t['rank']}" if t["rank"] is not None else t["file_name"]
+            out[t["trace_id"]] = (f"{t['run']} · " if many_runs else "") + who
+        return out
+
+    def device_label(self, trace_id, device, with_name=True) -> str:
+        name = next((d["device_name"] for d in self.devices.rows
+                     if d["trace_id"] == trace_id and d["device"] == device), None)
+        lead = f"{self.trace_label.get(trace_id, trace_id)} · " if len(self.traces.rows) > 1 else ""
+        return f"{lead}GPU {device}" + (f" ({name})" if name and with_name else "")
+
+    def blocks(self, table: Table) -> tuple[list[tuple], int]:
+        """(trace_id, device) pairs of a per-device report in its order, at most
+        MAX_DEVICES; and how many more there are."""
+        keys = list(dict.fromkeys((r["trace_id"], r["device"]) for r in table.rows))
+        return keys[:MAX_DEVICES], max(0, len(keys) - MAX_DEVICES)
+
+
+# -- sections -------------------------------------------------------------------------------
+
+@dataclass
+class Section:
+    """One part of the page: shown when `report` is registered. view(ctx, sec)
+    shapes the report's rows into the template's variables; the template is
+    templates/sections/<template>.html.j2. chart (generic sections): the
+    (label column, value column) of a bar chart above the table."""
+    id: str
+    title: str
+    report: str | None          # None: always shown (the diff page's sections)
+    view: Callable | None = None
+    template: str = "generic"
+    options: dict = field(default_factory=dict)
+    chart: tuple[str, str] | None = None
+
+
+def overview_view(ctx: Context, sec: Section) -> dict:
+    gt = ctx.reports.get("gpu-time")
+    dev_rows = [r for r in gt.rows if r["scope"] == "device"]
+    stack = None
+    if dev_rows:
+        unit, div = charts.time_unit(max(r["window_us"] for r in dev_rows))
+        stack = charts.stacked_hbars(
+            dev_rows, [("busy_us", "busy", STATE["busy"]), ("host_wait_us", "idle: host wait", STATE["host_wait"]),
+                       ("kernel_wait_us", "idle: kernel wait", STATE["kernel_wait"]),
+                       ("other_us", "idle: other", STATE["other"])],
+            title="How busy was each GPU, and why was it idle?", axis=f"GPU window ({unit})",
+            label=lambda r: ctx.device_label(r["trace_id"], r["device"], with_name=False), unit_div=div,
+            total_text=lambda r: f"{r['busy_pct']:.1f}% busy" if r["busy_pct"] is not None else "")
+    findings = None
+    if ctx.reports.has("patterns"):
+        findings = ctx.reports.get("patterns")
+    used = [d for d in ctx.devices.rows if d["gpu_events"]]
+    return dict(traces=ctx.traces, devices=ctx.devices, used_devices=used,
+                unused=len(ctx.devices.rows) - len(used), gpu_time=gt, device_rows=dev_rows, stack=stack,
+                findings=findings)
+
+
+def encode_shares(rows, keys=("busy_us", "host_wait_us", "kernel_wait_us", "other_us")) -> str:
+    """Buckets as one character per state: its share of the bucket's width in
+    64 levels (0-9A-Za-z-_), a non-zero share never below one level."""
+    out = []
+    for r in rows:
+        w = r["width_us"] or 0
+        for k in keys:
+            v = r[k] or 0
+            q = 0 if w <= 0 or v <= 0 else max(1, min(63, round(63 * v / w)))
+            out.append(_ALPHABET[q])
+    return "".join(out)
+
+
+_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
+
+
+def timeline_view(ctx: Context, sec: Section) -> dict:
+    """gpu-time --buckets N for the whole trace, gpu-time --buckets M (finer,
+    when there are steps) for the zoom into a step, whose window and busy %
+    come from gpu-time --by-step."""
+    gt = ctx.reports.get("gpu-time")
+    if not gt.rows:
+        return dict(empty=gt.empty_line(), data=None, gpu_notes=gt.notes)
+    n_series = len(gt.rows)
+    n = max(20, min(TIMELINE_MAX, TIMELINE_BUDGET // n_series))
+    coarse = ctx.reports.get("gpu-time", buckets=n)
+    gpu_traces = {r["trace_id"] for r in gt.rows}
+    has_steps = any(t["steps"] for t in ctx.traces.rows if t["trace_id"] in gpu_traces)
+    steps = ctx.reports.get("gpu-time", by_step=True) if has_steps else None
+    fine, m = None, 0
+    if steps is not None and steps.rows:
+        # about STEP_BUCKETS buckets in the shortest steps' half, within the budget
+        spans = sorted(r["step_us"] for r in steps.rows if r["step_us"])
+        window_us = max(r["window_us"] for r in gt.rows if r["scope"] == "device")
+        if spans:
+            m = min(STEP_BUDGET // n_series, max(2 * n, math.ceil(STEP_BUCKETS * window_us / spans[len(spans) // 2])))
+        if m > n:
+            fine = ctx.reports.get("gpu-time", buckets=m)
+        else:
+            m = 0
+
+    def key(r):
+        return (r["trace_id"], r["device"], r["scope"], r["stream"])
+
+    def codes(table):
+        out = {}
+        if table is not None:
+            for r in table.rows:
+                out.setdefault(key(r), []).append(r)
+        return {k: encode_shares(v) for k, v in out.items()}
+
+    coarse_codes, fine_codes = codes(coarse), codes(fine)
+    data = {"alphabet": _ALPHABET, "states": ["busy", "host_wait", "kernel_wait", "other"],
+            "colours": [STATE[s] for s in ("busy", "host_wait", "kernel_wait", "other")], "traces": []}
+    for tid in dict.fromkeys(r["trace_id"] for r in gt.rows):
+        rows = [r for r in coarse.rows if r["trace_id"] == tid]
+        t = {"label": ctx.trace_label.get(tid, str(tid)), "trace_id": tid,
+             "t0": min(r["start_ms"] for r in rows), "t1": max(r["start_ms"] + r["width_us"] / 1e3 for r in rows),
+             "n": n, "m": m, "series": [], "steps": []}
+        for s in (r for r in gt.rows if r["trace_id"] == tid):
+            t["series"].append({"label": f"GPU {s['device']}" if s["scope"] == "device" else f"stream {s['stream']}",
+                                "scope": s["scope"], "device": s["device"], "stream": s["stream"],
+                                "busy_pct": s["busy_pct"], "b": coarse_codes.get(key(s), ""),
+                                "f": fine_codes.get(key(s), "")})
+        if steps is not None:
+            seen = {}
+            for r in steps.rows:
+                if r["trace_id"] != tid:
+                    continue
+                e = seen.setdefault(r["step"], {"step": r["step"], "t0": r["start_ms"],
+                                                "t1": r["start_ms"] + r["step_us"] / 1e3, "busy_pct": {}})
+                e["busy_pct"][f"GPU {r['device']}"] = r["busy_pct"]
+            t["steps"] = list(seen.values())
+        data["traces"].append(t)
+    return dict(empty=None, data=data, n=n, m=m, gpu_notes=gt.notes, options=dict(buckets=n))
+
+
+def temporal_view(ctx: Context, sec: Section) -> dict:
+    t = ctx.reports.get("temporal")
+    chart = None
+    if t.rows:
+        unit, div = charts.time_unit(max(r["window_us"] for r in t.rows))
+        chart = charts.stacked_hbars(
+            t.rows, [("compute_us", "compute", STATE["compute"]),
+                     ("communication_us", "communication", STATE["communication"]),
+                     ("memory_us", "memory (memcpy/memset only)", STATE["memory"]),
+                     ("idle_us", "idle", STATE["idle"])],
+            title="How much of each GPU's time went to compute, communication, memory and idle?",
+            axis=f"GPU window ({unit})", label=lambda r: ctx.device_label(r["trace_id"], r["device"], False),
+            unit_div=div, total_text=lambda r: f"{r['compute_pct']:.1f}% compute")
+    return dict(table=t, chart=chart)
+
+
+def kernels_view(ctx: Context, sec: Section) -> dict:
+    k = ctx.reports.get("kernels", limit=ctx.top)
+    blocks, more = ctx.blocks(k)
+    out = []
+    for tid, dev in blocks:
+        rows = k.where(trace_id=tid, device=dev)
+        points = [dict(x=r["flops_per_byte"], y=r["achieved_tflops"], size_us=r["total_us"], bound=r["bound"],
+                       tip=(f"{r['name']}: {r['achieved_tflops']:.3g} TFLOP/s at {r['flops_per_byte']:.3g} "
+                            f"FLOP/byte, {charts.us_text(r['total_us'])} in {r['count']:,} calls"))
+                  for r in rows if r["flops_per_byte"] and r["achieved_tflops"]]
+        dev_row = next((d for d in ctx.devices.rows if d["trace_id"] == tid and d["device"] == dev), {})
+        peaks = sorted({(r["peak_dtype"], r["peak_tflops"]) for r in rows
+                        if r["peak_tflops"] and r["peak_dtype"] and "," not in r["peak_dtype"]
+                        and r["flops_per_byte"] and r["achieved_tflops"]})
+        if not peaks and dev_row.get("bf16_tflops"):
+            peaks = [("bf16", dev_row["bf16_tflops"])]
+        gbps = next((r["peak_gbps"] for r in rows if r["peak_gbps"]), None) or dev_row.get("dram_gbps")
+        roof = None
+        if points:
+            missing = len(rows) - len(points)
+            roof = charts.roofline(
+                points, title="How close does each top kernel run to the GPU's compute and memory roofs?",
+                gbps=gbps, peaks=[(f"{d} peak", v) for d, v in peaks],
+                note=(f"{missing} of the {len(rows)} kernels in the table have no FLOP or byte estimate, so no dot"
+                      if missing else ""))
+        out.append(dict(label=ctx.device_label(tid, dev), rows=rows, roofline=roof,
+                        n_points=len(points), trace_id=tid, device=dev))
+    return dict(table=k, blocks=out, more=more,
+                columns=k.shown(exclude=("run", "rank", "trace_id", "device")))
+
+
+def idle_view(ctx: Context, sec: Section) -> dict:
+    idle = ctx.reports.get("idle", limit=TOP_IDLE)
+    blocks, more = ctx.blocks(idle)
+    out = []
+    for tid, dev in blocks:
+        rows = idle.where(trace_id=tid, device=dev)
+        unit, div = charts.time_unit(max((r["gpu_idle_us"] or 0) for r in rows))
+        chart = charts.hbars(
+            rows, title="Which CPU operators leave the GPU idle?", axis=f"GPU idle time during the op ({unit})",
+            label=lambda r: f"{r['op']} at {r['ts_ms']:,.2f} ms", value=lambda r: r["gpu_idle_us"], unit_div=div,
+            value_text=lambda r: charts.us_text(r["gpu_idle_us"]),
+            tip=lambda r: f"idle rank {r['idle_rank']}" if r["idle_rank"] else "not a candidate",
+            highlight=lambda r: r["idle_rank"] is not None,
+            note="vermillion: the ops BasicEvaluation's ranking would optimise first (idle_rank); blue: other ops "
+                 "with GPU idle time")
+        out.append(dict(label=ctx.device_label(tid, dev), rows=rows, chart=chart, trace_id=tid, device=dev))
+    q = ctx.reports.get("queue")
+    queue_charts = []
+    if q.rows:
+        n_series = len(q.rows)
+        n = max(20, min(TIMELINE_MAX, TIMELINE_BUDGET // n_series))
+        qb = ctx.reports.get("queue", buckets=n)
+        qblocks, _ = ctx.blocks(qb)
+        for tid, dev in qblocks:
+            rows = qb.where(trace_id=tid, device=dev)
+            series = []
+            for stream in dict.fromkeys(r["stream"] for r in rows):
+                pts = [(r["start_ms"], r["start_ms"] + r["width_us"] / 1e3, r["mean_depth"])
+                       for r in rows if r["stream"] == stream]
+                series.append(dict(label=f"stream {stream}", points=pts))
+            queue_charts.append(dict(label=ctx.device_label(tid, dev), trace_id=tid, device=dev, chart=charts.step_lines(
+                series, title="How much work was queued on each stream over time?",
+                x_label="time since the trace's first event (ms)",
+                y_label="mean queue depth (events)")))
+    return dict(table=idle, blocks=out, more=more, queue=q, queue_charts=queue_charts,
+                columns=idle.shown(exclude=("run", "rank", "trace_id", "device")),
+                queue_columns=q.shown(exclude=("run", "rank", "trace_id")))
+
+
+def steps_view(ctx: Context, sec: Section) -> dict:
+    have = [t for t in ctx.traces.rows if t["steps"]]
+    if not have:
+        return dict(empty="no ProfilerStep#N annotations in this trace, so no steps")
+    gs = ctx.reports.get("gpu-time", by_step=True)
+    obs = ctx.reports.get("ops-by-step")
+    blocks, more = ctx.blocks(gs)
+    out = []
+    for tid, dev in blocks:
+        rows = gs.where(trace_id=tid, device=dev)
+        slow = next(t["slowest_step"] for t in ctx.traces.rows if t["trace_id"] == tid)
+        unit, div = charts.time_unit(max(r["step_us"] for r in rows))
+        chart = charts.step_columns(
+            rows, title="How long was each step, how much of it was the GPU busy, and which step stands out?",
+            x_label="ProfilerStep#", y_label=f"step time ({unit})", x=lambda r: r["step"],
+            total=lambda r: r["step_us"], part=lambda r: r["busy_us"], unit_div=div,
+            highlight=(lambda r: r["step"] == slow) if len(rows) > 2 else None)
+        out.append(dict(label=ctx.device_label(tid, dev), chart=chart, rows=rows, trace_id=tid, device=dev))
+    ops = []
+    for t in have[:MAX_DEVICES]:
+        durations = sorted((r["step_us"], r["step"]) for r in gs.rows if r["trace_id"] == t["trace_id"])
+        typical = durations[(len(durations) - 1) // 2][1] if durations else None
+        shown = [t["slowest_step"]] + ([typical] if typical is not None and typical != t["slowest_step"] else [])
+        for st in shown:
+            rows = obs.where(trace_id=t["trace_id"], step=st)
+            what = "the slowest step" if st == t["slowest_step"] else "the median step"
+            ops.append(dict(label=f"{ctx.trace_label[t['trace_id']]} · ProfilerStep#{st} ({what})", rows=rows))
+    return dict(empty=None, table=gs, blocks=out, more=more, ops_table=obs, ops=ops,
+                ops_columns=obs.shown(exclude=("run", "rank", "trace_id", "step")))
+
+
+def ranks_view(ctx: Context, sec: Section) -> dict:
+    if len(ctx.traces.rows) < 2:
+        return dict(hide=True)
+    gt = ctx.reports.get("gpu-time")
+    busy = [r for r in gt.rows if r["scope"] == "device"]
+    low = min((r["busy_pct"] for r in busy if r["busy_pct"] is not None), default=None)
+    busy_chart = charts.hbars(
+        busy, title="How busy was each rank's GPU? (the least busy in vermillion)", axis="GPU busy (% of window)",
+        label=lambda r: ctx.device_label(r["trace_id"], r["device"], False), value=lambda r: r["busy_pct"],
+        value_text=lambda r: charts.pct_text(r["busy_pct"]), highlight=lambda r: r["busy_pct"] == low) if busy else None
+    stepped = [t for t in ctx.traces.rows if t["step_mean_us"] is not None]
+    step_chart = None
+    if stepped:
+        slow = max(t["step_mean_us"] for t in stepped)
+        unit, div = charts.time_unit(slow)
+        step_chart = charts.hbars(
+            stepped, title="Which rank's steps take longest (the straggler in vermillion)?",
+            axis=f"mean step time ({unit})", label=lambda t: ctx.trace_label[t["trace_id"]],
+            value=lambda t: t["step_mean_us"], unit_div=div, value_text=lambda t: charts.us_text(t["step_mean_us"]),
+            highlight=lambda t: t["step_mean_us"] == slow)
+    return dict(hide=False, busy_chart=busy_chart, step_chart=step_chart)
+
+
+def generic_view(ctx: Context, sec: Section) -> dict:
+    t = ctx.reports.get(sec.report, **sec.options)
+    chart = None
+    if sec.chart and t.rows and all(c in t.columns for c in sec.chart):
+        lab, val = sec.chart
+        rows = [r for r in t.rows[:GENERIC_ROWS] if isinstance(r[val], (int, float))]
+        kind = render.column_kind(val)
+        if kind[0] == "time":
+            unit, div = charts.time_unit(max((r[val] for r in rows), default=0))
+            axis, text = f"{kind[1]} ({unit})", lambda r: charts.us_text(r[val])
+        else:
+            div, axis, text = 1.0, kind[1], lambda r: cell_text(val, r[val])
+        q = reports.lookup(sec.report).header().fields.get("question", sec.title)
+        chart = charts.hbars(rows, title=q, axis=axis, label=lambda r: r[lab], value=lambda r: r[val],
+                             value_text=text, unit_div=div)
+    return dict(table=t, rows=t.rows[:GENERIC_ROWS], more=max(0, len(t.rows) - GENERIC_ROWS), chart=chart,
+                columns=t.shown())
+
+
+#: the page, in order. Reports other issues add appear here by name when they exist.
+SECTIONS = [
+    Section("overview", "Overview", "traces", overview_view, "overview"),
+    Section("timeline", "GPU timeline", "gpu-time", timeline_view, "timeline"),
+    Section("temporal", "Time breakdown", "temporal", temporal_view, "temporal"),
+    Section("categories", "Kernel categories", "categories", chart=("category", "total_us")),
+    Section("kernels", "Top kernels", "kernels", kernels_view, "kernels"),
+    Section("idle", "GPU idle and queue", "idle", idle_view, "idle"),
+    Section("ops", "Operators", "ops", chart=("name", "self_cpu_us")),
+    Section("steps", "Steps", "gpu-time", steps_view, "steps"),
+    Section("steps-report", "Step breakdown", "steps"),
+    Section("ranks", "Ranks", "gpu-time", ranks_view, "ranks"),
+    Section("ranks-report", "Stragglers", "ranks"),
+    Section("collectives", "Collectives", "collectives"),
+    Section("memory", "Memory", "memory"),
+    Section("patterns", "Anti-patterns", "patterns"),
+]
+
+
+# -- rendering ----------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(raw=raw, cell_text=cell_text, heading=heading, column_help=column_help,
+                       BAR_COLUMNS=BAR_COLUMNS, us_text=charts.us_text, pct_text=charts.pct_text,
+                       fmt_num=charts.fmt_num, tojson_attr=lambda v: json.dumps(v, sort_keys=True, default=str))
+    env.filters["script_json"] = script_json
+    return env
+
+
+def script_json(data) -> Markup:
+    """JSON safe inside <script type="application/json">: no '<', '>' or '&'
+    (so no '</script>' or '<!--' can end or change the element)."""
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=str)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return Markup(text)
+
+
+def _asset(name: str) -> Markup:
+    return Markup((TEMPLATES / name).read_text(encoding="utf-8"))
+
+
+@dataclass
+class RenderedSection:
+    id: str
+    title: str
+    html: Markup
+
+
+class Page:
+    """An HTML page: str(page) is the document; page.save(path) writes it;
+    in Jupyter it displays inline (in an iframe, so its styles and scripts
+    stay its own)."""
+
+    def __init__(self, html: str, title: str, sections: list[str], seconds: float):
+        self.html, self.title, self.sections, self.seconds = html, title, sections, seconds
+
+    def __str__(self):
+        return self.html
+
+    def __len__(self):
+        return len(self.html.encode("utf-8"))
+
+    def save(self, path) -> Path:
+        p = Path(path)
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text(self.html, encoding="utf-8")
+        os.replace(tmp, p)
+        return p
+
+    def _repr_html_(self) -> str:
+        return (f'<iframe srcdoc="{html_lib.escape(self.html, quote=True)}" title="{html_lib.escape(self.title)}" '
+                'style="width:100%;height:900px;border:1px solid #ddd" sandbox="allow-scripts"></iframe>')
+
+
+def _render_page(title: str, subtitle: str, sections: list[RenderedSection], t0: float) -> Page:
+    js = _asset("page.js")
+    # the page's Content-Security-Policy runs this script only, by its hash: a
+    # script that got into the page any other way would not run, and no
+    # address is ever fetched (default-src 'none')
+    js_hash = "sha256-" + base64.b64encode(hashlib.sha256(str(js).encode("utf-8")).digest()).decode()
+    page = _env().get_template("page.html.j2").render(
+        title=title, subtitle=subtitle, sections=sections, version=__version__,
+        css=_asset("page.css"), js=js, js_hash=js_hash)
+    return Page(page, title, [s.id for s in sections], time.perf_counter() - t0)
+
+
+def render_sections(ctx, sections) -> list[RenderedSection]:
+    out = []
+    for sec in sections:
+        if sec.report is not None and not Reports.has(sec.report):
+            continue
+        view = (sec.view or generic_view)(ctx, sec)
+        if view.get("hide"):
+            continue
+        html = _env().get_template(f"sections/{sec.template}.html.j2").render(ctx=ctx, sec=sec, **view)
+        out.append(RenderedSection(sec.id, sec.title, Markup(html)))
+    return out
+
+
+# -- the page of a run -----------------------------------------------------------------------------
+
+#: derived views that several of the page's reports read (gpu-time and its
+#: variants, temporal, idle, queue): on the page's connection each is computed
+#: once, for its default arguments, into a TEMP table; a TEMP macro and view of
+#: the same name, which DuckDB finds before the database's, read that table, and
+#: calls with other arguments run the packaged SQL (kept as
+#: duckprof_page_sql_<name>). The reports' SQL is unchanged, and so are their
+#: numbers (tests compare the page with the CLI's).
+SHARED_VIEWS = ("gpu_activity", "gpu_busy_intervals", "gpu_idle_intervals", "queue_depth")
+
+_MACRO = re.compile(r"CREATE OR REPLACE MACRO (\w+)\((.*?)\) AS TABLE", re.S)
+
+
+def share_view(con, name: str):
+    """Compute view `name` once on `con` (see SHARED_VIEWS)."""
+    sql = sqlfiles.view_sql(sqlfiles.view_headers()[name])
+    m = _MACRO.search(sql)
+    if not m or m.group(1) != name:
+        raise ValueError(f"sql/views: {name} is not a table macro")
+    params = [p.split(":=") for p in m.group(2).split(",")]
+    names = [n.strip() for n, _ in params]
+    defaults = " AND ".join(f"{n.strip()} IS NOT DISTINCT FROM {d.strip()}" for n, d in params)
+    macro = sql[m.start():sql.index(";", m.end())]
+    table = f"duckprof_page_{name}"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {name}()")
+    con.execute(macro.replace(f"CREATE OR REPLACE MACRO {name}(",
+                              f"CREATE OR REPLACE TEMP MACRO duckprof_page_sql_{name}(", 1))
+    args = ", ".join(f"{n} := {n}" for n in names)
+    con.execute(f"""CREATE OR REPLACE TEMP MACRO {name}({m.group(2)}) AS TABLE
+        SELECT * FROM {table} WHERE {defaults}
+        UNION ALL
+        SELECT * FROM duckprof_page_sql_{name}({args}) WHERE NOT ({defaults})""")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {table}")
+
+
+def page_connection(session):
+    """A connection of its own for the page (a cursor on the session's
+    database, closed when the page is written), with the packaged views (a
+    read-only session keeps them as TEMP objects on its own connection, which
+    a cursor does not see) and the shared views computed once."""
+    con = session.con.cursor()
+    try:
+        if session.read_only:
+            session._create_views(temp=True, con=con)
+        for name in SHARED_VIEWS:
+            share_view(con, name)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def build(session, run: str | None = None, top: int = TOP_KERNELS) -> Page:
+    """The page of one run of `session` (all its data when run is None)."""
+    t0 = time.perf_counter()
+    con = page_connection(session)
+    try:
+        if run is not None:
+            have = [r[0] for r in con.execute("SELECT DISTINCT run FROM trace_files ORDER BY 1").fetchall()]
+            if run not in have:
+                raise DuckprofError(f"no run named {run!r} (runs: {', '.join(have) or 'none'})")
+        rep = Reports(con, run)
+        traces = rep.get("traces")
+        if traces.instead:
+            raise DuckprofError("; ".join(traces.instead))
+        ctx = Context(rep, run, traces, rep.get("devices"), top=top)
+        sections = render_sections(ctx, SECTIONS)
+    finally:
+        con.close()
+    runs = sorted({t["run"] for t in traces.rows})
+    files = [t["file_name"] for t in traces.rows]
+    title = f"duckprof: run {run}" if run is not None else (
+        f"duckprof: {files[0]}" if len(files) == 1 else f"duckprof: {len(files)} traces")
+    where = f"{session.db}" if session.db else "traces loaded in memory"
+    subtitle = (f"{len(files)} trace(s) in run(s) {', '.join(runs)}; from {where}" if len(files) > 1
+                else f"{files[0]} (run {runs[0]}); from {where}")
+    return _render_page(title, subtitle, sections, t0)
