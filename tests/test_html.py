@@ -129,6 +129,7 @@ def test_timeline_data_is_the_bucket_report(two, two_page):
     assert [(x["step"], x["t0"]) for x in t["steps"]] == [(1, 0.0), (2, 0.09)]
 
 
+@pytest.mark.slow
 def test_cpu_only_page_says_so_in_one_line():
     s = duckprof.connect()
     s.load([str(corpus_path("cpu_only_rank34.json.gz"))], run="r")
@@ -186,6 +187,7 @@ def test_no_address_outside_the_file(two_page):
 
 # -- the section registry ---------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_section_appears_when_its_report_exists(two, monkeypatch):
     """The sections of reports other issues add (categories, ops, ...) are in
     SECTIONS already: registering the report is all it takes."""
@@ -254,6 +256,7 @@ def test_page_api(two_page, tmp_path):
     assert frame.startswith("<iframe srcdoc=\"") and "<script" not in frame  # all of it escaped in srcdoc
 
 
+@pytest.mark.slow
 def test_html_of_a_run_in_a_database(tmp_path):
     db = tmp_path / "p.duckdb"
     with duckprof.connect(db) as s:
@@ -268,6 +271,7 @@ def test_html_of_a_run_in_a_database(tmp_path):
             s.html(run="c")
 
 
+@pytest.mark.slow
 def test_cli_writes_the_page(tmp_path):
     out = tmp_path / "x.html"
     r = run_cli("html", TWO, "-o", out, "-q")
@@ -285,6 +289,7 @@ def test_cli_diff(tmp_path, cli_app):
     assert [t["report"] for t in page_tables(html)][:2] == ["diff-summary", "diff"]
 
 
+@pytest.mark.slow
 def test_cli_errors_are_one_line(tmp_path, cli_app):
     db = tmp_path / "p.duckdb"
     with duckprof.connect(db) as s:
@@ -309,6 +314,7 @@ def test_a_missing_browser_skips_locally_and_fails_in_ci(monkeypatch):
         browser.require_browser()
 
 
+@pytest.mark.slow
 def test_ranks_section_names_the_straggler(tmp_path):
     """Two ranks of two_streams.json; rank 1's ProfilerStep#2 lasts 500 µs
     instead of 310: mean step time 200 vs 295 µs, rank 1 is the straggler."""

@@ -97,6 +97,7 @@ def test_queue_buckets_hand_computed(two):
     })
 
 
+@pytest.mark.slow
 def test_queue_buckets_agree_with_queue_on_a_real_trace():
     s = duckprof.connect()
     s.load([str(corpus_path("h100_vit_inference.json.gz"))], run="r")
@@ -111,6 +112,7 @@ def test_queue_buckets_agree_with_queue_on_a_real_trace():
     s.close()
 
 
+@pytest.mark.slow
 def test_traces_report_counts_what_the_json_holds():
     path = corpus_path("a100_train_rank0.json.gz")
     ev = trace_events(read_trace(path))
@@ -134,6 +136,7 @@ def test_traces_report_counts_what_the_json_holds():
     s.close()
 
 
+@pytest.mark.slow
 def test_devices_report_lists_device_properties_and_devices_with_work():
     path = corpus_path("h100_vit_inference.json.gz")
     doc = read_trace(path)
@@ -154,6 +157,7 @@ def test_devices_report_lists_device_properties_and_devices_with_work():
     s.close()
 
 
+@pytest.mark.slow
 def test_traces_and_devices_on_a_cpu_only_trace():
     s = duckprof.connect()
     s.load([str(corpus_path("cpu_only_rank34.json.gz"))], run="r")

@@ -354,7 +354,7 @@ def waterfall(steps, *, title, axis, start, end, unit_div: float = 1.0, note: st
     every = levels + [end[1] / unit_div]
     lo, hi = min(every + [0.0]), max(every)
     moved = max(every) - min(every)
-    if min(every) > 0 and moved < 0.25 * hi:
+    if min(every) > 0 and 0 < moved < 0.25 * hi:
         # small changes on large totals: the axis starts near the lowest level
         # (said in the note), or the changes would be a pixel high
         lo = max(0.0, min(every) - max(moved, 0.02 * hi))

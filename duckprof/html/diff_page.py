@@ -15,7 +15,6 @@ from .. import sqlfiles
 from ..diff import DiffResult, diff
 from ..session import Session
 from . import charts
-from .charts import STATE
 from .page import TOP_KERNELS, Section, Table, _render_page, render_sections
 
 

@@ -135,8 +135,8 @@ def cell_text(col: str, v) -> str:
         return ""
     kind = render.column_kind(col)[0]
     shown = render._human(v, kind, col)
-    if isinstance(shown, float):
-        return f"{shown:,.3f}"
+    if isinstance(shown, float):  # a plain number: whole ones without decimals (as diff's summary)
+        return f"{shown:,.0f}" if shown.is_integer() and abs(shown) < 1e15 else f"{shown:,.3f}"
     if isinstance(shown, int) and not isinstance(shown, bool):
         return f"{shown:,}"
     s = str(shown)
