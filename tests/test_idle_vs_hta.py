@@ -61,7 +61,10 @@ def _files():
     return sorted(p for p in CORPUS.iterdir() if p.name.endswith((".json", ".json.gz")))
 
 
-pytestmark = pytest.mark.skipif(not _files() or not GOLDEN.is_dir(), reason="no corpus or HTA goldens")
+# slow: the fixture loads every corpus file as a run of its own (4 to 6 s); the
+# quick run checks these reports on hand-computed traces (test_gpu_time.py)
+pytestmark = [pytest.mark.skipif(not _files() or not GOLDEN.is_dir(), reason="no corpus or HTA goldens"),
+              pytest.mark.slow]
 
 
 def _golden(stem, analysis):

@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from conftest import (CORPUS, REPO, invoke, needs_corpus, read_trace, rows, run_cli, scalar,
+from conftest import (CORPUS, REPO, cli_app, invoke, needs_corpus, read_trace, rows, run_cli, scalar,  # noqa: F401
                       trace_events)
 
 import duckprof
@@ -334,6 +334,7 @@ def test_cli_formats(cli_app, tmp_path):
         assert opt in res.stdout
 
 
+@pytest.mark.slow  # three real processes (in process: test_cli_formats, test_persistent_db_runs_...)
 def test_cli_notes_on_stderr_and_bad_input():
     r = run_cli("report", "kernels", FIX / "unknown_device.json", "-f", "csv")
     assert r.returncode == 0
@@ -345,20 +346,20 @@ def test_cli_notes_on_stderr_and_bad_input():
     assert r.returncode == 2 and "missing.json" in r.stderr
 
 
-def test_persistent_db_runs_and_plain_duckdb_sees_the_views(tmp_path):
+def test_persistent_db_runs_and_plain_duckdb_sees_the_views(cli_app, tmp_path):
     db = tmp_path / "k.duckdb"
     with duckprof.connect(db) as s:
         seed_peaks(s.con)  # what database creation does
         s.load([str(H100)], run="a")
         s.load([str(FIX / "amd_fallback.json")], run="b")
-    r = run_cli("report", "kernels", "--db", db, "--run", "b", "-f", "json", "-n", "1")
-    assert r.returncode == 0, r.stderr
+    r = invoke(cli_app, "report", "kernels", "--db", db, "--run", "b", "-f", "json", "-n", "1")
+    assert r.exit_code == 0, r.stderr
     (row,) = json.loads(r.stdout)
     assert (row["run"], row["peak_tflops"]) == ("b", MI300X_BF16)
-    r = run_cli("report", "kernels", "--db", db, "-f", "csv", "-n", "1")
+    r = invoke(cli_app, "report", "kernels", "--db", db, "-f", "csv", "-n", "1")
     assert [l.split(",")[0] for l in r.stdout.splitlines()[1:]] == ["a", "b"]
-    r = run_cli("report", "kernels", "--db", db, "--run", "zzz")
-    assert r.returncode == 2 and "zzz" in r.stderr
+    r = invoke(cli_app, "report", "kernels", "--db", db, "--run", "zzz")
+    assert r.exit_code == 2 and "zzz" in r.stderr
     # no duckprof, no UDFs: the views work from a plain DuckDB connection
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT sum(flops) FROM kernel_estimates WHERE name LIKE 'sm90%'").fetchall() == [

@@ -77,7 +77,7 @@ GROUP BY {{ keys | join(', ') }}
 {%- endmacro %}
 
 {% macro covered_length(windows, intervals, keys, ws='ts_ns', we='end_ns') -%}
-WITH covered_cum AS (  -- each interval with the total length of the ones before it
+WITH covered_cum AS (  -- each interval with the length of those before it
     SELECT {{ keys | join(', ') }}, start_ns, end_ns,
            coalesce(sum(end_ns - start_ns) OVER ({{ _partition(keys) }} ORDER BY start_ns
                                                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
