@@ -5,6 +5,8 @@ opens pages in Chromium."""
 
 from __future__ import annotations
 
+import dataclasses
+import html as html_lib
 import importlib.util
 import json
 import re
@@ -61,8 +63,18 @@ def report_rows(session, name, options):
 
 # -- what the page holds ------------------------------------------------------------------
 
+def section(html: str, sid: str) -> str:
+    a = html.index(f'<section id="{sid}"')
+    return html[a:html.index("</section>", a)]
+
+
+def figures(html: str) -> list[tuple[str, int]]:
+    return [(k, int(n)) for k, n in re.findall(r'data-chart="(\w+)" data-marks="(\d+)"', html)]
+
+
 def test_page_sections_of_a_gpu_trace(two_page):
-    assert two_page.sections == ["overview", "timeline", "temporal", "kernels", "idle", "steps"]
+    assert two_page.sections == ["overview", "timeline", "temporal", "categories", "kernels", "idle", "ops",
+                                 "steps", "steps-report", "collectives", "memory"]
     html = str(two_page)
     for s in two_page.sections:
         assert f'<section id="{s}"' in html
@@ -93,14 +105,20 @@ def test_kernels_table_and_roofline_hand_checked(two_page):
 
 def test_marks_per_chart(two, two_page):
     html = str(two_page)
-    figures = dict(re.findall(r'data-chart="(\w+)" data-marks="(\d+)"', html))
-    # idle: one bar per op of the idle report (device 0)
+    # idle: one bar per op of the idle report (device 0), then the queue: one line per stream
     idle = two.report("idle", limit=P.TOP_IDLE).fetchall()
-    assert figures["hbars"] == str(len(idle))
+    assert figures(section(html, "idle")) == [("hbars", len(idle)), ("lines", 2)]
     # temporal: one segment per non-zero part: compute 73, communication 20, memory 30, idle 192
-    assert html.count('class="mark seg seg-') >= 4
+    assert figures(section(html, "temporal")) == [("stacked", 4)]
     # steps: one column per step
-    assert figures["columns"] == "2"
+    assert figures(section(html, "steps")) == [("columns", 2)]
+    # categories: one segment per (device, category) row with time; then per step
+    cats = two.report_result("categories").relation
+    by_step = [r for r in two.report("categories", by_step=True).fetchall() if r[4] is not None]
+    assert figures(section(html, "categories")) == [("stacked", len(cats.fetchall())), ("stacked", len(by_step))]
+    # ops: one bar per row of report ops shown (at most GENERIC_ROWS)
+    ops = two.report("ops").fetchall()
+    assert figures(section(html, "ops")) == [("hbars", min(len(ops), P.GENERIC_ROWS))]
 
 
 def test_overview_busy_chart_hand_computed(two_page):
@@ -135,7 +153,8 @@ def test_cpu_only_page_says_so_in_one_line():
     s.load([str(corpus_path("cpu_only_rank34.json.gz"))], run="r")
     html = str(s.html())
     empties = re.findall(r'<p class="empty">([^<]*)</p>', html)
-    assert empties.count("no GPU activity in this trace") == 5  # overview, timeline, temporal, idle, steps
+    # overview, timeline, temporal, categories, idle, steps
+    assert empties.count("no GPU activity in this trace") == 6
     assert "cpu_only_rank34.json.gz: no GPU kernels in this trace" in empties
     assert 'id="timeline-data"' not in html
     s.close()
@@ -191,16 +210,15 @@ def test_no_address_outside_the_file(two_page):
 def test_a_section_appears_when_its_report_exists(two, monkeypatch):
     """The sections of reports other issues add (categories, ops, ...) are in
     SECTIONS already: registering the report is all it takes."""
-    assert "categories" in [s.id for s in P.SECTIONS]
-    assert "categories" not in two.html().sections
-    # stand-in: a report named 'categories' that runs sql/reports/temporal.sql
+    assert "patterns" in [s.id for s in P.SECTIONS]
+    assert "patterns" not in two.html().sections
+    # stand-in: a report named 'patterns' that runs sql/reports/temporal.sql
     stand_in = reports.Report("temporal")
-    monkeypatch.setitem(reports.BY_NAME, "categories", stand_in)
+    monkeypatch.setitem(reports.BY_NAME, "patterns", stand_in)
     page = two.html()
-    assert "categories" in page.sections
-    html = str(page)
-    section = html[html.index('<section id="categories"'):html.index("</section>", html.index('<section id="categories"'))]
-    assert 'data-report="categories"' in section and "compute" in section
+    assert "patterns" in page.sections
+    sec = section(str(page), "patterns")
+    assert 'data-report="patterns"' in sec and "compute" in sec
 
 
 def test_a_section_whose_report_has_no_rows_says_so(two, monkeypatch):
@@ -276,7 +294,7 @@ def test_cli_writes_the_page(tmp_path):
     out = tmp_path / "x.html"
     r = run_cli("html", TWO, "-o", out, "-q")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith(f"wrote {out}: ") and "6 sections" in r.stdout
+    assert r.stdout.startswith(f"wrote {out}: ") and "11 sections" in r.stdout
     assert "<title>duckprof: two_streams.json</title>" in out.read_text(encoding="utf-8")
 
 
@@ -331,8 +349,117 @@ def test_ranks_section_names_the_straggler(tmp_path):
     page = s.html(run="job")
     s.close()
     assert "ranks" in page.sections
-    html = str(page)
-    sec = html[html.index('<section id="ranks"'):]
+    sec = section(str(page), "ranks")
     step_chart = sec[sec.index("Which rank&#39;s steps take longest"):]
+    step_chart = step_chart[:step_chart.index("</figure>")]
     bars = re.findall(r'<rect [^>]*class="mark bar( hot)?"[^>]*><title>([^<]*)</title>', step_chart)
     assert [(hot, tip) for hot, tip in bars] == [("", "rank 0: 200 µs"), (" hot", "rank 1: 295 µs")]
+    # no collectives, so no wait caused: the straggler is the rank with the longest mean step
+    assert "vermillion: the rank with the longest mean step" in sec
+    assert "keeps the others waiting" not in sec
+
+
+@pytest.mark.slow
+def test_ranks_section_names_the_rank_that_keeps_the_others_waiting(tmp_path):
+    """A synthetic 4-rank job, rank 2 late by 3 ms at every all-reduce: report
+    ranks puts it first (most wait caused); the page draws that wait per rank,
+    rank 2 in vermillion, in every chart of the section, and its table is the report's."""
+    from duckprof.synth import generate_job
+    generate_job(tmp_path, world_size=4, steps=2, late_rank=2, late_us=3000, blocks=1)
+    s = duckprof.connect()
+    s.load([str(tmp_path)], run="job")
+    page = s.html(run="job")
+    want = s.report_result("ranks", run="job").relation
+    cols, rows = want.columns, want.fetchall()
+    s.close()
+    sec = section(str(page), "ranks")
+    wait = sec[sec.index("Which rank keeps the others waiting"):]
+    wait = wait[:wait.index("</figure>")]
+    bars = re.findall(r'<rect [^>]*class="mark bar( hot)?"[^>]*><title>rank (\d)', wait)
+    assert bars == [("", "0"), ("", "1"), (" hot", "2"), ("", "3")]
+    assert len(re.findall(r'class="mark bar hot"', sec)) == 3  # wait, step time, busy: rank 2 in each
+    assert "vermillion: the rank whose late arrival at the collectives cost the others the most wait" in sec
+    (t,) = [t for t in page_tables(sec) if t["report"] == "ranks"]
+    assert [r[t["columns"].index("rank")] for r in t["rows"]] == [str(r[cols.index("rank")]) for r in rows]
+    assert rows[0][cols.index("rank")] == 2
+
+
+def test_constant_identity_columns_are_said_once(two_page):
+    """As the terminal's tables: run, rank, trace and device holding one value on
+    every row of a table are said once below it; a column empty on every row
+    (categories' step without --by-step) is left out."""
+    sec = section(str(two_page), "categories")
+    (t,) = [t for t in page_tables(sec) if t["report"] == "categories"]
+    assert t["columns"][:2] == ["category", "count"]
+    assert not {"run", "rank", "trace_id", "device", "step"} & set(t["columns"])
+    assert '<p class="note every-row">every row: run r1; rank 0; trace id 1; device 0</p>' in sec
+    cols = ["run", "step", "name", "total_us"]
+    table = P.Table("x", {}, cols, {}, [])
+    rows = [{"run": "a", "step": None, "name": "k1", "total_us": 1.0},
+            {"run": "a", "step": None, "name": "k2", "total_us": 1.0}]
+    # total_us is constant too, but it is a figure, not which trace a row is: it stays
+    assert P.split_constant(table, rows, cols) == (["name", "total_us"], ["run a"])
+    assert P.split_constant(table, rows[:1], cols) == (cols, [])  # one row: every column stays
+    assert P.split_constant(table, rows, cols[:3]) == (cols[:3], [])  # one column left: all stay
+
+
+def test_idle_ops_without_gpu_idle_get_a_line_not_a_chart(two, monkeypatch):
+    """When none of the ranked ops overlaps GPU idle time (a deep queue, as on
+    a100_train_rank0), a chart of zero-length bars says nothing: one line says it."""
+    real = P.Reports.get
+
+    def zero_idle(self, name, **options):
+        t = real(self, name, **options)
+        if name == "idle":
+            t = dataclasses.replace(t, rows=[dict(r, gpu_idle_us=0.0) for r in t.rows])
+        return t
+
+    monkeypatch.setattr(P.Reports, "get", zero_idle)
+    sec = section(str(two.html()), "idle")
+    assert figures(sec) == [("lines", 2)]
+    assert ("None of the 4 CPU operators ranked here overlaps time when this GPU's queue was empty"
+            in html_lib.unescape(sec))
+
+
+def test_steps_chart_highlights_the_outlier_of_report_steps(tmp_path):
+    """fixtures/steps/three_steps.json: steps of 100, 100 and 130 µs; report
+    steps --summary names step 3 (+30% vs the median): its column is outlined
+    and the note says why; its operators are listed as the outlier step's."""
+    s = duckprof.connect()
+    s.load([str(REPO / "fixtures" / "steps" / "three_steps.json")], run="r")
+    sec = html_lib.unescape(section(str(s.html()), "steps"))
+    s_summary = s.report("steps", summary=True)
+    as_rows = lambda rel: [dict(zip(rel.columns, r)) for r in rel.fetchall()]  # noqa: E731
+    summary = as_rows(s_summary)
+    s.close()
+    cols = re.findall(r'class="mark col( hot)?"[^>]*><title>ProfilerStep# (\d)', sec)
+    assert cols == [("", "1"), ("", "2"), (" hot", "3")]
+    assert "vermillion: ProfilerStep#3, the step furthest from the median step (+30.0%, report steps)" in sec
+    assert [r["outlier_step"] for r in summary if r["figure"] == "step_us"] == [3]  # the step steps --summary names
+    assert "ProfilerStep#3 (the outlier step)" in sec
+
+
+def test_steps_chart_highlights_nothing_when_no_step_stands_out(tmp_path):
+    """three_steps.json with ProfilerStep#3 cut to 104 µs: 100, 100, 104; the
+    step furthest from the median is 4% away, under STEP_OUTLIER_PCT: no column
+    is outlined, the note says so, and the slowest step's operators are listed."""
+    doc = json.loads((REPO / "fixtures" / "steps" / "three_steps.json").read_text())
+    (step3,) = [e for e in doc["traceEvents"] if e["name"] == "ProfilerStep#3"]
+    step3["dur"] = 104
+    (tmp_path / "calm.json").write_text(json.dumps(doc))
+    s = duckprof.connect()
+    s.load([str(tmp_path / "calm.json")], run="r")
+    sec = html_lib.unescape(section(str(s.html()), "steps"))
+    s.close()
+    assert re.findall(r'class="mark col( hot)?"', sec) == ["", "", ""]
+    assert ("No step stands out: every step is within 4.0% of the median step (report steps), so none is "
+            "highlighted.") in sec
+    assert "ProfilerStep#3 (the slowest step)" in sec
+
+
+def test_overview_names_the_run_its_ranks_and_tags(tmp_path):
+    db = tmp_path / "p.duckdb"
+    with duckprof.connect(db) as s:
+        s.load([str(TWO)], run="base", tags={"commit": "abc123", "batch": "64"})
+        sec = section(str(s.html(run="base")), "overview")
+    assert '<p class="runline">run base · ranks 0 · tags: batch=64, commit=abc123</p>' in sec

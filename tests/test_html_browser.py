@@ -1,5 +1,5 @@
 """duckprof html pages opened in headless Chromium (tests/browser.py): a GPU
-training trace, a CPU-only trace, an AMD trace and a diff of two runs load
+training trace, a CPU-only trace, an AMD trace, a run of two ranks and a diff of two runs load
 with no request beyond the file and no console error; every chart has the
 marks its report's rows call for; every number in a table is the cell that
 `duckprof report ... --format csv` prints; a screenshot of each is written
@@ -33,6 +33,7 @@ PAGES = {  # the run name in the test database -> corpus file
     "gpu_training": "a100_train_rank0.json.gz",
     "cpu_only": "cpu_only_rank34.json.gz",
     "amd": "mi300x_resnet_act_checkpoint.json.gz",
+    "two_ranks": ("sampled_rank0_no_devprops.json.gz", "sampled_rank1_no_devprops.json.gz"),
 }
 DIFF = ("base", "v100_resnet50_workers0_2021.json.gz", "cand", "v100_resnet50_workers4_2021.json.gz")
 
@@ -54,8 +55,8 @@ def browser():
 def db(tmp_path_factory):
     path = tmp_path_factory.mktemp("html") / "corpus.duckdb"
     with duckprof.connect(path) as s:
-        for run, name in PAGES.items():
-            s.load([str(corpus_path(name))], run=run)
+        for run, names in PAGES.items():
+            s.load([str(corpus_path(n)) for n in ((names,) if isinstance(names, str) else names)], run=run)
         s.load([str(corpus_path(DIFF[1]))], run=DIFF[0])
         s.load([str(corpus_path(DIFF[3]))], run=DIFF[2])
     return path
@@ -124,8 +125,11 @@ def test_page_in_a_browser(browser, db, tmp_path, shots, run):
     gpu = cli.dicts(run, "gpu-time", {})
     if not gpu:  # the CPU-only trace: every GPU section says so in one line
         empties = page.eval("Array.from(document.querySelectorAll('p.empty')).map(p => p.textContent)")
-        assert sum(e.startswith("no GPU activity in this trace") for e in empties) == 5, empties
-        assert page.eval("document.querySelectorAll('svg .mark, #timeline svg').length") == 0
+        # overview, timeline, temporal, categories, idle, steps
+        assert sum(e.startswith("no GPU activity in this trace") for e in empties) == 6, empties
+        assert page.eval("document.querySelectorAll('section:not(#ops) svg .mark, #timeline svg').length") == 0
+        # the CPU operators are there: one bar per row of report ops
+        assert page.eval("document.querySelectorAll('#ops svg .mark').length") == len(cli.dicts(run, "ops", {})) > 0
         return
 
     # overview: one segment per non-zero part of each device's window
@@ -156,11 +160,23 @@ def test_page_in_a_browser(browser, db, tmp_path, shots, run):
         mine = [k for k in kernels if (k["trace_id"], k["device"]) == (tid, dev)]
         assert n_rows == len(mine)
         assert dots == sum(1 for k in mine if k["flops_per_byte"] and k["achieved_tflops"])
-    # idle: one bar per op of the ranking
+    # idle: one bar per op of the ranking; none, and one line saying so, when no op overlaps GPU idle time
     idle = cli.dicts(run, "idle", {"limit": 15})
-    for tid, dev, bars in page.eval("""Array.from(document.querySelectorAll('#idle .block:not(.queue)')).map(b =>
-            [b.dataset.trace, b.dataset.device, b.querySelectorAll('figure .mark').length])"""):
-        assert bars == sum(1 for r in idle if (r["trace_id"], r["device"]) == (tid, dev))
+    for tid, dev, bars, starved in page.eval("""Array.from(document.querySelectorAll('#idle .block:not(.queue)'))
+            .map(b => [b.dataset.trace, b.dataset.device, b.querySelectorAll('figure .mark').length,
+                       b.querySelectorAll('p.starved').length])"""):
+        mine = [r for r in idle if (r["trace_id"], r["device"]) == (tid, dev)]
+        idle_time = any(float(r["gpu_idle_us"] or 0) > 0 for r in mine)
+        assert (bars, starved) == ((len(mine), 0) if idle_time else (0, 1))
+    # categories: one segment per category with time, per device, then per step
+    cats = cli.dicts(run, "categories", {})
+    assert page.eval("document.querySelectorAll('#categories figure')[0].querySelectorAll('.mark').length") == sum(
+        1 for r in cats if float(r["total_us"]) > 0)
+    by_step = cli.dicts(run, "categories", {"by_step": True})
+    for tid, dev, segs in page.eval("""Array.from(document.querySelectorAll('#categories .block')).map(b =>
+            [b.dataset.trace, b.dataset.device, b.querySelectorAll('.mark').length])"""):
+        assert segs == sum(1 for r in by_step if (r["trace_id"], r["device"]) == (tid, dev)
+                           and r["step"] != "" and float(r["total_us"]) > 0)
     # queue: one line per stream
     queue = cli.dicts(run, "queue", {})
     for tid, dev, lines in page.eval("""Array.from(document.querySelectorAll('#idle .block.queue')).map(b =>
@@ -171,6 +187,23 @@ def test_page_in_a_browser(browser, db, tmp_path, shots, run):
     for tid, dev, cols in page.eval("""Array.from(document.querySelectorAll('#steps .block[data-device]')).map(b =>
             [b.dataset.trace, b.dataset.device, b.querySelectorAll('rect.mark').length])"""):
         assert cols == sum(1 for r in steps if (r["trace_id"], r["device"]) == (tid, dev))
+
+    # ranks (a run of 2+ ranks): one bar per rank in each chart, the straggler in vermillion in each:
+    # report ranks' first row (the most wait caused) when it caused any
+    ranks = cli.dicts(run, "ranks", {})
+    if len(ranks) > 1:
+        figs = page.eval("""Array.from(document.querySelectorAll('#ranks figure')).map(f => [
+            f.querySelectorAll('.mark').length, f.querySelectorAll('.mark.hot').length,
+            f.querySelector('.mark.hot title').textContent])""")
+        waited = float(ranks[0]["caused_wait_us"] or 0) > 0
+        assert len(figs) == 2 + waited
+        for marks, hot, tip in figs:
+            assert (marks, hot) == (len(ranks), 1)
+            if waited:
+                assert tip.startswith(f"rank {ranks[0]['rank']}: ")
+        page.screenshot(shots / f"{run}_ranks.png", selector="#ranks")
+    else:
+        assert page.eval("document.querySelectorAll('#ranks').length") == 0
 
     # zoom into the second step: the rows stay, the view changes, nothing breaks
     if steps:

@@ -98,7 +98,11 @@ def pct_text(p) -> str:
     return "" if p is None else f"{p:.1f}%"
 
 
-def short(s, n: int = 38) -> str:
+#: characters of a bar's label that fit in LABEL_W (10.5 px monospace: ~6.4 px each)
+LABEL_CHARS = (LABEL_W - 10) // 6.4
+
+
+def short(s, n: int = int(LABEL_CHARS)) -> str:
     s = "" if s is None else str(s)
     if s.startswith("void "):
         s = s[5:]
@@ -168,8 +172,10 @@ def hbars(rows, *, title, axis, value_text, label, value, tip=None, highlight=No
     rows = [r for r in rows if value(r) is not None]
     bar_h, gap, top = 16, 5, 8
     plot_x0 = LABEL_W
+    # room on the right for the longest value text (10.5 px: ~6 px a character)
+    right = max(80, 10 + 6 * max((len(str(value_text(r))) for r in rows), default=0))
     items, scale, bottom = _bar_frame(len(rows), max((value(r) / unit_div for r in rows), default=0),
-                                      bar_h, gap, top, WIDTH - 80, axis)
+                                      bar_h, gap, top, WIDTH - min(right, 300), axis)
     y = top
     for r in rows:
         v = value(r) / unit_div

@@ -133,6 +133,7 @@ def raw(v) -> str:
 def cell_text(col: str, v) -> str:
     if v is None:
         return ""
+    col = col.removesuffix("_per_step")  # diff's summary metrics: gpu_busy_us_per_step is a time
     kind = render.column_kind(col)[0]
     shown = render._human(v, kind, col)
     if isinstance(shown, float):  # a plain number: whole ones without decimals (as diff's summary)
@@ -143,8 +144,30 @@ def cell_text(col: str, v) -> str:
     return s[5:] if s.startswith("void ") else s
 
 
+def split_constant(table: Table, rows: list[dict], columns: list[str]) -> tuple[list[str], list[str]]:
+    """The columns a table shows, and what it says once below it instead: as
+    the terminal's tables (render.report_table), a column that says which
+    trace a row is (run, rank, trace, device) holding one value on every row
+    of a table of several rows is said once, and a column empty on every row
+    is left out."""
+    if len(rows) < 2 or len(columns) <= 2:
+        return columns, []
+    keep, said = [], []
+    for c in columns:
+        values = {raw(r.get(c)) for r in rows}
+        if values == {""}:
+            continue
+        if c in render.IDENTITY and len(values) == 1:
+            said.append(f"{heading(table, c)} {cell_text(c, rows[0][c])}")
+            continue
+        keep.append(c)
+    return (keep, said) if len(keep) >= 2 else (columns, [])
+
+
 def heading(table: Table, col: str) -> str:
     kind, label = render.column_kind(col)
+    if kind == "time" and label != col and label in table.columns:
+        label += " time"  # step_us next to step: 'step time'
     return f"{label} %" if kind == "pct" else label
 
 
@@ -219,9 +242,27 @@ def overview_view(ctx: Context, sec: Section) -> dict:
     if ctx.reports.has("patterns"):
         findings = ctx.reports.get("patterns")
     used = [d for d in ctx.devices.rows if d["gpu_events"]]
-    return dict(traces=ctx.traces, devices=ctx.devices, used_devices=used,
+    return dict(runs=run_lines(ctx), traces=ctx.traces, devices=ctx.devices, used_devices=used,
                 unused=len(ctx.devices.rows) - len(used), gpu_time=gt, device_rows=dev_rows, stack=stack,
                 findings=findings)
+
+
+def run_lines(ctx: Context) -> list[str]:
+    """One line per run shown: its ranks, world size and tags (the runs view,
+    which reads only the run's stored facts and tags)."""
+    names = sorted({t["run"] for t in ctx.traces.rows})
+    rows = ctx.reports.con.execute(
+        "SELECT run, ranks, world_size, tags FROM runs WHERE list_contains($names, run) ORDER BY run",
+        {"names": names}).fetchall()
+    out = []
+    for run, ranks, world, tags in rows:
+        parts = [f"run {run}"]
+        if ranks is not None:
+            parts.append(f"ranks {ranks}" + (f" of a job of {world}" if world else ""))
+        tags = dict(tags or {})
+        parts.append("tags: " + ", ".join(f"{k}={v}" for k, v in sorted(tags.items())) if tags else "no tags")
+        out.append(" · ".join(parts))
+    return out
 
 
 def encode_shares(rows, keys=("busy_us", "host_wait_us", "kernel_wait_us", "other_us")) -> str:
@@ -317,6 +358,74 @@ def temporal_view(ctx: Context, sec: Section) -> dict:
     return dict(table=t, chart=chart)
 
 
+#: steps per device in the categories-by-step chart (the table and the CLI list them all)
+MAX_STEP_BARS = 40
+
+
+def category_colours(names) -> dict:
+    """A colour per category, in the order given (largest first): the
+    Okabe-Ito colours for the first ones, grey for the rest (each segment
+    keeps its own tooltip)."""
+    colours = [c for c in charts.PALETTE if c != "#000000"]
+    return {n: colours[i] if i < len(colours) else "#BBBBBB" for i, n in enumerate(names)}
+
+
+def _category_bars(rows, key, label, order, colours, title, note=""):
+    """One stacked bar per key(row) (a device, a step): a segment per category
+    (total_us), busy % written at its end."""
+    bars = {}
+    for r in rows:
+        b = bars.setdefault(key(r), {"_label": label(r), "_busy": r["busy_pct"]})
+        b[r["category"]] = (b.get(r["category"]) or 0) + (r["total_us"] or 0)
+    unit, div = charts.time_unit(max((sum(v for k, v in b.items() if not k.startswith("_")) for b in bars.values()),
+                                     default=0))
+    named = [c for c in order if colours[c] != "#BBBBBB"]
+    rest = [c for c in order if colours[c] == "#BBBBBB"]
+    chart = charts.stacked_hbars(
+        list(bars.values()), [(c, c, colours[c]) for c in order], title=title,
+        axis=f"device time, summed over streams ({unit})", label=lambda b: b["_label"], unit_div=div,
+        total_text=lambda b: f"busy {b['_busy']:.1f}%" if b["_busy"] is not None else "", note=note)
+    chart.legend = [(c, colours[c]) for c in named] + ([(f"{', '.join(rest)} (grey)", "#BBBBBB")] if rest else [])
+    return chart
+
+
+def categories_view(ctx: Context, sec: Section) -> dict:
+    """report categories: one stacked bar per device (a segment per kernel
+    category, the device's busy % at its end), then per device one bar per
+    step (categories --by-step), and the table."""
+    t = ctx.reports.get("categories")
+    if not t.rows:
+        return dict(table=t, chart=None, steps=[], columns=[])
+    totals = {}
+    for r in t.rows:
+        totals[r["category"]] = totals.get(r["category"], 0) + (r["total_us"] or 0)
+    order = sorted(totals, key=lambda c: -totals[c])
+    colours = category_colours(order)
+    blocks, more = ctx.blocks(t)
+    chart = _category_bars(
+        [r for r in t.rows if (r["trace_id"], r["device"]) in blocks], lambda r: (r["trace_id"], r["device"]),
+        lambda r: ctx.device_label(r["trace_id"], r["device"], False), order, colours,
+        "Where does each GPU's time go, by kernel category, and how busy is it?",
+        note="Busy %: the GPU's busy time (the union of its events) over the trace's profiled time, Inductor's "
+             "\"Percent of time when GPU is busy\"; bars add up the categories' device time, which counts time "
+             "on concurrent streams twice.")
+    steps = []
+    if any(t_["steps"] for t_ in ctx.traces.rows):
+        bs = ctx.reports.get("categories", by_step=True)
+        for tid, dev in blocks:
+            rows = bs.where(trace_id=tid, device=dev)
+            step_ids = list(dict.fromkeys(r["step"] for r in rows if r["step"] is not None))
+            if not step_ids:
+                continue
+            shown = set(step_ids[:MAX_STEP_BARS])
+            steps.append(dict(label=ctx.device_label(tid, dev), trace_id=tid, device=dev, chart=_category_bars(
+                [r for r in rows if r["step"] in shown], lambda r: r["step"], lambda r: f"ProfilerStep#{r['step']}",
+                order, colours, "Does the split between kernel categories change from step to step?",
+                note=(f"The first {MAX_STEP_BARS} of {len(step_ids)} steps; " if len(step_ids) > MAX_STEP_BARS
+                      else "") + "busy %: of the step's host-side duration."), more=max(0, len(step_ids) - MAX_STEP_BARS)))
+    return dict(table=t, chart=chart, steps=steps, more=more, columns=t.shown())
+
+
 def kernels_view(ctx: Context, sec: Section) -> dict:
     k = ctx.reports.get("kernels", limit=ctx.top)
     blocks, more = ctx.blocks(k)
@@ -354,7 +463,15 @@ def idle_view(ctx: Context, sec: Section) -> dict:
     out = []
     for tid, dev in blocks:
         rows = idle.where(trace_id=tid, device=dev)
-        unit, div = charts.time_unit(max((r["gpu_idle_us"] or 0) for r in rows))
+        longest = max((r["gpu_idle_us"] or 0) for r in rows)
+        if longest <= 0:
+            # a chart of zero-length bars says nothing: the finding is the line
+            out.append(dict(label=ctx.device_label(tid, dev), rows=rows, chart=None, trace_id=tid, device=dev,
+                            starved=f"None of the {len(rows)} CPU operators ranked here overlaps time when this "
+                                    "GPU's queue was empty (GPU idle 0 ns for each): while they ran, the GPU "
+                                    "had work queued."))
+            continue
+        unit, div = charts.time_unit(longest)
         chart = charts.hbars(
             rows, title="Which CPU operators leave the GPU idle?", axis=f"GPU idle time during the op ({unit})",
             label=lambda r: f"{r['op']} at {r['ts_ms']:,.2f} ms", value=lambda r: r["gpu_idle_us"], unit_div=div,
@@ -363,7 +480,8 @@ def idle_view(ctx: Context, sec: Section) -> dict:
             highlight=lambda r: r["idle_rank"] is not None,
             note="vermillion: the ops BasicEvaluation's ranking would optimise first (idle_rank); blue: other ops "
                  "with GPU idle time")
-        out.append(dict(label=ctx.device_label(tid, dev), rows=rows, chart=chart, trace_id=tid, device=dev))
+        out.append(dict(label=ctx.device_label(tid, dev), rows=rows, chart=chart, trace_id=tid, device=dev,
+                        starved=None))
     q = ctx.reports.get("queue")
     queue_charts = []
     if q.rows:
@@ -387,58 +505,131 @@ def idle_view(ctx: Context, sec: Section) -> dict:
                 queue_columns=q.shown(exclude=("run", "rank", "trace_id")))
 
 
+#: a step is highlighted as the outlier when it is at least this far from the median step, %
+STEP_OUTLIER_PCT = 5.0
+
+
+def step_outliers(ctx: Context) -> dict:
+    """trace_id -> (step, what, note[, highlight]): the step to highlight. With
+    report steps, its outlier: the step furthest from the median step (the
+    largest |vs_median_pct|, the first of equals: the row steps --summary
+    names) when it is STEP_OUTLIER_PCT or more away (else the slowest step's
+    operators are listed, and nothing is highlighted); without report steps,
+    the slowest step (report traces)."""
+    out = {}
+    if Reports.has("steps"):
+        for r in ctx.reports.get("steps").rows:
+            if r["step"] is None or r["vs_median_pct"] is None:
+                continue
+            best = out.get(r["trace_id"])
+            if best is None or abs(r["vs_median_pct"]) > abs(best["vs_median_pct"]):
+                out[r["trace_id"]] = r
+        calm = {tid: r for tid, r in out.items() if abs(r["vs_median_pct"]) < STEP_OUTLIER_PCT}
+        out = {tid: (r["step"], "the outlier step",
+                     f"vermillion: ProfilerStep#{r['step']}, the step furthest from the median step "
+                     f"({r['vs_median_pct']:+.1f}%, report steps)") for tid, r in out.items() if tid not in calm}
+        for tid, r in calm.items():
+            slow = next(t["slowest_step"] for t in ctx.traces.rows if t["trace_id"] == tid)
+            out[tid] = (slow, "the slowest step",
+                        f"No step stands out: every step is within {abs(r['vs_median_pct']):.1f}% of the median "
+                        f"step (report steps), so none is highlighted.", False)
+    for t in ctx.traces.rows:
+        if t["trace_id"] not in out and t["slowest_step"] is not None:
+            out[t["trace_id"]] = (t["slowest_step"], "the slowest step",
+                                  f"vermillion: ProfilerStep#{t['slowest_step']}, the slowest step (report traces)")
+    return out
+
+
 def steps_view(ctx: Context, sec: Section) -> dict:
     have = [t for t in ctx.traces.rows if t["steps"]]
     if not have:
         return dict(empty="no ProfilerStep#N annotations in this trace, so no steps")
     gs = ctx.reports.get("gpu-time", by_step=True)
     obs = ctx.reports.get("ops-by-step")
+    outliers = step_outliers(ctx)
     blocks, more = ctx.blocks(gs)
     out = []
     for tid, dev in blocks:
         rows = gs.where(trace_id=tid, device=dev)
-        slow = next(t["slowest_step"] for t in ctx.traces.rows if t["trace_id"] == tid)
+        hot, _, note, *flag = outliers.get(tid, (None, "", ""))
         unit, div = charts.time_unit(max(r["step_us"] for r in rows))
+        many = len(rows) > 2 and hot is not None
+        if flag == [False]:  # no step stands out: nothing highlighted, the note says so
+            hot = None
         chart = charts.step_columns(
             rows, title="How long was each step, how much of it was the GPU busy, and which step stands out?",
             x_label="ProfilerStep#", y_label=f"step time ({unit})", x=lambda r: r["step"],
             total=lambda r: r["step_us"], part=lambda r: r["busy_us"], unit_div=div,
-            highlight=(lambda r: r["step"] == slow) if len(rows) > 2 else None)
+            highlight=(lambda r: r["step"] == hot) if many and hot is not None else None,
+            note=note if len(rows) > 2 else "")
         out.append(dict(label=ctx.device_label(tid, dev), chart=chart, rows=rows, trace_id=tid, device=dev))
     ops = []
     for t in have[:MAX_DEVICES]:
         durations = sorted((r["step_us"], r["step"]) for r in gs.rows if r["trace_id"] == t["trace_id"])
         typical = durations[(len(durations) - 1) // 2][1] if durations else None
-        shown = [t["slowest_step"]] + ([typical] if typical is not None and typical != t["slowest_step"] else [])
-        for st in shown:
+        hot, what, *_ = outliers.get(t["trace_id"], (t["slowest_step"], "the slowest step", ""))
+        shown = [(hot, what)] + ([(typical, "the median step")] if typical is not None and typical != hot else [])
+        for st, why in shown:
             rows = obs.where(trace_id=t["trace_id"], step=st)
-            what = "the slowest step" if st == t["slowest_step"] else "the median step"
-            ops.append(dict(label=f"{ctx.trace_label[t['trace_id']]} · ProfilerStep#{st} ({what})", rows=rows))
+            ops.append(dict(label=f"{ctx.trace_label[t['trace_id']]} · ProfilerStep#{st} ({why})", rows=rows))
     return dict(empty=None, table=gs, blocks=out, more=more, ops_table=obs, ops=ops,
                 ops_columns=obs.shown(exclude=("run", "rank", "trace_id", "step")))
 
 
 def ranks_view(ctx: Context, sec: Section) -> dict:
+    """A run of many ranks: busy %, mean step time and (with report ranks) the
+    wait each rank's late arrival at the collectives cost the others, one bar
+    per rank, the straggler in vermillion: the rank that caused the most wait,
+    else the one with the longest mean step."""
     if len(ctx.traces.rows) < 2:
         return dict(hide=True)
-    gt = ctx.reports.get("gpu-time")
-    busy = [r for r in gt.rows if r["scope"] == "device"]
-    low = min((r["busy_pct"] for r in busy if r["busy_pct"] is not None), default=None)
+    if Reports.has("ranks"):
+        t = ctx.reports.get("ranks")
+        rows = sorted(t.rows, key=lambda r: (r["rank"] is None, r["rank"], r["trace_id"]))
+        label = lambda r: f"rank {r['rank']}" if r["rank"] is not None else ctx.trace_label[r["trace_id"]]  # noqa: E731
+        busy = [dict(label=label(r), busy_pct=r["busy_pct"], key=r["trace_id"]) for r in rows]
+        stepped = [dict(label=label(r), step_mean_us=r["step_mean_us"], key=r["trace_id"])
+                   for r in rows if r["step_mean_us"] is not None]
+        waits = [dict(label=label(r), caused_wait_us=r["caused_wait_us"], late=r["late_count"], n=r["collectives"],
+                      key=r["trace_id"]) for r in rows if r["caused_wait_us"] is not None]
+    else:
+        t = None
+        gt = ctx.reports.get("gpu-time")
+        busy = [dict(label=ctx.trace_label[r["trace_id"]], busy_pct=r["busy_pct"], key=r["trace_id"])
+                for r in gt.rows if r["scope"] == "device"]
+        stepped = [dict(label=ctx.trace_label[x["trace_id"]], step_mean_us=x["step_mean_us"], key=x["trace_id"])
+                   for x in ctx.traces.rows if x["step_mean_us"] is not None]
+        waits = []
+    straggler, why = None, ""
+    if any((w["caused_wait_us"] or 0) > 0 for w in waits):
+        worst = max(waits, key=lambda w: w["caused_wait_us"])
+        straggler, why = worst["key"], "the rank whose late arrival at the collectives cost the others the most wait"
+    elif stepped:
+        slow = max(stepped, key=lambda x: x["step_mean_us"])
+        if sum(1 for x in stepped if x["step_mean_us"] == slow["step_mean_us"]) == 1:
+            straggler, why = slow["key"], "the rank with the longest mean step"
+    hot = lambda r: r["key"] == straggler  # noqa: E731
+    note = f"vermillion: {why}" if straggler is not None else "no rank stands out (equal step times, no wait caused)"
     busy_chart = charts.hbars(
-        busy, title="How busy was each rank's GPU? (the least busy in vermillion)", axis="GPU busy (% of window)",
-        label=lambda r: ctx.device_label(r["trace_id"], r["device"], False), value=lambda r: r["busy_pct"],
-        value_text=lambda r: charts.pct_text(r["busy_pct"]), highlight=lambda r: r["busy_pct"] == low) if busy else None
-    stepped = [t for t in ctx.traces.rows if t["step_mean_us"] is not None]
+        busy, title="How busy was each rank's GPU?", axis="GPU busy (% of window)", label=lambda r: r["label"],
+        value=lambda r: r["busy_pct"], value_text=lambda r: charts.pct_text(r["busy_pct"]), highlight=hot) if busy else None
     step_chart = None
     if stepped:
-        slow = max(t["step_mean_us"] for t in stepped)
-        unit, div = charts.time_unit(slow)
+        unit, div = charts.time_unit(max(x["step_mean_us"] for x in stepped))
         step_chart = charts.hbars(
-            stepped, title="Which rank's steps take longest (the straggler in vermillion)?",
-            axis=f"mean step time ({unit})", label=lambda t: ctx.trace_label[t["trace_id"]],
-            value=lambda t: t["step_mean_us"], unit_div=div, value_text=lambda t: charts.us_text(t["step_mean_us"]),
-            highlight=lambda t: t["step_mean_us"] == slow)
-    return dict(hide=False, busy_chart=busy_chart, step_chart=step_chart)
+            stepped, title="Which rank's steps take longest?", axis=f"mean step time ({unit})",
+            label=lambda x: x["label"], value=lambda x: x["step_mean_us"], unit_div=div,
+            value_text=lambda x: charts.us_text(x["step_mean_us"]), highlight=hot)
+    wait_chart = None
+    if any((w["caused_wait_us"] or 0) > 0 for w in waits):
+        unit, div = charts.time_unit(max(w["caused_wait_us"] for w in waits))
+        wait_chart = charts.hbars(
+            waits, title="Which rank keeps the others waiting at the collectives (the straggler)?",
+            axis=f"the other ranks' wait it caused ({unit})", label=lambda w: w["label"],
+            value=lambda w: w["caused_wait_us"], unit_div=div, highlight=hot,
+            value_text=lambda w: f"{charts.us_text(w['caused_wait_us'])} (last at {w['late']:,}/{w['n']:,})")
+    return dict(hide=False, busy_chart=busy_chart, step_chart=step_chart, wait_chart=wait_chart, table=t, note=note,
+                columns=t.shown() if t is not None else [])
 
 
 def generic_view(ctx: Context, sec: Section) -> dict:
@@ -465,14 +656,13 @@ SECTIONS = [
     Section("overview", "Overview", "traces", overview_view, "overview"),
     Section("timeline", "GPU timeline", "gpu-time", timeline_view, "timeline"),
     Section("temporal", "Time breakdown", "temporal", temporal_view, "temporal"),
-    Section("categories", "Kernel categories", "categories", chart=("category", "total_us")),
+    Section("categories", "Kernel categories", "categories", categories_view, "categories"),
     Section("kernels", "Top kernels", "kernels", kernels_view, "kernels"),
     Section("idle", "GPU idle and queue", "idle", idle_view, "idle"),
     Section("ops", "Operators", "ops", chart=("name", "self_cpu_us")),
     Section("steps", "Steps", "gpu-time", steps_view, "steps"),
     Section("steps-report", "Step breakdown", "steps"),
     Section("ranks", "Ranks", "gpu-time", ranks_view, "ranks"),
-    Section("ranks-report", "Stragglers", "ranks"),
     Section("collectives", "Collectives", "collectives"),
     Section("memory", "Memory", "memory"),
     Section("patterns", "Anti-patterns", "patterns"),
@@ -485,7 +675,7 @@ SECTIONS = [
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(raw=raw, cell_text=cell_text, heading=heading, column_help=column_help,
+    env.globals.update(raw=raw, cell_text=cell_text, heading=heading, split_constant=split_constant, column_help=column_help,
                        BAR_COLUMNS=BAR_COLUMNS, us_text=charts.us_text, pct_text=charts.pct_text,
                        fmt_num=charts.fmt_num, tojson_attr=lambda v: json.dumps(v, sort_keys=True, default=str))
     env.filters["script_json"] = script_json
@@ -565,7 +755,7 @@ def render_sections(ctx, sections) -> list[RenderedSection]:
 
 # -- the page of a run -----------------------------------------------------------------------------
 
-#: derived views that several of the page's reports read (gpu-time and its
+#: derived table macros that several of the page's reports read (gpu-time and its
 #: variants, temporal, idle, queue): on the page's connection each is computed
 #: once, for its default arguments, into a TEMP table; a TEMP macro and view of
 #: the same name, which DuckDB finds before the database's, read that table, and
@@ -573,6 +763,10 @@ def render_sections(ctx, sections) -> list[RenderedSection]:
 #: duckprof_page_sql_<name>). The reports' SQL is unchanged, and so are their
 #: numbers (tests compare the page with the CLI's).
 SHARED_VIEWS = ("gpu_activity", "gpu_busy_intervals", "gpu_idle_intervals", "queue_depth")
+#: plain views several reports read, shared when one of those reports is registered:
+#: kernel_categories (categories, categories --by-step, steps, steps --summary) and
+#: collectives (collectives, ranks)
+SHARED_PLAIN_VIEWS = {"kernel_categories": ("categories", "steps"), "collectives": ("collectives", "ranks")}
 
 _MACRO = re.compile(r"CREATE OR REPLACE MACRO (\w+)\((.*?)\) AS TABLE", re.S)
 
@@ -581,8 +775,13 @@ def share_view(con, name: str):
     """Compute view `name` once on `con` (see SHARED_VIEWS)."""
     sql = sqlfiles.view_sql(sqlfiles.view_headers()[name])
     m = _MACRO.search(sql)
+    if f"CREATE OR REPLACE VIEW {name} AS" in sql and not m:
+        # a plain view: its rows once, a TEMP view of the same name reads them
+        con.execute(f"CREATE OR REPLACE TEMP TABLE duckprof_page_{name} AS SELECT * FROM {name}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM duckprof_page_{name}")
+        return
     if not m or m.group(1) != name:
-        raise ValueError(f"sql/views: {name} is not a table macro")
+        raise ValueError(f"sql/views: {name} is neither a view nor a table macro")
     params = [p.split(":=") for p in m.group(2).split(",")]
     names = [n.strip() for n, _ in params]
     defaults = " AND ".join(f"{n.strip()} IS NOT DISTINCT FROM {d.strip()}" for n, d in params)
@@ -610,6 +809,9 @@ def page_connection(session):
             session._create_views(temp=True, con=con)
         for name in SHARED_VIEWS:
             share_view(con, name)
+        for name, readers in SHARED_PLAIN_VIEWS.items():
+            if name in sqlfiles.view_headers() and any(Reports.has(r) for r in readers):
+                share_view(con, name)
     except BaseException:
         con.close()
         raise
