@@ -510,7 +510,8 @@ STEP_OUTLIER_PCT = 5.0
 
 
 def step_outliers(ctx: Context) -> dict:
-    """trace_id -> (step, what, note[, highlight]): the step to highlight. With
+    """trace_id -> (step, what, note, highlight): the step whose operators are
+    listed, what it is, the chart's note, and whether to outline it. With
     report steps, its outlier: the step furthest from the median step (the
     largest |vs_median_pct|, the first of equals: the row steps --summary
     names) when it is STEP_OUTLIER_PCT or more away (else the slowest step's
@@ -527,7 +528,7 @@ def step_outliers(ctx: Context) -> dict:
         calm = {tid: r for tid, r in out.items() if abs(r["vs_median_pct"]) < STEP_OUTLIER_PCT}
         out = {tid: (r["step"], "the outlier step",
                      f"vermillion: ProfilerStep#{r['step']}, the step furthest from the median step "
-                     f"({r['vs_median_pct']:+.1f}%, report steps)") for tid, r in out.items() if tid not in calm}
+                     f"({r['vs_median_pct']:+.1f}%, report steps)", True) for tid, r in out.items() if tid not in calm}
         for tid, r in calm.items():
             slow = next(t["slowest_step"] for t in ctx.traces.rows if t["trace_id"] == tid)
             out[tid] = (slow, "the slowest step",
@@ -536,7 +537,8 @@ def step_outliers(ctx: Context) -> dict:
     for t in ctx.traces.rows:
         if t["trace_id"] not in out and t["slowest_step"] is not None:
             out[t["trace_id"]] = (t["slowest_step"], "the slowest step",
-                                  f"vermillion: ProfilerStep#{t['slowest_step']}, the slowest step (report traces)")
+                                  f"vermillion: ProfilerStep#{t['slowest_step']}, the slowest step (report traces)",
+                                  True)
     return out
 
 
@@ -551,23 +553,20 @@ def steps_view(ctx: Context, sec: Section) -> dict:
     out = []
     for tid, dev in blocks:
         rows = gs.where(trace_id=tid, device=dev)
-        hot, _, note, *flag = outliers.get(tid, (None, "", ""))
+        hot, _, note, outline = outliers.get(tid, (None, "", "", False))
         unit, div = charts.time_unit(max(r["step_us"] for r in rows))
-        many = len(rows) > 2 and hot is not None
-        if flag == [False]:  # no step stands out: nothing highlighted, the note says so
-            hot = None
         chart = charts.step_columns(
             rows, title="How long was each step, how much of it was the GPU busy, and which step stands out?",
             x_label="ProfilerStep#", y_label=f"step time ({unit})", x=lambda r: r["step"],
             total=lambda r: r["step_us"], part=lambda r: r["busy_us"], unit_div=div,
-            highlight=(lambda r: r["step"] == hot) if many and hot is not None else None,
+            highlight=(lambda r: r["step"] == hot) if outline and len(rows) > 2 else None,
             note=note if len(rows) > 2 else "")
         out.append(dict(label=ctx.device_label(tid, dev), chart=chart, rows=rows, trace_id=tid, device=dev))
     ops = []
     for t in have[:MAX_DEVICES]:
         durations = sorted((r["step_us"], r["step"]) for r in gs.rows if r["trace_id"] == t["trace_id"])
         typical = durations[(len(durations) - 1) // 2][1] if durations else None
-        hot, what, *_ = outliers.get(t["trace_id"], (t["slowest_step"], "the slowest step", ""))
+        hot, what, _, _ = outliers.get(t["trace_id"], (t["slowest_step"], "the slowest step", "", False))
         shown = [(hot, what)] + ([(typical, "the median step")] if typical is not None and typical != hot else [])
         for st, why in shown:
             rows = obs.where(trace_id=t["trace_id"], step=st)
