@@ -74,7 +74,7 @@ def figures(html: str) -> list[tuple[str, int]]:
 
 def test_page_sections_of_a_gpu_trace(two_page):
     assert two_page.sections == ["overview", "timeline", "temporal", "categories", "kernels", "idle", "ops",
-                                 "steps", "steps-report", "collectives", "memory"]
+                                 "steps", "steps-report", "collectives", "memory", "patterns"]
     html = str(two_page)
     for s in two_page.sections:
         assert f'<section id="{s}"' in html
@@ -210,15 +210,14 @@ def test_no_address_outside_the_file(two_page):
 def test_a_section_appears_when_its_report_exists(two, monkeypatch):
     """The sections of reports other issues add (categories, ops, ...) are in
     SECTIONS already: registering the report is all it takes."""
-    assert "patterns" in [s.id for s in P.SECTIONS]
-    assert "patterns" not in two.html().sections
-    # stand-in: a report named 'patterns' that runs sql/reports/temporal.sql
-    stand_in = reports.Report("temporal")
-    monkeypatch.setitem(reports.BY_NAME, "patterns", stand_in)
+    monkeypatch.setattr(P, "SECTIONS", P.SECTIONS + [P.Section("future", "A future report", "future")])
+    assert "future" not in two.html().sections
+    # stand-in: a report named 'future' that runs sql/reports/temporal.sql
+    monkeypatch.setitem(reports.BY_NAME, "future", reports.Report("temporal"))
     page = two.html()
-    assert "patterns" in page.sections
-    sec = section(str(page), "patterns")
-    assert 'data-report="patterns"' in sec and "compute" in sec
+    assert page.sections[-1] == "future"
+    sec = section(str(page), "future")
+    assert 'data-report="future"' in sec and "compute" in sec
 
 
 def test_a_section_whose_report_has_no_rows_says_so(two, monkeypatch):
@@ -294,7 +293,7 @@ def test_cli_writes_the_page(tmp_path):
     out = tmp_path / "x.html"
     r = run_cli("html", TWO, "-o", out, "-q")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith(f"wrote {out}: ") and "11 sections" in r.stdout
+    assert r.stdout.startswith(f"wrote {out}: ") and "12 sections" in r.stdout
     assert "<title>duckprof: two_streams.json</title>" in out.read_text(encoding="utf-8")
 
 
@@ -455,6 +454,13 @@ def test_steps_chart_highlights_nothing_when_no_step_stands_out(tmp_path):
     assert ("No step stands out: every step is within 4.0% of the median step (report steps), so none is "
             "highlighted.") in sec
     assert "ProfilerStep#3 (the slowest step)" in sec
+
+
+def test_overview_shows_the_top_three_findings_of_report_patterns(two, two_page):
+    (t,) = [t for t in page_tables(section(str(two_page), "overview")) if t["report"] == "patterns"]
+    cols, rows = report_rows(two, "patterns", {})
+    assert len(rows) > 3
+    assert t["rows"] == [[r[cols.index(c)] for c in t["columns"]] for r in rows[:3]]
 
 
 def test_overview_names_the_run_its_ranks_and_tags(tmp_path):

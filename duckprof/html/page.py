@@ -39,6 +39,7 @@ from markupsafe import Markup
 
 from .. import __version__, reports, render, sqlfiles
 from ..errors import DuckprofError
+from ..session import create_views
 from . import charts
 from .charts import STATE
 
@@ -805,7 +806,7 @@ def page_connection(session):
     con = session.con.cursor()
     try:
         if session.read_only:
-            session._create_views(temp=True, con=con)
+            create_views(con, temp=True)
         for name in SHARED_VIEWS:
             share_view(con, name)
         for name, readers in SHARED_PLAIN_VIEWS.items():
