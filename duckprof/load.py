@@ -185,6 +185,12 @@ def _clean_duckdb_error(e: Exception, split) -> str:
 
 
 STAGE_DB = "dp_stage"  # in-memory database attached during a load for staged events
+
+
+def exact_table(table: str) -> str:
+    """The exact timestamps (exact_ts.sql) of a staged table, when it needs them."""
+    return table + "_exact"
+
 # Traces smaller than this are inserted and nested together, up to this many
 # bytes and files at once: per statement, not per event, costs dominate small
 # traces, and a job may have thousands of rank files.
@@ -246,6 +252,10 @@ class _ChunkStager:
         cur = self._cursor()
         # CREATE TABLE ... AS returns the number of rows it wrote
         n = cur.execute(sqlfiles.render("load/stage_events.sql", raw=table), {"files": [chunk]}).fetchall()[0][0]
+        # fractional absolute timestamps: their exact text, read from the chunk
+        # while it is here (exact_ts.sql), in parallel like the parse
+        if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall():
+            cur.execute(sqlfiles.render("load/exact_ts.sql", table=exact_table(table)), {"files": [chunk]})
         # staged: the chunk file is not needed any more (a load of many big
         # files would otherwise hold a copy of all their JSON in the temp dir)
         os.remove(chunk)
@@ -280,6 +290,7 @@ class _Prepared:
     tables: list = field(default_factory=list)   # one staged table per chunk, in order
     futures: list = field(default_factory=list)  # their staging jobs (count of events each)
     events: int | None = None
+    exact: str | None = None  # its view of exact timestamps (exact_ts.sql), when it has one
 
 
 @dataclass
@@ -452,7 +463,7 @@ class Loader:
         """Throw away p's staged chunks: wait for their parses to end, drop their
         tables and chunk files (those of a split that failed midway go with tmp)."""
         self._wait(p, check=False)
-        stager.drop(p.tables)
+        stager.drop(p.tables + [exact_table(t) for t in p.tables])
         for c in p.split.chunks if p.split is not None else []:
             if os.path.exists(c):
                 os.remove(c)
@@ -505,6 +516,12 @@ class Loader:
         con = self.con.cursor()
         try:
             con.execute(sqlfiles.render("load/stage_view.sql", raw=p.name, chunks=list(zip(p.tables, offsets))))
+            exact = [(exact_table(t), off) for t, off in zip(p.tables, offsets)
+                     if con.execute(sqlfiles.read("load/staged_table_exists.sql"),
+                                    {"db": STAGE_DB, "name": exact_table(t).split(".", 1)[1]}).fetchall()]
+            if exact:
+                p.exact = exact_table(p.name)
+                con.execute(sqlfiles.render("load/stage_view.sql", raw=p.exact, chunks=exact))
             events, bad, bad_name = con.execute(
                 sqlfiles.render("load/validate.sql", raw=p.name)).fetchall()[0]
         finally:
@@ -528,20 +545,23 @@ class Loader:
         con = self.con
         raws = [p.name for p, _ in b.files]
         params = {"first_trace_id": b.first, "base_ns": b.base}
-        for (src,) in con.execute(sqlfiles.render("load/exact_ts_needed.sql", raws=raws),
-                                  {"base_ns": b.base}).fetchall():
-            b.exact[src] = f"{STAGE_DB}.exact_{b.first + src}"
-            self._exact_ts(b.files[src][0], b.exact[src])
+        # exact timestamps (read while staging) replace the doubles of absolute ones
+        b.exact = {src: p.exact for src, (p, _) in enumerate(b.files) if p.exact and not b.base[src]}
         say("nesting")
         structure = dict(raws=raws, exact=b.exact, nest=b.nest)
         con.execute(sqlfiles.render("load/nesting_table.sql", nest=b.nest))
-        nesting = sqlfiles.render("load/nesting.sql", **structure)
-        con.execute(nesting, {**params, "crossing_threads": []})
-        # events that start inside another and outlive it: redo those threads (see nesting.sql)
+        # events that start inside another and outlive it (see nesting.sql):
+        # looked for at once where they are expected, else the threads that
+        # have them are redone
+        if con.execute(sqlfiles.render("load/nesting_crossing.sql", raws=raws)).fetchall()[0][0]:
+            con.execute(sqlfiles.render("load/nesting.sql", crossing="all", **structure), params)
+            return
+        con.execute(sqlfiles.render("load/nesting.sql", crossing="check", **structure), params)
         crossing = [t for (t,) in con.execute(sqlfiles.render("load/nesting_check.sql", nest=b.nest)).fetchall()]
         if crossing:
             con.execute(sqlfiles.render("load/nesting_clear.sql", nest=b.nest), {"threads": crossing})
-            con.execute(nesting, {**params, "crossing_threads": crossing})
+            con.execute(sqlfiles.render("load/nesting.sql", crossing="threads", **structure),
+                        {**params, "crossing_threads": crossing})
 
     def _insert(self, b, run, say=lambda what: None):
         """Insert the staged, nested files of batch b as the traces b.first,
@@ -571,21 +591,6 @@ class Loader:
             fr.notes.extend(p.split.notes)
         say("estimating")
         estimators.add_estimates(con, b.first, b.first + len(batch) - 1)
-
-    def _exact_ts(self, p: _Prepared, table: str):
-        """Exact timestamps of one trace from its JSON text into `table`
-        (exact_ts.sql). Its chunk files were removed once staged: split the
-        file again (into one chunk)."""
-        old = p.split
-        tmp = tempfile.mkdtemp(prefix="duckprof-")
-        try:
-            again = split_trace(p.path, tmp, chunks=1, salvage=bool(old.salvaged_bytes),
-                                sanitize=old.sanitized, spaces=old.spaces, hash_name=self.hash_name)
-            if again.content_hash != old.content_hash:
-                raise TraceError(p.path, "the file changed while it was being loaded")
-            self.con.execute(sqlfiles.render("load/exact_ts.sql", table=table), {"files": again.chunks})
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
 
     @staticmethod
     def _describe(e, split) -> str:

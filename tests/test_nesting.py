@@ -204,6 +204,35 @@ def test_profiler_step_self_time_with_stack(corpus_session):
                         ("moca/library/model_hub/entry_point.py(106): run_action", 7750803)]
 
 
+@pytest.mark.parametrize("options", [dict(stack=3), dict(serving=True, epoch_ts=True)],
+                         ids=["with_stack", "serving_epoch_ts"])
+def test_synthetic_stack_traces_match_stack_walk(tmp_path, options):
+    """Synthetic with_stack traces (duckprof.synth: python frames around the
+    ops, a frame crossing every ProfilerStep#N; with epoch_ts, fractional
+    absolute timestamps that need exact_ts.sql) nest as the reference stack
+    walk says, over exact Decimal times."""
+    from duckprof.synth import generate
+
+    path = str(tmp_path / "t.json")
+    generate(path, events=2500, seed=3, **options)
+    events = trace_events(read_trace(path, exact=True))
+    tree = stack_nesting(events)
+    expected = {i: v + (op_ancestor(events, tree, i),) for i, v in tree.items()}
+    with duckprof.connect() as s:
+        s.load([path])
+        got = {eid - 1: (None if p is None else p - 1, d, self_ns, None if o is None else o - 1)
+               for eid, p, d, self_ns, o in rows(
+                   s, "SELECT event_id, parent_event_id, depth, self_ns, op_event_id FROM events "
+                      "WHERE depth IS NOT NULL")}
+    crossed = [i for i, e in enumerate(events) if e["name"].startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation"]
+    # the step is not a child of the frame that crosses it (it outlives it)
+    assert crossed and all(got[i][0] is None or events[got[i][0]]["name"] != "torch/autograd/profiler.py(754): __enter__"
+                           for i in crossed)
+    assert len(got) == len(expected)
+    diff = {i: (got.get(i), v) for i, v in expected.items() if got.get(i) != v}
+    assert not diff, f"{len(diff)} events differ (got, expected), e.g. {sorted(diff.items())[:3]}"
+
+
 # -- random traces ----------------------------------------------------------------
 
 # Small integer times make ties (equal starts, equal ends, zero lengths, a child
@@ -247,13 +276,7 @@ def _nesting_of(s, traces):
             for k in range(len(traces))]
 
 
-# Each example is 4 to 8 random traces loaded together, so the default 20
-# examples check about 100 traces (the property test used to check 60, one
-# session each). Run longer with NESTING_EXAMPLES=500.
-@settings(max_examples=int(os.environ.get("NESTING_EXAMPLES", 20)), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.lists(_interval, min_size=1, max_size=14), min_size=4, max_size=8))
-@example([
+_CROSSING_EXAMPLE = [
     # tid 0: an identical pair, a child sharing the start, one sharing the end, zero-length
     # events inside and at the end, and one that starts inside and outlives them (crossing)
     [(0, 6, "cpu_op", 0), (0, 6, "cpu_op", 0), (0, 2, "user_annotation", 0), (4, 2, "cpu_op", 0),
@@ -262,14 +285,28 @@ def _nesting_of(s, traces):
      (1, 3, "user_annotation", 1), (1, 0, "cpu_op", 1), (2, 3, "cpu_op", 1), (5, 0, "cpu_op", 1),
      (5, 0, "cpu_op", 1)],
     [(0, 0, "cpu_op", 0)],
-])
-def test_random_intervals_match_stack_walk(random_session, traces):
+]
+
+
+# Each example is 4 to 8 random traces loaded together, so the default 20
+# examples check about 100 traces (the property test used to check 60, one
+# session each). Run longer with NESTING_EXAMPLES=500.
+@settings(max_examples=int(os.environ.get("NESTING_EXAMPLES", 20)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(_interval, min_size=1, max_size=14), min_size=4, max_size=8), st.booleans())
+@example(_CROSSING_EXAMPLE, False)
+@example(_CROSSING_EXAMPLE, True)
+def test_random_intervals_match_stack_walk(random_session, traces, with_stack):
     """Arbitrary intervals on two threads (nested, tied, zero-length and
     crossing ones) nest exactly as the reference stack walk says. An example
-    is several such traces, loaded together as a new run of one session."""
+    is several such traces, loaded together as a new run of one session.
+    with_stack: the user_annotations are python_functions instead, which makes
+    the loader look for crossings on every thread in one pass
+    (nesting_crossing.sql); otherwise it redoes the threads that cross."""
     events_of, expected = [], []
     for intervals in traces:
-        events = [{"ph": "X", "cat": cat, "name": f"e{i}", "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+        events = [{"ph": "X", "cat": "python_function" if with_stack and cat == "user_annotation" else cat,
+                   "name": f"e{i}", "pid": 1, "tid": tid, "ts": ts, "dur": dur}
                   for i, (ts, dur, cat, tid) in enumerate(intervals)]
         tree = stack_nesting(events)
         events_of.append(events)
