@@ -233,6 +233,35 @@ def test_synthetic_stack_traces_match_stack_walk(tmp_path, options):
     assert not diff, f"{len(diff)} events differ (got, expected), e.g. {sorted(diff.items())[:3]}"
 
 
+def test_with_stack_traces_are_nested_in_one_pass(tmp_path, monkeypatch):
+    """A trace with python_function events is nested by one statement that
+    looks for crossings on every thread (nesting_crossing.sql -> crossing =
+    'all'); one without them by the cheaper pass, and again only for the
+    threads that cross ('check', then 'threads'): the with_stack saving, kept."""
+    from duckprof import sqlfiles
+    from duckprof.synth import generate
+
+    modes = []
+    render = sqlfiles.render
+
+    def spy(name, **kw):
+        if name == "load/nesting.sql":
+            modes.append(kw["crossing"])
+        return render(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", spy)
+    stack, plain = str(tmp_path / "stack.json"), str(tmp_path / "plain.json")
+    generate(stack, events=1500, seed=1, stack=2)
+    with open(plain, "w") as f:  # an event crossing another, no python frames
+        json.dump({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": ts, "dur": 4}
+                                   for n, ts in (("a", 0), ("b", 2))]}, f)
+    for path, expected in ((stack, ["all"]), (plain, ["check", "threads"])):
+        modes.clear()
+        with duckprof.connect() as s:
+            s.load([path])
+            assert rows(s, "SELECT count(*) FROM events WHERE depth < 0") == [(0,)]
+        assert modes == expected, path
+
+
 # -- random traces ----------------------------------------------------------------
 
 # Small integer times make ties (equal starts, equal ends, zero lengths, a child
