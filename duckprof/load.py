@@ -236,6 +236,7 @@ class _ChunkStager:
         self.local = threading.local()
         self.cursors: list = []
         self.lock = threading.Lock()
+        self.exact: set = set()  # staged tables with exact timestamps (exact_table)
 
     def _cursor(self):
         cur = getattr(self.local, "cur", None)
@@ -256,6 +257,8 @@ class _ChunkStager:
         # while it is here (exact_ts.sql), in parallel like the parse
         if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall():
             cur.execute(sqlfiles.render("load/exact_ts.sql", table=exact_table(table)), {"files": [chunk]})
+            with self.lock:
+                self.exact.add(table)
         # staged: the chunk file is not needed any more (a load of many big
         # files would otherwise hold a copy of all their JSON in the temp dir)
         os.remove(chunk)
@@ -463,7 +466,10 @@ class Loader:
         """Throw away p's staged chunks: wait for their parses to end, drop their
         tables and chunk files (those of a split that failed midway go with tmp)."""
         self._wait(p, check=False)
-        stager.drop(p.tables + [exact_table(t) for t in p.tables])
+        with stager.lock:
+            exact = [exact_table(t) for t in p.tables if t in stager.exact]
+            stager.exact.difference_update(p.tables)
+        stager.drop(p.tables + exact)
         for c in p.split.chunks if p.split is not None else []:
             if os.path.exists(c):
                 os.remove(c)
@@ -516,9 +522,7 @@ class Loader:
         con = self.con.cursor()
         try:
             con.execute(sqlfiles.render("load/stage_view.sql", raw=p.name, chunks=list(zip(p.tables, offsets))))
-            exact = [(exact_table(t), off) for t, off in zip(p.tables, offsets)
-                     if con.execute(sqlfiles.read("load/staged_table_exists.sql"),
-                                    {"db": STAGE_DB, "name": exact_table(t).split(".", 1)[1]}).fetchall()]
+            exact = [(exact_table(t), off) for t, off in zip(p.tables, offsets) if t in stager.exact]
             if exact:
                 p.exact = exact_table(p.name)
                 con.execute(sqlfiles.render("load/stage_view.sql", raw=p.exact, chunks=exact))

@@ -31,12 +31,13 @@
 -- starts: its end point moves to close_ns. Those intervals nest properly, so
 -- the passes above apply unchanged. Crossed events are found with the events
 -- in start order: those starting strictly inside an event are a run of
--- consecutive positions, counted by two windows, whose latest end a ROWS
--- window takes (a RANGE frame bounded by each event's duration did the same
--- 2-3x slower); only the few events outlived by one are joined with their
--- crossers. That costs about half a pass, so `crossing` chooses:
--- 'all': every thread with crossings found, one pass (traces recorded with
--- with_stack, which almost always cross: the loader asks nesting_crossing.sql);
+-- consecutive positions, from a count and an ASOF join, whose latest end a
+-- ROWS window takes (RANGE frames bounded by each event's duration did the
+-- same 2x slower, and worse than linearly: long events make long searches);
+-- only the few events outlived by one are joined with their crossers. That
+-- costs part of a pass, so `crossing` chooses:
+-- 'all': every thread with crossings found, one pass (with_stack traces whose
+-- ProfilerStep#N a python frame crosses: the loader asks nesting_crossing.sql);
 -- 'check': no crossings looked for, but the first crossing on a thread always
 -- leaves an event whose parent ends before it does (or that is its own
 -- parent), written with depth -1; nesting_check.sql finds their threads,
@@ -58,22 +59,26 @@ WITH host AS (
 ),
 {%- if crossing in ('all', 'threads') %}
 started AS (
-    -- in start order (pos): events starting at or before ts_ns (le), and
-    -- before end_ns (lt_end): those starting strictly inside are the
-    -- positions le + 1 .. lt_end
+    -- in start order (pos): the events starting at or before ts_ns (le)
     SELECT trace_id, event_id, thread, ts_ns, end_ns,
            row_number() OVER ws AS pos,
-           count(*) OVER (ws RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS le,
-           count(*) OVER (ws RANGE BETWEEN UNBOUNDED PRECEDING AND greatest(dur_ns - 1, 0) FOLLOWING) AS lt_end
+           count(*) OVER (ws RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS le
     FROM host
     WINDOW ws AS (PARTITION BY thread ORDER BY ts_ns)
+),
+ends AS (
+    -- and those starting before end_ns (lt_end: le of the last one; at
+    -- least le), so the events starting strictly inside are the positions
+    -- le + 1 .. lt_end
+    SELECT c.*, greatest(c.le, coalesce(x.le, 0)) AS lt_end
+    FROM started c ASOF LEFT JOIN started x ON x.thread = c.thread AND x.ts_ns < c.end_ns
 ),
 inner_max AS (
     -- the latest end among the events that start strictly inside (ts_ns, end_ns)
     SELECT trace_id, event_id, thread, ts_ns, end_ns,
            CASE WHEN lt_end > le THEN max(end_ns) OVER (PARTITION BY thread ORDER BY pos
                 ROWS BETWEEN le - pos + 1 FOLLOWING AND lt_end - pos FOLLOWING) END AS m
-    FROM started
+    FROM ends
 ),
 crossed AS (
     SELECT c.trace_id, c.event_id, min(x.ts_ns) AS close_ns
