@@ -38,9 +38,9 @@ CREATE TABLE IF NOT EXISTS devices (
 );
 
 -- events: every trace event, normalised (see README, "Schema").
--- The JSON columns hold most of the bytes; zstd writes them ~3x faster than
--- DuckDB's default string compression and smaller (1 GB trace: load 0.6 s
--- faster, file 244 -> 179 MB). A database file in a storage format older than
+-- The JSON columns hold most of the bytes; zstd writes them faster than
+-- DuckDB's default string compression, and smaller (measured in
+-- benchmarks/README.md). A database file in a storage format older than
 -- DuckDB 1.2 cannot use zstd: duckprof then creates it without the clause.
 CREATE TABLE IF NOT EXISTS events (
     trace_id        INTEGER,
@@ -74,7 +74,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 
 -- op_estimates: FLOP / byte / dtype estimates per distinct operator signature,
--- computed at load by duckprof/estimators.py and stored, so a plain DuckDB
+-- computed at load by the duckprof/estimators package and stored, so a plain DuckDB
 -- client sees them. Join on sig (see the launches view).
 CREATE TABLE IF NOT EXISTS op_estimates (
     sig             UBIGINT PRIMARY KEY,  -- hash(name, input_dims, input_types, concrete_inputs)

@@ -19,7 +19,7 @@
 -- parent + 1. So the parent of an event is the latest start, before the
 -- event's end point, whose level equals that of the parent: a window
 -- partitioned by (thread, running sum - 1) finds it for every end point in
--- one sort (two ASOF joins did this 30% slower). Counting only cpu_ops the
+-- one sort (cheaper than two ASOF joins). Counting only cpu_ops the
 -- same way gives each event's innermost enclosing cpu_op (op_id), which is
 -- its parent when that is a cpu_op.
 --
@@ -32,8 +32,8 @@
 -- the passes above apply unchanged. Crossed events are found with the events
 -- in start order: those starting strictly inside an event are a run of
 -- consecutive positions, from a count and an ASOF join, whose latest end a
--- ROWS window takes (RANGE frames bounded by each event's duration did the
--- same 2x slower, and worse than linearly: long events make long searches);
+-- ROWS window takes (RANGE frames bounded by each event's duration cost
+-- more, and worse than linearly: long events make long searches);
 -- only the few events outlived by one are joined with their crossers. That
 -- costs part of a pass, so `crossing` chooses:
 -- 'all': every thread with crossings found, one pass (with_stack traces whose
