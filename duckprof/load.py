@@ -526,7 +526,7 @@ class Loader:
             if next_now != next_id or known_now != known:
                 # another process loaded into the database while this one parsed
                 prepared = self._skip_known(prepared, known_now, run, stager)
-                stager.drop([b.nest for b in batches] + [t for b in batches for t in b.exact.values()])
+                stager.drop([b.nest for b in batches])  # exact timestamps belong to the staged files: kept
                 batches = self._nest_all(prepared, next_now, tmp)
             self._write(batches, run, len(prepared), target, report)
             self._phase("checkpoint")
