@@ -61,15 +61,18 @@ def report_command(report: reports.Report, after=None):
                 if res.instead:
                     for line in res.instead:
                         typer.echo(line)
-                    return
-                render.emit(res.relation, fmt, output, name_width=name_width, documented=res.columns, wide=wide)
-                if after is not None and fmt == "table" and not output:
-                    after(res)
+                else:
+                    render.emit(res.relation, fmt, output, name_width=name_width, documented=res.columns,
+                                wide=wide)
+                    if after is not None and fmt == "table" and not output:
+                        after(res)
         finally:
             progress.done()
         sys.stdout.flush()  # the table before the notes, also when both go to one pipe
         for n in res.notes:
             typer.echo(f"note: {n}", err=True)
+        if res.exit_code:  # e.g. patterns --fail-on: findings at that severity
+            raise typer.Exit(res.exit_code)
 
     command.__signature__ = inspect.Signature(params)
     command.__annotations__ = {p.name: p.annotation for p in params}
