@@ -329,14 +329,19 @@ def test_random_intervals_match_stack_walk(random_session, traces, with_stack):
     """Arbitrary intervals on two threads (nested, tied, zero-length and
     crossing ones) nest exactly as the reference stack walk says. An example
     is several such traces, loaded together as a new run of one session.
-    with_stack: the user_annotations are python_functions instead, which makes
-    the loader look for crossings on every thread in one pass
+    with_stack: the user_annotations are python_functions instead, and a
+    third thread holds a ProfilerStep#1 that a python frame crosses, which
+    makes the loader look for crossings on every thread in one pass
     (nesting_crossing.sql); otherwise it redoes the threads that cross."""
     events_of, expected = [], []
     for intervals in traces:
         events = [{"ph": "X", "cat": "python_function" if with_stack and cat == "user_annotation" else cat,
                    "name": f"e{i}", "pid": 1, "tid": tid, "ts": ts, "dur": dur}
                   for i, (ts, dur, cat, tid) in enumerate(intervals)]
+        if with_stack:
+            events += [{"ph": "X", "cat": "python_function", "name": "enter", "pid": 1, "tid": 2, "ts": 0, "dur": 3},
+                       {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 2,
+                        "ts": 1, "dur": 10}]
         tree = stack_nesting(events)
         events_of.append(events)
         expected.append({i: v + (op_ancestor(events, tree, i),) for i, v in tree.items()})
