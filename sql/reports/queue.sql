@@ -10,6 +10,7 @@
 -- queue_length max (HTA's other statistics are per change point, unweighted).
 --
 -- uses: device, gpu_window
+-- option: --buckets/-b INTEGER >= 0 = 0  queue depth over time instead: N equal time buckets per stream (sql/reports/queue_buckets.sql)
 -- requires: queue_depth, trace_files, gpu_ops, runtime
 --
 -- Columns:
