@@ -157,3 +157,25 @@ def test_progress_counts_files_and_bytes(tmp_path):
                         f"[2/2] reading rank1.json, {sizes[0] / 1e6:.1f} of {total}",
                         f"[1/2] parsing rank0.json, 0.0 of {total}",
                         f"[2/2] parsing rank1.json, {sizes[0] / 1e6:.1f} of {total}"]
+
+
+def test_exact_timestamps_of_every_chunk(tmp_path, monkeypatch):
+    """Fractional absolute timestamps (no baseTimeNanoseconds) are read exactly
+    from each chunk's text while it is staged (exact_ts.sql), numbered across
+    chunks like the events: every ts_ns equals the Decimal value of the text,
+    which a double at ~1.7e15 us misses by up to 125 ns."""
+    import decimal
+    path = str(tmp_path / "epoch.json")
+    synth.generate(path, target_bytes=3_000_000, seed=5, serving=True, epoch_ts=True)
+    monkeypatch.setattr(split, "MIN_CHUNK", 1 << 20)  # 3 MB -> 3 chunks
+    assert len(split.split_trace(path, str(tmp_path), chunks=4).chunks) >= 3
+    with open(path, "rb") as f:
+        events = json.loads(f.read(), parse_float=decimal.Decimal)["traceEvents"]
+    expected = [int(e["ts"] * 1000) for e in events]
+    with duckprof.connect() as s:
+        s.load([path])
+        got = [t for (t,) in rows(s, "SELECT ts_ns FROM events ORDER BY event_id")]
+    assert len(got) == len(expected)
+    assert got == expected
+    # the doubles alone are off for most events here
+    assert sum(round(float(e["ts"]) * 1000) != x for e, x in zip(events, expected)) > len(events) / 4
