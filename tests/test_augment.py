@@ -181,3 +181,17 @@ def test_cli(tmp_path):
     assert r.returncode == 2 and "bad.json" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "y.json").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json.gz", "bad.json"]  # no temp files left
+
+
+def test_output_errors_name_the_users_path(tmp_path):
+    """issue 13 item 14: an output path that cannot be written is named as the user
+    gave it, never as duckprof's temp file (nodir/.augment-xxxx.json), and the
+    trace is not loaded first."""
+    src = FIX / "h100_two_kernels_one_op.json"
+    for dst, problem in [("nodir/out.json", "no directory nodir"),
+                         (str(tmp_path), "it is a directory")]:
+        r = run_cli("augment", src, dst, cwd=tmp_path)
+        assert r.returncode == 2
+        line = assert_one_line_error(r.stderr, [f"{dst}: cannot write", problem])
+        assert ".augment-" not in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
