@@ -290,6 +290,32 @@ def test_amd_fallback_on_memory_and_compute_units():
         assert notes == []
 
 
+def test_mtia_compute_is_kernels():
+    """issue 13 item 7: an accelerator's compute activity (MTIA mtia_ccp_events) is
+    kernels in the kernels report, the kernels view and the categories; its DMA
+    transfers are memcpys. fixtures/kernels/mtia.json (make_fixtures.py, mtia_events):
+    pe_exe 300 + 100 us, merge 50 us, dma_request 40 + 20 us; busy = union = 500 us."""
+    with session(FIX / "mtia.json") as s:
+        out, notes = report(s, limit=0)
+        assert [(r["device"], r["name"], r["count"], r["total_us"], r["busy_pct"]) for r in out] == [
+            (17, "pe_exe", 2, 400.0, 80.0), (17, "merge", 1, 50.0, 10.0)]
+        assert notes == [  # not "no GPU kernels"
+            "mtia.json: no input shapes recorded (record_shapes=False): FLOPs and bytes are unknown, "
+            "so no % of peak", "mtia.json: no peak for device 17 'ARTEMIS'; pass --peak-tflops/--peak-gbps"]
+        assert rows(s, "SELECT kind, name, count(*) FROM gpu_ops GROUP BY ALL ORDER BY 1, 2") == [
+            ("kernel", "merge", 1), ("kernel", "pe_exe", 2), ("memcpy", "dma_request", 2)]
+        assert rows(s, "SELECT name, category FROM kernel_categories ORDER BY 1") == [
+            ("dma_request", "memcpy"), ("merge", "other"), ("pe_exe", "other")]
+        assert scalar(s, "SELECT count(*) FROM kernels") == 3
+        # what temporal counts as compute is what the kernels report lists: 450 us
+        (t,) = s.report("temporal").fetchall()
+        assert t[6] == 450.0 and t[9] == 50.0  # compute_us, memory_us (dma alone: 40 + 10)
+        # the runtime calls launch them (launches view)
+        assert rows(s, "SELECT name, launch_name FROM launches WHERE kind = 'kernel' ORDER BY ts_ns") == [
+            ("pe_exe", "runFunction - job_prep_and_submit_for_execution"),
+            ("pe_exe", "runFunction - job_prep_and_submit_for_execution"), ("merge", "enqueueCommand merge")]
+
+
 def test_no_shapes_no_devices_still_runs_and_says_what_is_missing():
     with session(FIX / "no_shapes_no_devices.json") as s:
         out, notes = report(s, limit=0)
@@ -387,7 +413,10 @@ def test_corpus_report_runs_everywhere_and_counts_match_json(corpus_session, cor
     expected = collections.Counter()
     for name, tid in ids.items():
         for e in trace_events(read_trace(CORPUS / name)):
-            if e.get("ph") == "X" and str(e.get("cat", "")).lower() == "kernel":
+            cat = str(e.get("cat", "")).lower()
+            # kernels, and other accelerators' compute (MTIA: mtia_ccp_events but DMA transfers)
+            if e.get("ph") == "X" and (cat == "kernel" or (
+                    cat == "mtia_ccp_events" and not str(e.get("name")).startswith(("dma", "Memcpy", "Memset")))):
                 a = e.get("args") or {}
                 dev = a.get("device", e.get("pid"))
                 expected[(tid, int(dev) if str(dev).lstrip("-").isdigit() else None, e.get("name"))] += 1

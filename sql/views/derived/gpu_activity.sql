@@ -27,7 +27,7 @@
 -- Columns:
 -- trace_id         INTEGER  trace
 -- event_id         BIGINT   gpu_ops.event_id
--- kind             VARCHAR  'kernel', 'memcpy', 'memset' or the raw device category
+-- kind             VARCHAR  'kernel', 'memcpy' or 'memset' (gpu_ops.kind)
 -- name             VARCHAR  kernel name or memcpy/memset kind
 -- device           INTEGER  GPU index
 -- stream           BIGINT   CUDA/HIP stream

@@ -4,7 +4,7 @@
 --   SELECT c.category, sum(g.dur_ns) FROM gpu_ops g JOIN kernel_categories c USING (kind, name) GROUP BY 1
 --
 -- Rule: the first match wins, tested in this order on lower(name) (kernels only):
---   memcpy, memset      gpu_ops.kind is 'memcpy' / 'memset'; any other non-kernel kind -> 'other'
+--   memcpy, memset      gpu_ops.kind is 'memcpy' / 'memset' (every vendor's: MTIA DMA transfers too)
 --   communication       'nccl', 'rccl', 'all_reduce', 'allreduce', 'all_gather', 'allgather',
 --                       'reduce_scatter', 'alltoall' (NCCL/RCCL collectives, p2p, symmetric memory)
 --   attention           'flash_', 'flash::', 'fmha', 'attention' or 'attn' (FlashAttention,
@@ -33,7 +33,6 @@ CREATE OR REPLACE VIEW kernel_categories AS
 SELECT kind, name,
        CASE
            WHEN kind IN ('memcpy', 'memset') THEN kind
-           WHEN kind <> 'kernel' THEN 'other'
            WHEN regexp_matches(lname, 'nccl|rccl|all_?reduce|all_?gather|reduce_scatter|alltoall') THEN 'communication'
            WHEN regexp_matches(lname, 'flash_|flash::|fmha|attention|attn') THEN 'attention'
            WHEN starts_with(lname, 'triton_poi_') THEN 'triton_pointwise'
