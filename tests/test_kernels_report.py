@@ -41,9 +41,8 @@ MI300X_BF16, MI300X_BW = 1307.4, 5300.0
 # aten::mm 4096 x 4096 x 4096 bf16 (fixture): GEMM 300 us + split-K reduce 100 us
 MM_FLOPS = 2 * 4096 ** 3                     # 137,438,953,472
 MM_BYTES = 3 * 4096 * 4096 * 2               # two inputs read, one output written: 100,663,296
-GEMM_FLOPS = MM_FLOPS * 300 // 400           # split by duration 300 : 100
-REDUCE_FLOPS = MM_FLOPS - GEMM_FLOPS
-GEMM_BYTES, REDUCE_BYTES = MM_BYTES * 3 // 4, MM_BYTES - MM_BYTES * 3 // 4
+GEMM_FLOPS, REDUCE_FLOPS = MM_FLOPS, 0      # FLOPs to the GEMM kernel; the split-K reduce does none
+GEMM_BYTES, REDUCE_BYTES = MM_BYTES * 3 // 4, MM_BYTES - MM_BYTES * 3 // 4  # bytes by duration 300 : 100
 ADD_BYTES = 3 * 1048576 * 4                  # aten::add of two 2^20 fp32 vectors
 BUSY_US = 420 + 10 + 20 + 50                 # [1000,1420] (gemm, memcpy, reduce) + adds + custom kernel
 
@@ -73,23 +72,29 @@ def by_name(rows_):
 
 # --------------------------------------------------------------------------- kernel_estimates
 
-def test_estimates_split_by_duration_and_add_up_exactly():
+def test_estimates_flops_to_math_kernels_bytes_by_duration_add_up_exactly():
+    """issue 13 item 4: an op's FLOPs go to its GEMM/conv/attention kernels (by
+    kernel_categories), its other kernels (here cuBLAS's split-K reduce) get 0
+    FLOPs and their share of the bytes (by duration, 300 : 100)."""
     with session(H100) as s:
         est = {r[0]: r[1:] for r in rows(s, """
-            SELECT name, op_kernels, op_flops, op_bytes, flops, bytes, dtype, dtype_source, peak_dtype
+            SELECT name, op_kernels, op_flops, op_bytes, flops, bytes, dtype, dtype_source, peak_dtype,
+                   category, math_kernel, flops_formula, bytes_formula
             FROM kernel_estimates WHERE name <> 'dot_kernel_part' AND name <> 'vectorized_elementwise_kernel_add'""")}
         assert est["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_splitk"] == (
-            2, MM_FLOPS, MM_BYTES, 103_079_215_104, 75_497_472, "bf16", "op", "bf16")
-        assert est["splitKreduce_kernel"] == (2, MM_FLOPS, MM_BYTES, 34_359_738_368, 25_165_824, "bf16", "op", "bf16")
+            2, MM_FLOPS, MM_BYTES, 137_438_953_472, 75_497_472, "bf16", "op", "bf16", "gemm", True, "gemm", "gemm")
+        assert est["splitKreduce_kernel"] == (
+            2, MM_FLOPS, MM_BYTES, 0, 25_165_824, "bf16", "op", "bf16", "reduction", False, "gemm", "gemm")
         assert (GEMM_FLOPS, REDUCE_FLOPS, GEMM_BYTES, REDUCE_BYTES) == (
-            103_079_215_104, 34_359_738_368, 75_497_472, 25_165_824)
+            137_438_953_472, 0, 75_497_472, 25_165_824)
         # a kernel no op launched: nothing known (its name says no dtype either)
-        assert est["my_custom_kernel"] == (1, None, None, None, None, None, None, None)
+        assert est["my_custom_kernel"] == (1, None, None, None, None, None, None, None, "other", None, None, None)
         adds = rows(s, "SELECT op_kernels, op_flops, op_bytes, flops, bytes, dtype, peak_dtype FROM kernel_estimates "
                        "WHERE name = 'vectorized_elementwise_kernel_add'")
         assert adds == [(1, None, ADD_BYTES, None, ADD_BYTES, "fp32", "fp32")] * 2
-        # three zero-duration kernels of one aten::dot (10 FLOPs, 44 bytes): equal weights, floor(10/3) = 3
-        # each, the 1 left over to the "longest" (a tie: the first in the file); bytes 14 each + 2
+        # three zero-duration kernels of one aten::dot (10 FLOPs, 44 bytes), none named like a GEMM:
+        # then every kernel of the op shares the FLOPs. Equal weights, floor(10/3) = 3 each, the 1
+        # left over to the "longest" (a tie: the first in the file); bytes 14 each + 2
         dots = rows(s, "SELECT flops, bytes, op_flops, op_kernels FROM kernel_estimates WHERE name = 'dot_kernel_part' "
                        "ORDER BY ts_ns")
         assert dots == [(4, 16, 10, 3), (3, 14, 10, 3), (3, 14, 10, 3)]
@@ -112,6 +117,23 @@ def test_corpus_per_op_totals_add_up_exactly(corpus_session):
     assert bad == []
     # every kernel appears exactly once
     assert scalar(s, "SELECT count(*) FROM kernel_estimates") == scalar(s, "SELECT count(*) FROM kernels")
+
+
+@needs_corpus
+def test_corpus_flops_only_on_math_kernels(corpus_session):
+    """issue 13 item 4 (Done when): on every corpus trace no kernel outside the math
+    categories (gemm, conv, attention, triton_template) has FLOPs, and every op's
+    FLOPs still add up exactly (test above). On h100_vit_inference the cuDNN
+    convolution's layout transforms (nchwToNhwc, nhwcToNchw) get 0 FLOPs and its
+    cutlass fprop kernel all 924,844,032 (the op's), where main gave the transforms
+    their share by duration (24.7 TFLOP/s on a transform)."""
+    s, ids, _ = corpus_session
+    assert scalar(s, """SELECT count(*) FROM kernel_estimates WHERE flops > 0
+                        AND category NOT IN ('gemm', 'conv', 'attention', 'triton_template')""") == 0
+    conv = rows(s, """SELECT category, count(*), sum(flops)::BIGINT, any_value(op_flops) FROM kernel_estimates
+                      WHERE trace_id = $t AND op_name = 'aten::cudnn_convolution' GROUP BY 1 ORDER BY 1""",
+                {"t": ids["h100_vit_inference.json.gz"]})
+    assert conv == [("conv", 1, 924_844_032, 924_844_032), ("other", 3, 0, 924_844_032)]
 
 
 @needs_corpus
@@ -193,19 +215,19 @@ def test_report_hand_computed_values():
         assert (g["count"], g["total_us"], g["mean_us"], g["min_us"], g["max_us"]) == (1, 300.0, 300.0, 300.0, 300.0)
         assert g["busy_pct"] == round(100 * 300 / BUSY_US, 2) == 60.0
         assert (g["flops"], g["bytes"]) == (GEMM_FLOPS, GEMM_BYTES)
-        tflops = GEMM_FLOPS / 300e-6 / 1e12                       # 343.597 TFLOP/s
+        tflops = GEMM_FLOPS / 300e-6 / 1e12                       # 458.130 TFLOP/s
         gbps = GEMM_BYTES / 300e-6 / 1e9                          # 251.66 GB/s
-        assert g["achieved_tflops"] == round(tflops, 3) == 343.597
+        assert g["achieved_tflops"] == round(tflops, 3) == 458.13
         assert g["achieved_gbps"] == round(gbps, 2)
         assert (g["peak_dtype"], g["peak_tflops"], g["peak_gbps"]) == ("bf16", H100_BF16, H100_BW)
-        assert g["compute_pct"] == round(100 * tflops / H100_BF16, 2) == 34.72
+        assert g["compute_pct"] == round(100 * tflops / H100_BF16, 2) == 46.3
         assert g["bandwidth_pct"] == round(100 * gbps / H100_BW, 2) == 7.51
-        assert g["flops_per_byte"] == round(MM_FLOPS / MM_BYTES, 3)  # the op's intensity: 1365.333
+        assert g["flops_per_byte"] == round(MM_FLOPS / GEMM_BYTES, 3) == 1820.444  # all FLOPs, 3/4 of the bytes
         assert g["ridge_flops_per_byte"] == round(H100_BF16 * 1e12 / (H100_BW * 1e9), 2) == 295.37
         assert g["bound"] == "compute"
         red = r["splitKreduce_kernel"]
         assert (red["flops"], red["bytes"], red["busy_pct"]) == (REDUCE_FLOPS, REDUCE_BYTES, 20.0)
-        assert red["achieved_tflops"] == g["achieved_tflops"]  # split by duration: the op's average rate
+        assert (red["achieved_tflops"], red["compute_pct"]) == (0.0, 0.0)  # a reduce does no GEMM math
         add = r["vectorized_elementwise_kernel_add"]
         assert (add["count"], add["total_us"], add["mean_us"], add["min_us"], add["max_us"]) == (2, 30.0, 15.0, 10.0, 20.0)
         assert add["busy_pct"] == 6.0
@@ -341,7 +363,7 @@ def test_cli_formats(cli_app, tmp_path):
     res = invoke(cli_app, "report", "kernels", H100, "--format", "csv")
     assert res.exit_code == 0, res.output
     table = list(csv.DictReader(io.StringIO(res.stdout)))
-    assert table[0]["name"].startswith("sm90_xmma_gemm") and table[0]["compute_pct"] == "34.72"
+    assert table[0]["name"].startswith("sm90_xmma_gemm") and table[0]["compute_pct"] == "46.3"
     res = invoke(cli_app, "report", "kernels", H100, "-f", "json", "--sort", "name", "-n", "2")
     data = json.loads(res.stdout)
     assert [d["name"] for d in data] == ["dot_kernel_part", "my_custom_kernel"]
