@@ -327,6 +327,30 @@ def test_unknown_device_says_so_instead_of_zero():
         assert notes == ["unknown_device.json: no peak for device 0 'NVIDIA GeForce RTX 4090'; pass --peak-tflops"]
 
 
+def test_device_not_in_device_properties():
+    """issue 13 item 6: kernels on a device index the trace's deviceProperties do not list
+    (fixtures/kernels/device_not_listed*.json: the H100 fixture's device work on device 2,
+    resp. 5). One model listed (MI300X, id 0): its peaks, and a note says so; two models
+    listed (H100, RTX 4090): 'no peak for device 5' instead of a silent empty %."""
+    with session(FIX / "device_not_listed.json") as s:
+        assert rows(s, "SELECT device, listed, assumed, device_name, peak_device FROM gpu_devices ORDER BY 1") == [
+            (0, True, False, "AMD Instinct MI300X", "AMD Instinct MI300X"),
+            (2, False, True, "AMD Instinct MI300X", "AMD Instinct MI300X")]
+        out, notes = report(s, limit=0)
+        g = by_name(out)["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_splitk"]
+        assert g["device"] == 2 and (g["peak_tflops"], g["peak_gbps"]) == (MI300X_BF16, MI300X_BW)
+        assert g["compute_pct"] == round(100 * MM_FLOPS / 300e-6 / 1e12 / MI300X_BF16, 2) == 35.04
+        assert g["bandwidth_pct"] == round(100 * GEMM_BYTES / 300e-6 / 1e9 / MI300X_BW, 2) == 4.75
+        assert notes == ["device_not_listed.json: device 2 is not in the trace's deviceProperties; it gets the "
+                         "peaks of the only device model they name, 'AMD Instinct MI300X'"]
+    with session(FIX / "device_not_listed_two_models.json") as s:
+        out, notes = report(s, limit=0)
+        assert {x["device"] for x in out} == {5}
+        assert all(x["compute_pct"] is None and x["bandwidth_pct"] is None and x["peak_gbps"] is None for x in out)
+        assert notes == ["device_not_listed_two_models.json: no peak for device 5 (it is not in the trace's "
+                         "deviceProperties, which name several device models); pass --peak-tflops/--peak-gbps"]
+
+
 def test_amd_fallback_on_memory_and_compute_units():
     with session(FIX / "amd_fallback.json") as s:
         assert rows(s, "SELECT device_name, peak_device, matched_by FROM trace_devices") == [

@@ -2,7 +2,7 @@
 -- --group-by-launch, per name + grid + block): how often it ran, how long,
 -- its share of the device's busy time, the work it did (FLOPs, bytes from
 -- kernel_estimates) and how close that came to the device's datasheet peaks
--- (trace_devices, or --peak-tflops / --peak-gbps), with its arithmetic
+-- (gpu_devices, or --peak-tflops / --peak-gbps), with its arithmetic
 -- intensity against the device's ridge point (compute- or memory-bound).
 -- question: Which kernels take each device's time, and how close do they run to its datasheet peak?
 --
@@ -26,7 +26,7 @@
 -- option: --dtype VARCHAR  dtype for kernels whose op records no input types (fp32, tf32, bf16, fp16, fp8, fp64, int8; or float, bfloat16, half)
 -- option: --peak-tflops DOUBLE > 0  compute peak, TFLOP/s (overrides the device table)
 -- option: --peak-gbps DOUBLE > 0  DRAM bandwidth peak, GB/s (overrides the device table)
--- requires: kernel_estimates, trace_devices, gpu_ops, kernels, trace_files, cpu_ops, launches
+-- requires: kernel_estimates, gpu_devices, gpu_ops, kernels, trace_files, cpu_ops, launches
 --
 -- Columns:
 -- run                   VARCHAR  run label
@@ -95,7 +95,7 @@ k AS (
            coalesce($peak_gbps, p.dram_gbps) AS peak_g
     FROM kernel_estimates e
     JOIN scope s USING (trace_id)
-    LEFT JOIN trace_devices p ON p.trace_id = e.trace_id AND p.device = e.device
+    LEFT JOIN gpu_devices p ON p.trace_id = e.trace_id AND p.device = e.device
     {%- if group_by_launch %}
     LEFT JOIN kernels kk ON kk.trace_id = e.trace_id AND kk.event_id = e.event_id
     {%- endif %}
@@ -162,8 +162,9 @@ ORDER BY run, trace_id, device, {{ order_by }}
 
 -- @notes
 -- One line per thing the report cannot say, and why (in this order: per trace,
--- devices without a peak (also when the device_peaks table is empty), then rows
--- without a compute peak).
+-- devices not in deviceProperties that get the trace's only model, devices
+-- without a peak (also when the device_peaks table is empty), rows without a
+-- compute peak, then rows above 100% of a peak).
 {%- set missing_opts = ('/'.join((['--peak-tflops'] if peak_tflops is none else [])
                                 + (['--peak-gbps'] if peak_gbps is none else []))) %}
 {%- set need_peaks = peak_tflops is none or peak_gbps is none %}
@@ -171,7 +172,7 @@ ORDER BY run, trace_id, device, {{ order_by }}
 WITH t AS (
     SELECT f.trace_id, f.file_name,
            (SELECT count(*) FROM kernels k WHERE k.trace_id = f.trace_id {{ device_scope('k.') }}) AS n_kernels,
-           (SELECT count(*) FROM trace_devices d WHERE d.trace_id = f.trace_id) AS n_devices,
+           (SELECT count(*) FROM gpu_devices d WHERE d.trace_id = f.trace_id AND d.listed) AS n_devices,
            EXISTS (SELECT 1 FROM cpu_ops o WHERE o.trace_id = f.trace_id AND o.input_dims IS NOT NULL) AS has_shapes,
            EXISTS (SELECT 1 FROM {{ result }} r WHERE r.trace_id = f.trace_id
                    AND (r.flops IS NOT NULL OR r.bytes IS NOT NULL)) AS has_estimates,
@@ -252,19 +253,28 @@ notes AS (
     FROM t WHERE n_kernels > 0 AND n_devices = 0
     UNION ALL
     SELECT DISTINCT 3, p.trace_id, p.device,
-           f.file_name || ': no peak for device ' || p.device || ' ''' || p.device_name
-                       || '''; pass {{ missing_opts }}'
-    FROM trace_devices p JOIN t f USING (trace_id)
-    WHERE p.peak_device IS NULL {{ device_scope('p.') }}
+           f.file_name || ': no peak for device ' || p.device
+           || CASE WHEN p.listed OR p.assumed THEN ' ''' || coalesce(p.device_name, '') || ''''
+                   ELSE ' (it is not in the trace''s deviceProperties, which name several device models)' END
+           || '; pass {{ missing_opts }}'
+    FROM gpu_devices p JOIN t f USING (trace_id)
+    WHERE p.peak_device IS NULL AND f.n_devices > 0 {{ device_scope('p.') }}
       AND EXISTS (SELECT 1 FROM {{ result }} r WHERE r.trace_id = p.trace_id AND r.device = p.device)
     {%- endif %}
+    UNION ALL
+    SELECT DISTINCT 2, p.trace_id, p.device,
+           f.file_name || ': device ' || p.device || ' is not in the trace''s deviceProperties; it gets the '
+           || 'peaks of the only device model they name, ''' || coalesce(p.device_name, '') || ''''
+    FROM gpu_devices p JOIN t f USING (trace_id)
+    WHERE p.assumed {{ device_scope('p.') }}
+      AND EXISTS (SELECT 1 FROM {{ result }} r WHERE r.trace_id = p.trace_id AND r.device = p.device)
     {%- if peak_tflops is none %}
     UNION ALL
     SELECT 4, NULL, 0, format('{:,}', n) || ' row(s) have FLOPs but no compute peak (dtype unknown, or no '
                        || 'datasheet figure for it), so no compute %; pass --dtype or --peak-tflops'
     FROM (SELECT count(*) AS n FROM {{ result }} r
           WHERE r.flops > 0 AND r.peak_tflops IS NULL
-            AND EXISTS (SELECT 1 FROM trace_devices p WHERE p.trace_id = r.trace_id
+            AND EXISTS (SELECT 1 FROM gpu_devices p WHERE p.trace_id = r.trace_id
                         AND p.device = r.device AND p.peak_device IS NOT NULL))
     WHERE n > 0
     {%- endif %}
