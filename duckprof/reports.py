@@ -106,7 +106,8 @@ SHARED = {
                "drop device work launched after the last ProfilerStep began (HTA's default; "
                "only in traces with 2 or more steps)"),
         Option("hta", "--hta", None, "FLAG", False,
-               "reproduce HTA's numbers: --exclude-last-step, and times rounded to whole µs as HTA does"),
+               "reproduce HTA 0.5's numbers exactly: its GPU events, its µs times and its last-step cut "
+               "(hta_events)"),
     ],
 }
 

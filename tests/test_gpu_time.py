@@ -159,18 +159,52 @@ def test_queue_depth_series(two):
 
 
 def test_queue_report(two):
+    """Statistics over each stream's GPU window (issue 13 item 9: the window gpu-time
+    and temporal use, from the first device event's start, not the first launch)."""
     s7, s8 = as_dicts(two.report("queue"))
-    # stream 7 over [12,305] = 293 µs: depth 0 for 170, 1 for 67, 2 for 12, 3 for 12, 4 for 32
-    assert (s7["stream"], s7["launches"], s7["window_us"]) == (7, 5, 293)
-    assert s7["mean_depth"] == pytest.approx((67 * 1 + 12 * 2 + 12 * 3 + 32 * 4) / 293)
-    assert (s7["p50_depth"], s7["p95_depth"], s7["max_depth"], s7["time_at_max_us"]) == (0, 4, 4, 32)
-    assert s7["time_at_max_pct"] == pytest.approx(100 * 32 / 293)
-    assert s7["max_pending"] == 4
-    # stream 8 over [20,345] = 325 µs: depth 0 for 152, 1 for 55, 2 for 118
-    assert (s8["stream"], s8["launches"], s8["window_us"]) == (8, 3, 325)
-    assert s8["mean_depth"] == pytest.approx((55 + 2 * 118) / 325)
-    assert (s8["p50_depth"], s8["p95_depth"], s8["max_depth"], s8["time_at_max_us"]) == (1, 2, 2, 118)
-    assert s8["max_pending"] == 2
+    # stream 7 over its window [30,305] = 275 µs: depth 4 for 20, 3 for 10, 2 for 10, 1 for 65, 0 for 170
+    assert (s7["stream"], s7["launches"], s7["window_us"]) == (7, 5, 275)
+    assert s7["mean_depth"] == pytest.approx((4 * 20 + 3 * 10 + 2 * 10 + 1 * 65) / 275)
+    assert (s7["p50_depth"], s7["p95_depth"], s7["max_depth"], s7["time_at_max_us"]) == (0, 4, 4, 20)
+    assert s7["time_at_max_pct"] == pytest.approx(100 * 20 / 275)
+    # pending at the change points (launches and starts): 1 2 3 4 3 2 1 0 1 0 (HTA's statistics)
+    assert (s7["mean_pending"], s7["p50_pending"], s7["max_pending"]) == (pytest.approx(1.7), 1.5, 4)
+    # stream 8 over [100,345] = 245 µs: depth 2 for 40, 1 for 30 + 23, 0 for 152
+    assert (s8["stream"], s8["launches"], s8["window_us"]) == (8, 3, 245)
+    assert s8["mean_depth"] == pytest.approx((53 + 2 * 40) / 245)
+    assert (s8["p50_depth"], s8["p95_depth"], s8["max_depth"], s8["time_at_max_us"]) == (0, 2, 2, 40)
+    # pending: 1 2 1 0 1 0
+    assert (s8["mean_pending"], s8["p50_pending"], s8["max_pending"]) == (pytest.approx(5 / 6), 1.0, 2)
+    # the same window as gpu-time's stream rows
+    windows = {r["stream"]: r["window_us"] for r in as_dicts(two.report("gpu-time")) if r["scope"] == "stream"}
+    assert windows == {7: 275, 8: 245}
+
+
+def test_one_gpu_window_everywhere_and_unlaunched_work_said():
+    """issue 13 item 9: device work with no launch call in the trace (fixtures/gpu_time/
+    unlaunched_start.json: K0 [0,10] and a memset [15,20], then K1 [40,60] and K2 [70,80]
+    launched at 30 and 50) is in the GPU window of every report: [0,80], where main's
+    queue report started its window at the first launch (50 µs against gpu-time's 80);
+    and every GPU report says that 2 of its 4 device events have no launch call."""
+    with duckprof.connect() as s:
+        s.load([str(FIX / "unlaunched_start.json")])
+        note = ("unlaunched_start.json: 2 of 4 device events on device 0 have no launch call in the trace "
+                "(launched before the profile began, or by a call it does not record): the GPU window and "
+                "busy time count them, the queue depth does not")
+        res = {name: s.report_result(name) for name in ("gpu-time", "temporal", "queue", "idle")}
+        for name, r in res.items():
+            assert note in r.notes, name
+        dev, st = as_dicts(res["gpu-time"].relation)
+        assert (dev["window_us"], st["window_us"], dev["busy_us"], dev["idle_us"]) == (80, 80, 45, 35)
+        (t,) = as_dicts(res["temporal"].relation)
+        assert (t["window_us"], t["idle_us"]) == (80, 35)
+        (qr,) = as_dicts(res["queue"].relation)
+        # depth 0 for [0,30), 1 for [30,50) + [60,80), 2 for [50,60)
+        assert (qr["window_us"], qr["launches"]) == (80, 2)
+        assert qr["mean_depth"] == pytest.approx((1 * 40 + 2 * 10) / 80)
+        assert (qr["p50_depth"], qr["p95_depth"], qr["max_depth"], qr["time_at_max_us"]) == (1, 2, 2, 10)
+        assert q(s, "SELECT scope, (start_ns - $t0) // 1000, window_ns // 1000, events, unlaunched "
+                    "FROM gpu_windows ORDER BY scope", {"t0": T0}) == [("device", 0, 80, 4, 2), ("stream", 0, 80, 4, 2)]
 
 
 def test_device_queue_depth_and_drains(two):

@@ -29,7 +29,7 @@
 --
 -- uses: device, gpu_window
 -- option: --limit/-n INTEGER >= 0 = 20  ops per trace and device (0 = all)
--- requires: gpu_activity, queue_drains, cpu_ops, python_functions, trace_files, gpu_ops, runtime
+-- requires: gpu_activity, queue_drains, gpu_windows, cpu_ops, python_functions, trace_files, gpu_ops, runtime
 --
 -- Columns:
 -- run          VARCHAR  run label
@@ -51,7 +51,7 @@
 {% from "templates/intervals.sql" import merged_intervals, covered_length %}
 WITH act AS (  -- every device event with a launch call: queued from the call's start to its end
     SELECT trace_id, device, launch_ts_ns AS s, greatest(end_ns, launch_ts_ns) AS e
-    FROM gpu_activity(exclude_last_step := $exclude_last_step OR $hta, round_to_us := $hta)
+    FROM gpu_activity(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)
     WHERE launch_ts_ns IS NOT NULL {{ scope() }}
 ),
 -- the device queue is non-empty exactly on the union of those intervals; GPU
@@ -61,7 +61,7 @@ queued AS (
 ),
 falling AS (  -- drain intervals, merged (they do not overlap; merging makes sure)
     {{ merged_intervals("(SELECT * FROM queue_drains(exclude_last_step := $exclude_last_step OR $hta,
-                                                     round_to_us := $hta) WHERE TRUE " ~ scope() ~ ")",
+                                                     hta := $hta) WHERE TRUE " ~ scope() ~ ")",
                         ['trace_id', 'device'], s='start_ns', e='end_ns') | indent(4) }}
 ),
 ops AS (  -- every cpu_op once per device with queued work in its trace
@@ -154,4 +154,4 @@ ORDER BY tr.run, tr.rank NULLS LAST, t.trace_id, t.device, t.idle_rank NULLS LAS
          t.ts_ns, t.event_id
 
 -- @notes
-{{ gpu_notes(need_launches=true) }}
+{{ gpu_notes(need_launches=true, unlaunched=true) }}
