@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,14 @@ COMMANDS = {
     "report queue": ["report", "queue"],
     "report temporal": ["report", "temporal"],
     "report ops-by-step": ["report", "ops-by-step"],
+    "report ops": ["report", "ops"],
+    "report ops --group-by-input-shape": ["report", "ops", "--group-by-input-shape"],
+    "report categories": ["report", "categories"],
+    "report categories --by-step": ["report", "categories", "--by-step"],
+    "report steps": ["report", "steps"],
+    "report steps --breakdown tensorboard": ["report", "steps", "--breakdown", "tensorboard"],
+    "report memory": ["report", "memory"],
+    "report memory --ops": ["report", "memory", "--ops"],
     "runs": ["runs"],
     "query count(*) from cpu_ops by name": [
         "query", "select name, count(*), sum(self_ns) from cpu_ops group by 1 order by 3 desc limit 20"],
@@ -42,14 +51,19 @@ COMMANDS = {
 NO_RUN = {"runs", "query count(*) from cpu_ops by name"}
 
 
-def run_once(args) -> float:
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+def run_once(args, repo=REPO) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one `duckprof ARGS` in a fresh process.
+    CPU seconds (user + system of the child) move less than wall time when
+    other work shares the machine."""
+    env = dict(os.environ, PYTHONPATH=repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "duckprof", *args], capture_output=True, text=True, env=env)
+    r = subprocess.run([sys.executable, "-m", "duckprof", *args], capture_output=True, text=True, env=env, cwd="/")
     dt = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         raise RuntimeError(f"duckprof {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()[:300]}")
-    return dt
+    return dt, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main():
@@ -60,6 +74,9 @@ def main():
     ap.add_argument("--only", help="comma-separated command names (prefix match)")
     ap.add_argument("--json", help="write the medians to this file")
     ap.add_argument("--compare", help="a --json file of an earlier run: print before/after")
+    ap.add_argument("--against", metavar="REPO:DB",
+                    help="another checkout of duckprof and its database: run each command with it too, "
+                         "interleaved with this one, and print both (same machine, same minutes)")
     a = ap.parse_args()
     db = a.db
     if not db:
@@ -71,21 +88,37 @@ def main():
     names = [n for n in COMMANDS if not a.only or any(n.startswith("report " + o) or n.startswith(o)
                                                        for o in a.only.split(","))]
     before = json.load(open(a.compare)) if a.compare else {}
+    other_repo, other_db = a.against.split(":", 1) if a.against else (None, None)
     results = {}
     print(f"database {db} ({os.path.getsize(db) / 1e6:,.0f} MB), run {a.run!r}, median of {a.repeat}")
-    print(f"{'command':<48} {'median s':>9} {'min s':>7}" + (f" {'before s':>9} {'ratio':>6}" if before else ""))
+    cols = f"{'command':<44} {'wall s':>7} {'cpu s':>6}"
+    if before:
+        cols += f" {'before s':>9} {'ratio':>6}"
+    if other_repo:
+        cols += f" {'other wall':>10} {'other cpu':>9} {'cpu ratio':>9}"
+    print(cols)
     for name in names:
         args = [*COMMANDS[name], "--db", db] + ([] if name in NO_RUN else ["--run", a.run])
         try:
-            times = [run_once(args) for _ in range(a.repeat)]
+            mine, theirs = [], []
+            for _ in range(a.repeat):
+                mine.append(run_once(args))
+                if other_repo:
+                    theirs.append(run_once([*COMMANDS[name], "--db", other_db]
+                                           + ([] if name in NO_RUN else ["--run", a.run]), repo=other_repo))
         except RuntimeError as e:
-            print(f"{name:<48} skipped: {e}")
+            print(f"{name:<44} skipped: {e}")
             continue
-        med = statistics.median(times)
-        results[name] = med
-        line = f"{name:<48} {med:9.2f} {min(times):7.2f}"
+        wall, cpu = statistics.median(t for t, _ in mine), statistics.median(c for _, c in mine)
+        results[name] = {"wall_s": wall, "cpu_s": cpu}
+        line = f"{name:<44} {wall:7.2f} {cpu:6.2f}"
         if name in before:
-            line += f" {before[name]:9.2f} {med / before[name]:6.2f}"
+            b = before[name]["wall_s"] if isinstance(before[name], dict) else before[name]
+            line += f" {b:9.2f} {wall / b:6.2f}"
+        if theirs:
+            ow, oc = statistics.median(t for t, _ in theirs), statistics.median(c for _, c in theirs)
+            results[name].update(other_wall_s=ow, other_cpu_s=oc)
+            line += f" {ow:10.2f} {oc:9.2f} {cpu / oc:9.2f}"
         print(line, flush=True)
     if a.json:
         with open(a.json, "w") as f:

@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from . import cli_reports, render, sqlfiles
-from .cli_common import DbOpt, FormatOpt, OutputOpt, Progress, check_format, fail, friendly_errors, open_data
+from .cli_common import DbOpt, FormatOpt, LakeOpt, OutputOpt, Progress, check_format, fail, friendly_errors, open_data
 from .session import Session
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -26,16 +26,19 @@ def load(paths: List[str] = typer.Argument(..., help="trace files (.json, .json.
          db: Optional[str] = DbOpt,
          run: str = typer.Option("default", "--run", "-r", help="run label (one run = the ranks of one job)"),
          salvage: bool = typer.Option(False, "--salvage", help="load the complete events of a truncated trace"),
+         tag: Optional[List[str]] = typer.Option(None, "--tag", "-t", help="KEY=VALUE stored with the run "
+                                                 "(repeatable; see `duckprof tag`)"),
          quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress line")):
     """Load traces into a database (in memory without --db: a validity check).
 
-    Example: duckprof load run1/*.json.gz --db runs.duckdb --run baseline
+    Example: duckprof load job_42/ --db perf.duckdb --run job42 --tag commit=abc123 --tag batch=64
     """
+    tags = parse_tags(tag)
     progress = Progress(quiet)
     with Session(db) as s:
         progress.attach(s.con)
         try:
-            report = s.load(paths, run=run, salvage=salvage, progress=progress)
+            report = s.load(paths, run=run, salvage=salvage, progress=progress, tags=tags)
         finally:
             progress.done()
     typer.echo(report.summary())
@@ -45,7 +48,7 @@ def load(paths: List[str] = typer.Argument(..., help="trace files (.json, .json.
 @friendly_errors
 def query(sql: str = typer.Argument(..., help="SQL over the tables and views (see `duckprof schema`)"),
           traces: Optional[List[str]] = typer.Argument(None, help="trace files to load into memory first"),
-          db: Optional[str] = DbOpt,
+          db: Optional[str] = DbOpt, lake: Optional[str] = LakeOpt,
           fmt: str = FormatOpt, output: Optional[str] = OutputOpt,
           name_width: int = typer.Option(80, "--name-width", help="truncate long text cells in tables"),
           salvage: bool = typer.Option(False, "--salvage", help="load the complete events of a truncated trace")):
@@ -55,7 +58,7 @@ def query(sql: str = typer.Argument(..., help="SQL over the tables and views (se
     group by 1 order by 3 desc limit 10" --db runs.duckdb
     """
     check_format(fmt, output)
-    with open_data(traces, db, salvage=salvage) as s:
+    with open_data(traces, db, salvage=salvage, lake=lake) as s:
         render.emit(s.sql(sql), fmt, output, name_width=name_width)
 
 
@@ -63,13 +66,63 @@ def query(sql: str = typer.Argument(..., help="SQL over the tables and views (se
 @friendly_errors
 def runs(db: str = typer.Option(..., "--db", help="persistent DuckDB database file"),
          fmt: str = FormatOpt, output: Optional[str] = OutputOpt):
-    """List the runs in a database.
+    """List the runs in a database: traces, ranks, devices, steps, mean step time, GPU busy %, tags.
 
     Example: duckprof runs --db runs.duckdb
     """
     check_format(fmt, output)
     with Session(db, read_only=True) as s:
-        render.emit(s.runs(), fmt, output)
+        render.emit(s.runs(), fmt, output, documented=sqlfiles.view_headers()["runs"].columns)
+
+
+def parse_tags(items) -> dict:
+    """['commit=abc', 'batch=64'] -> {'commit': 'abc', 'batch': '64'}."""
+    tags = {}
+    for item in items or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            fail(f"tag {item!r}: write KEY=VALUE")
+        tags[key.strip()] = value
+    return tags
+
+
+@app.command("export")
+@friendly_errors
+def export(db: str = typer.Option(..., "--db", help="persistent DuckDB database file"),
+           parquet: str = typer.Option(..., "--parquet", help="the lake directory (created if need be)"),
+           run: Optional[List[str]] = typer.Option(None, "--run", "-r", help="only this run (repeatable)"),
+           quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress line")):
+    """Write the database's runs into a Parquet lake, hive-partitioned by run (and rank), that
+    Spark, Trino, Polars or DuckDB read with the same tables and columns; exporting again adds
+    only the runs the lake does not have. `query`/`report --lake DIR` run duckprof's views over
+    it; `load DIR` loads it back.
+
+    Example: duckprof export --db perf.duckdb --parquet lake/
+    """
+    from .lake import export_lake
+    progress = Progress(quiet)
+    with Session(db, read_only=True) as s:
+        try:
+            rep = export_lake(s, parquet, runs=run or None, progress=progress)
+        finally:
+            progress.done()
+    typer.echo(rep.summary())
+
+
+@app.command("tag")
+@friendly_errors
+def tag_run(run: str = typer.Argument(..., help="run label"),
+            tags: Optional[List[str]] = typer.Argument(None, help="KEY=VALUE to set (replaces the key's value)"),
+            db: str = typer.Option(..., "--db", help="persistent DuckDB database file"),
+            remove: Optional[List[str]] = typer.Option(None, "--remove", help="KEY to remove (repeatable)")):
+    """Set or remove tags of a run (commit, batch size, anything) and print its tags.
+
+    Example: duckprof tag job42 commit=abc123 batch=64 --db perf.duckdb
+    """
+    values = parse_tags(tags)
+    with Session(db, read_only=not (values or remove)) as s:
+        now = s.set_tags(run, values, remove=remove or ()) if values or remove else s.tags(run)
+    typer.echo(f"run {run!r}: " + (", ".join(f"{k}={v}" for k, v in now.items()) or "no tags"))
 
 
 @app.command("rm")
@@ -138,15 +191,35 @@ def migrate(db: str = typer.Option(..., "--db", help="persistent DuckDB database
 
 @app.command()
 @friendly_errors
-def synth(output: str = typer.Option(..., "--output", "-o", help="file to write (.json or .json.gz)"),
+def synth(output: str = typer.Option(..., "--output", "-o", help="file to write (.json or .json.gz); with "
+                                     "--world-size > 1 a directory for rank<R>.json"),
           events: int = typer.Option(20000, "--events", "-n", help="approximate number of events"),
           target_bytes: Optional[int] = typer.Option(None, "--bytes", help="approximate uncompressed size instead of --events"),
           seed: int = typer.Option(0, "--seed", help="random seed (same seed, same bytes)"),
-          rank: int = typer.Option(0, "--rank", help="distributedInfo.rank")):
-    """Write a realistic synthetic GPU trace (deterministic), e.g. for benchmarks.
+          rank: int = typer.Option(0, "--rank", help="distributedInfo.rank"),
+          world_size: int = typer.Option(1, "--world-size", help="> 1: write every rank of one job (one clock, "
+                                         "the ranks meet at every NCCL all-reduce)"),
+          steps: int = typer.Option(3, "--steps", help="with --world-size: profiler steps per rank"),
+          late_rank: Optional[int] = typer.Option(None, "--late-rank", help="with --world-size: this rank reaches "
+                                                  "every collective late (a straggler)"),
+          late_us: float = typer.Option(3000.0, "--late-us", help="with --late-rank: how late, µs"),
+          gz: bool = typer.Option(False, "--gz", help="with --world-size: write rank<R>.json.gz")):
+    """Write a realistic synthetic GPU trace (deterministic), e.g. for benchmarks, or the rank
+    traces of one job (--world-size) with NCCL collectives and, optionally, one late rank.
 
-    Example: duckprof synth --events 1000000 -o big.json.gz
+    Example: duckprof synth --events 1000000 -o big.json.gz;
+    duckprof synth -o job/ --world-size 16 --late-rank 5
     """
+    if world_size > 1:
+        from .synth import generate_job
+        info = generate_job(output, world_size=world_size, steps=steps, seed=seed, late_rank=late_rank,
+                            late_us=late_us, blocks=max(1, min(12, events // 2500)),
+                            suffix=".json.gz" if gz else ".json")
+        typer.echo(f"wrote {len(info)} ranks into {output}: {sum(i['events'] for i in info):,} events, "
+                   f"{sum(i['bytes'] for i in info):,} bytes of JSON"
+                   + (f"; rank {late_rank} is late by {late_us:g} µs at every collective"
+                      if late_rank is not None else ""))
+        return
     from .synth import generate
     info = generate(output, events=events, seed=seed, rank=rank, target_bytes=target_bytes)
     typer.echo(f"wrote {output}: {info['events']:,} events, {info['bytes']:,} bytes of JSON")

@@ -21,6 +21,8 @@ from .session import Session
 FormatOpt = typer.Option("table", "--format", "-f", help="table, csv, json, markdown or parquet")
 OutputOpt = typer.Option(None, "--output", "-o", help="write to FILE instead of the terminal")
 DbOpt = typer.Option(None, "--db", help="persistent DuckDB database file")
+LakeOpt = typer.Option(None, "--lake", help="a Parquet lake directory (duckprof export --parquet): the same "
+                       "tables and views over its files, nothing imported")
 TracesArg = typer.Argument(None, help="trace files (.json, .json.gz), directories or globs to load into memory")
 QuietOpt = typer.Option(False, "--quiet", "-q", help="no progress line")
 NameWidthOpt = typer.Option(60, "--name-width", help="truncate long names in tables to this width")
@@ -116,9 +118,21 @@ def check_format(fmt: str, output: Optional[str]):
         raise DuckprofError("--format parquet needs --output FILE")
 
 
-def open_data(traces=None, db=None, run=None, salvage=False, progress=None) -> Session:
+def open_data(traces=None, db=None, run=None, salvage=False, progress=None, lake=None) -> Session:
     """Traces given -> an in-memory session with them loaded (run 'default',
-    or `run`). Otherwise a read-only session on `db`."""
+    or `run`). A lake directory -> a session over its Parquet files.
+    Otherwise a read-only session on `db`."""
+    if lake:
+        if traces or db:
+            raise DuckprofError("give trace files, --db FILE or --lake DIR, not several")
+        from .lake import open_lake
+        s = open_lake(lake)
+        if run is not None:
+            have = [r[0] for r in s.con.execute("SELECT DISTINCT run FROM trace_files ORDER BY 1").fetchall()]
+            if run not in have:
+                s.close()
+                raise DuckprofError(f"{lake}: no run named {run!r} (runs: {', '.join(have) or 'none'})")
+        return s
     if traces:
         s = Session(None)
         try:

@@ -14,7 +14,7 @@ import typer
 
 from . import render, reports
 from .augment import augment
-from .cli_common import (DbOpt, FormatOpt, NameWidthOpt, OutputOpt, Progress, QuietOpt, TracesArg, WideOpt, check_format,
+from .cli_common import (DbOpt, FormatOpt, LakeOpt, NameWidthOpt, OutputOpt, Progress, QuietOpt, TracesArg, WideOpt, check_format,
                          friendly_errors, open_data)
 from .diff import DiffResult, diff
 
@@ -27,14 +27,16 @@ def _typer_option(o: reports.Option):
     return typer.Option(o.default, *flags, help=help_)
 
 
-def report_command(report: reports.Report):
+def report_command(report: reports.Report, after=None):
     """A typer command function for one registered report, its parameters
-    taken from the report's declared options."""
+    taken from the report's declared options. after(result, fmt): prints more
+    below the table (trend's chart)."""
     h = report.header()
     options = report.options()
     K = inspect.Parameter.KEYWORD_ONLY
     params = [inspect.Parameter("traces", K, default=TracesArg, annotation=Optional[List[str]]),
-              inspect.Parameter("db", K, default=DbOpt, annotation=Optional[str])]
+              inspect.Parameter("db", K, default=DbOpt, annotation=Optional[str]),
+              inspect.Parameter("lake", K, default=LakeOpt, annotation=Optional[str])]
     for o in options:
         t = _PY_TYPES[o.type]
         params.append(inspect.Parameter(o.name, K, default=_typer_option(o),
@@ -47,11 +49,12 @@ def report_command(report: reports.Report):
 
     def command(**kw):
         traces, db, fmt, output = kw.pop("traces"), kw.pop("db"), kw.pop("fmt"), kw.pop("output")
+        lake = kw.pop("lake")
         name_width, quiet, wide = kw.pop("name_width"), kw.pop("quiet"), kw.pop("wide")
         check_format(fmt, output)
         progress = Progress(quiet)
         try:
-            with open_data(traces, db, run=kw.get("run"), progress=progress) as s:
+            with open_data(traces, db, run=kw.get("run"), progress=progress, lake=lake) as s:
                 progress.done()
                 res = reports.run(s.con, report.name, **kw)
                 if res.instead:
@@ -59,6 +62,8 @@ def report_command(report: reports.Report):
                         typer.echo(line)
                     return
                 render.emit(res.relation, fmt, output, name_width=name_width, documented=res.columns, wide=wide)
+                if after is not None and fmt == "table" and not output:
+                    after(res)
         finally:
             progress.done()
         sys.stdout.flush()  # the table before the notes, also when both go to one pipe
@@ -78,6 +83,7 @@ def register(app: typer.Typer, report_app: typer.Typer):
     """Add every report, diff and augment to the CLI."""
     for r in reports.REPORTS:
         report_app.command(r.name)(report_command(r))
+    app.command("trend")(report_command(reports.lookup("trend"), after=trend_chart))
     app.command("diff")(friendly_errors(diff_command))
     app.command("augment")(friendly_errors(augment_command))
 
@@ -205,3 +211,36 @@ def augment_command(src: str = typer.Argument(..., help="trace file (.json or .j
     rep = augment(src, dst, progress=progress)
     progress.done()
     typer.echo(rep.summary())
+
+
+# -- trend: the report's table and a bar per run -------------------------------------
+
+_EIGHTHS = " ▏▎▍▌▋▊▉█"
+
+
+def bar(value: float, top: float, width: int = 40) -> str:
+    """A horizontal bar of value / top of `width` characters, in eighths."""
+    if not top or value is None or value <= 0:
+        return ""
+    eighths = round(8 * width * min(value / top, 1.0))
+    return "█" * (eighths // 8) + (_EIGHTHS[eighths % 8] if eighths % 8 else "")
+
+
+def trend_chart(res) -> None:
+    """One bar per run under trend's table, longest = the largest value;
+    runs flagged as moved get ▲ / ▼."""
+    rel = res.relation
+    cols = rel.columns
+    value_col = next(c for c in cols if c.startswith("value_"))
+    rows = [dict(zip(cols, r)) for r in rel.fetchall()]
+    values = [r[value_col] for r in rows if r[value_col] is not None]
+    if len(values) < 2:
+        return
+    top = max(values)
+    label = max(len(f"{r['run']} {r['order_value']}") for r in rows)
+    typer.echo("")
+    for r in rows:
+        v = r[value_col]
+        shown = render._human(v, render.column_kind(value_col)[0], value_col) if v is not None else "-"
+        mark = {"up": " ▲", "down": " ▼"}.get(r["moved"], "")
+        typer.echo(f"{(str(r['run']) + ' ' + str(r['order_value'])):<{label}}  {bar(v, top):<40}  {shown}{mark}")

@@ -37,6 +37,8 @@ class FileReport:
     seconds: float = 0.0
     skipped: str = ""  # why the file was not loaded again
     notes: list[str] = field(default_factory=list)
+    rank: int | None = None        # the trace's rank (traces.rank), once loaded
+    world_size: int | None = None  # distributedInfo.world_size, once loaded
 
 
 @dataclass
@@ -58,12 +60,67 @@ class LoadReport:
                # a rate over a few milliseconds says nothing
                + (f" in {secs:.2f} s" if secs > 0 and n else "")
                + (f" ({mb / secs:,.0f} MB/s)" if secs > 0 and n and mb >= 1 else "")]
+        job = self.job_summary()
+        if job:
+            out.append(job)
         for f in self.files:
             if f.skipped:
                 out.append(f"{f.path}: {f.skipped}")
             for note in f.notes:
                 out.append(f"{f.path}: {note}")
         return "\n".join(out)
+
+    def job(self) -> dict:
+        """The ranks of the loaded traces: {'ranks': sorted distinct ranks,
+        'world_size': the largest distributedInfo.world_size (None: not
+        recorded), 'missing': ranks in 0..world_size-1 not loaded,
+        'duplicates': {rank: number of files} for ranks loaded more than once,
+        'unranked': files without a rank}."""
+        loaded = self.loaded
+        ranks = [f.rank for f in loaded if f.rank is not None]
+        sizes = [f.world_size for f in loaded if f.world_size]
+        world = max(sizes) if sizes else None
+        counts: dict[int, int] = {}
+        for r in ranks:
+            counts[r] = counts.get(r, 0) + 1
+        have = set(ranks)
+        return {"ranks": sorted(have), "world_size": world,
+                "missing": [r for r in range(world) if r not in have] if world else [],
+                "duplicates": {r: n for r, n in sorted(counts.items()) if n > 1},
+                "unranked": sum(1 for f in loaded if f.rank is None)}
+
+    def job_summary(self) -> str:
+        """One line on the ranks of a job ('' for a single trace of a job of one):
+        ranks found, missing ranks (gaps in 0..world_size-1), duplicates."""
+        j = self.job()
+        if not j["ranks"] or (len(self.loaded) < 2 and (j["world_size"] or 1) <= 1):
+            return ""
+        line = f"ranks {_ranges(j['ranks'])}" + (f" of world size {j['world_size']}" if j["world_size"] else "")
+        if j["missing"]:
+            line += f"; {len(j['missing'])} missing: {_ranges(j['missing'])}"
+        elif j["world_size"]:
+            line += "; none missing"
+        if j["duplicates"]:
+            line += "; loaded more than once: " + ", ".join(f"rank {r} ({n} files)" for r, n in j["duplicates"].items())
+        if j["unranked"]:
+            line += f"; {j['unranked']} trace(s) without a rank"
+        return line
+
+
+def _ranges(ranks) -> str:
+    """[0, 1, 2, 5, 7, 8] -> '0-2,5,7-8'."""
+    out, start, prev = [], None, None
+    for r in sorted(ranks):
+        if start is None:
+            start = prev = r
+        elif r == prev + 1:
+            prev = r
+        else:
+            out.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = prev = r
+    if start is not None:
+        out.append(f"{start}" if start == prev else f"{start}-{prev}")
+    return ",".join(out)
 
 
 def _path_list(paths) -> list:

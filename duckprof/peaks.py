@@ -36,9 +36,14 @@ def _packaged_text() -> str:
     return resources.files("duckprof").joinpath("data/peaks.csv").read_text(encoding="utf-8")
 
 
+def _interconnect_text() -> str:
+    return resources.files("duckprof").joinpath("data/interconnect.csv").read_text(encoding="utf-8")
+
+
 def packaged_digest() -> str:
-    """Identifies the packaged table: a database notes the one it was seeded from."""
-    return hashlib.blake2b(_packaged_text().encode(), digest_size=8).hexdigest()
+    """Identifies the packaged tables (peaks.csv, interconnect.csv): a database
+    notes the ones it was seeded from."""
+    return hashlib.blake2b((_packaged_text() + "\0" + _interconnect_text()).encode(), digest_size=8).hexdigest()
 
 
 def packaged_rows() -> list[dict]:
@@ -73,4 +78,17 @@ def seed_peaks(con) -> int:
     if rows:
         marks = ", ".join("?" for _ in COLUMNS)
         con.executemany(f"INSERT INTO device_peaks ({', '.join(COLUMNS)}) VALUES ({marks})", rows)
+    return len(rows)
+
+
+def seed_interconnects(con) -> int:
+    """Insert the rows of duckprof/data/interconnect.csv into
+    `interconnect_peaks` whose device the table does not list yet (as
+    seed_peaks: user rows survive). Returns the number of rows inserted."""
+    existing = {r[0] for r in con.execute("SELECT device FROM interconnect_peaks").fetchall()}
+    rows = [(r["device"], r["interconnect"], float(r["gbps"]), r["source"])
+            for r in csv.DictReader(io.StringIO(_interconnect_text())) if r["device"] not in existing]
+    if rows:
+        con.executemany("INSERT INTO interconnect_peaks (device, interconnect, gbps, source) VALUES (?, ?, ?, ?)",
+                        rows)
     return len(rows)

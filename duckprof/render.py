@@ -43,6 +43,8 @@ def _cell(v, width: int | None):
         return _cell(float(v), width)
     if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}" if abs(v) < 10**15 else str(v)
+    if isinstance(v, dict):  # a MAP (runs.tags): key=value, ...
+        return _cell(", ".join(f"{k}={x}" for k, x in v.items()), width)
     s = str(v)
     s = "".join(ch if ch.isprintable() else "\N{REPLACEMENT CHARACTER}" for ch in s)
     if width and len(s) > width:

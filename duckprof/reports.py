@@ -169,6 +169,32 @@ def _kernels_params(options: dict) -> dict:
     return {"default_peak_dtype": peak_key(options.get("dtype"))}
 
 
+# -- categories / steps: --rules FILE ------------------------------------------------
+
+def _rules_params(options: dict) -> dict:
+    """Check a --rules file before DuckDB reads it: it exists and its header
+    names the columns pattern and category."""
+    path = options.get("rules")
+    if path is not None:
+        import csv
+        try:
+            with open(path, newline="", encoding="utf-8") as f:
+                header = next(csv.reader(f), [])
+        except OSError as e:
+            raise DuckprofError(f"{path}: cannot read the --rules file ({e.strerror or e})") from None
+        missing = [c for c in ("pattern", "category") if c not in [h.strip() for h in header]]
+        if missing:
+            raise DuckprofError(f"{path}: a --rules file is a CSV whose header names the columns pattern and "
+                                f"category; missing: {', '.join(missing)}")
+    return {}
+
+
+def _trend_params(options: dict) -> dict:
+    if options.get("metric") in ("kernel", "op", "category") and not options.get("name"):
+        raise DuckprofError(f"--metric {options['metric']} needs --name (a name, or an ILIKE pattern like '%gemm%')")
+    return {}
+
+
 #: the standard reports, one line each
 REPORTS = [
     Report("kernels", prepare=_kernels_params),
@@ -177,6 +203,13 @@ REPORTS = [
     Report("queue"),
     Report("temporal"),
     Report("ops-by-step"),
+    Report("categories", variants={"category": "categories_kernels"}, prepare=_rules_params),
+    Report("ops", variants={"by_graph_node": "ops_graph_nodes"}),
+    Report("memory", variants={"by_step": "memory_steps", "ops": "memory_ops", "live": "memory_live"}),
+    Report("steps", variants={"summary": "steps_summary", "breakdown": "steps_tensorboard"}, prepare=_rules_params),
+    Report("collectives"),
+    Report("ranks"),
+    Report("trend", prepare=_trend_params),
 ]
 BY_NAME = {r.name: r for r in REPORTS}
 
@@ -211,7 +244,7 @@ def lookup(name: str) -> Report:
     return BY_NAME[name]
 
 
-def run(con: duckdb.DuckDBPyConnection, name: str, **given) -> ReportResult:
+def run(con: duckdb.DuckDBPyConnection, name: str, /, **given) -> ReportResult:
     """Run report `name` on a connection with the duckprof views; options by
     their Python names (limit=5, by_step=True, ...), unknown ones refused."""
     report = lookup(name)

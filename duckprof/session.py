@@ -11,15 +11,69 @@ import duckdb
 from . import sqlfiles
 from .errors import DuckprofError
 from .load import Loader, LoadReport
-from .peaks import packaged_digest, seed_peaks
+from .peaks import packaged_digest, seed_interconnects, seed_peaks
 
 def views_digest() -> str:
-    """A hash of the packaged view SQL (rendered): stored in duckprof_meta, so a
-    database whose views an older duckprof made is noticed."""
+    """A hash of the packaged view sources (sql/views and the macros they use):
+    stored in duckprof_meta, so a database whose views another duckprof made
+    is noticed. Hashing the sources, not the rendered SQL, costs no rendering."""
     h = hashlib.blake2b(digest_size=8)
-    for v in sqlfiles.views_in_order():
-        h.update(v.name.encode() + b"\0" + sqlfiles.view_sql(v).encode())
+    for rel in sqlfiles.list_dir("views") + sqlfiles.list_dir("templates"):
+        h.update(rel.encode() + b"\0" + sqlfiles.read(rel).encode() + b"\0")
     return h.hexdigest()
+
+
+_FINGERPRINT_SQL = """
+    SELECT 'view', view_name, sql FROM duckdb_views()
+    WHERE NOT internal AND schema_name = 'main' AND database_name = current_database()
+      AND list_contains($names, view_name)
+    UNION ALL
+    SELECT 'macro', function_name, parameters::VARCHAR || ' ' || macro_definition FROM duckdb_functions()
+    WHERE NOT internal AND schema_name = 'main' AND database_name = current_database()
+      AND function_type = 'table_macro' AND list_contains($names, function_name)
+    ORDER BY 1, 2"""
+
+
+def views_fingerprint(con) -> str:
+    """A hash of the view and table-macro definitions a database holds under
+    duckprof's names, as DuckDB stores them (normalised SQL)."""
+    names = list(sqlfiles.view_headers())
+    h = hashlib.blake2b(digest_size=16)
+    for row in con.execute(_FINGERPRINT_SQL, {"names": names}).fetchall():
+        h.update("\0".join(map(str, row)).encode() + b"\1")
+    return h.hexdigest()
+
+
+def packaged_views_fingerprint() -> str:
+    """views_fingerprint of the packaged views, as this DuckDB stores them:
+    worked out once in an empty in-memory database, and kept in the user's
+    cache directory (per view sources and DuckDB version), since a reader
+    compares it with every database it opens."""
+    key = f"views-{views_digest()}-duckdb-{duckdb.__version__}"
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+                         "duckprof", key)
+    try:
+        with open(cache, encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        pass
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(sqlfiles.read("schema.sql"))
+        for v in sqlfiles.views_in_order():
+            con.execute(sqlfiles.view_sql(v))
+        fingerprint = views_fingerprint(con)
+    finally:
+        con.close()
+    try:  # best effort: without a cache it is worked out each time
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        tmp = f"{cache}.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(fingerprint)
+        os.replace(tmp, cache)
+    except OSError:
+        pass
+    return fingerprint
 
 
 # Bump when tables change incompatibly, and add the step that migrates a
@@ -30,6 +84,16 @@ def views_digest() -> str:
 # need no join.
 SCHEMA_VERSION = 2
 MIGRATIONS = {1: "migrate/v1_to_v2.sql"}
+
+
+def fill_trace_facts(con) -> None:
+    """Store the trace_summary figures of every trace that has none in
+    trace_facts (sql/load/trace_facts.sql): the traces just loaded, and any a
+    load cut short left without. The summary is computed for those traces only."""
+    missing = [r[0] for r in con.execute(
+        "SELECT trace_id FROM traces WHERE trace_id NOT IN (SELECT trace_id FROM trace_facts)").fetchall()]
+    if missing:
+        con.execute(sqlfiles.read("load/trace_facts.sql"), {"trace_ids": missing})
 
 
 class Session:
@@ -111,6 +175,7 @@ class Session:
             con.execute("BEGIN TRANSACTION")
             con.execute(schema.replace(" USING COMPRESSION zstd", ""))
         seed_peaks(con)  # datasheet peaks: stored in the file, users may add rows
+        seed_interconnects(con)
         con.execute("INSERT INTO duckprof_meta VALUES ('schema_version', $v), ('created_by', 'duckprof'), "
                     "('views_hash', $h), ('peaks_hash', $p)",
                     {"v": str(SCHEMA_VERSION), "h": views_digest(), "p": packaged_digest()})
@@ -127,10 +192,13 @@ class Session:
 
     def _temp_views(self):
         """A read-only session runs duckprof's own views, never what the file
-        holds under their names (an older duckprof's, or planted ones): the
-        packaged views are created as TEMP objects, which DuckDB looks up
-        before the file's, so the file is not modified."""
-        self._create_views(temp=True)
+        holds under their names (an older duckprof's, or planted ones): unless
+        the file's definitions are exactly the packaged ones (the fingerprint
+        of their normalised SQL), the packaged views are created as TEMP
+        objects, which DuckDB looks up before the file's, so the file is not
+        modified."""
+        if views_fingerprint(self.con) != packaged_views_fingerprint():
+            self._create_views(temp=True)
 
     def _migrate(self, found: int):
         """Bring a database of an older schema version up to SCHEMA_VERSION in
@@ -148,6 +216,7 @@ class Session:
             for version in range(found, SCHEMA_VERSION):
                 con.execute(sqlfiles.read(MIGRATIONS[version]))
             self._create_views()
+            fill_trace_facts(con)
             con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('schema_version', $v), ('views_hash', $h)",
                         {"v": str(SCHEMA_VERSION), "h": views_digest()})
             con.execute("COMMIT")
@@ -163,29 +232,92 @@ class Session:
         views, peaks = views_digest(), packaged_digest()
         stored = dict(self.con.execute(
             "SELECT key, value FROM duckprof_meta WHERE key IN ('views_hash', 'peaks_hash')").fetchall())
-        if stored.get("views_hash") == views and stored.get("peaks_hash") == peaks:
+        # the stored hash says which duckprof made the views; the fingerprint that
+        # nobody changed them since (a view planted in a shared file is replaced)
+        views_ok = stored.get("views_hash") == views and views_fingerprint(self.con) == packaged_views_fingerprint()
+        if views_ok and stored.get("peaks_hash") == peaks:
             return
         self.con.execute("BEGIN TRANSACTION")
-        if stored.get("views_hash") != views:
+        if not views_ok:
+            # tables a newer duckprof added to this schema version (all IF NOT EXISTS)
+            self.con.execute(sqlfiles.read("schema.sql"))
             self._create_views()
         if stored.get("peaks_hash") != peaks:
             seed_peaks(self.con)
+            seed_interconnects(self.con)
         self.con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('views_hash', $h), ('peaks_hash', $p)",
                          {"h": views, "p": peaks})
         self.con.execute("COMMIT")
 
     # -- API ----------------------------------------------------------------
-    def load(self, paths, run: str = "default", salvage: bool = False, progress=None) -> LoadReport:
+    def load(self, paths, run: str = "default", salvage: bool = False, progress=None,
+             tags: dict | None = None) -> LoadReport:
         """Load trace files, directories or globs as (part of) `run`. Atomic: on
-        error nothing is added. Files already loaded into this run are skipped."""
+        error nothing is added. Files already loaded into this run are skipped.
+        tags: {key: value} stored with the run (as set_tags). A Parquet lake
+        directory (`duckprof export --parquet`) loads its runs back."""
         if self.read_only:
             raise DuckprofError("session is read-only")
-        limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB") if self.db else None
-        loader = Loader(self.con, progress=progress, memory_limit=limit or None)
-        report = loader.load(paths, run=run, salvage=salvage)
+        from . import lake
+        from_lake = lake.is_lake(paths)
+        if from_lake:
+            report = lake.import_lake(self, paths, run=run, progress=progress)
+        else:
+            limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB") if self.db else None
+            loader = Loader(self.con, progress=progress, memory_limit=limit or None)
+            report = loader.load(paths, run=run, salvage=salvage)
+        if report.loaded:
+            ids = [f.trace_id for f in report.loaded]
+            fill_trace_facts(self.con)
+            found = {t: (r, w) for t, r, w in self.con.execute(
+                "SELECT trace_id, rank, world_size FROM trace_files WHERE list_contains($ids, trace_id)",
+                {"ids": ids}).fetchall()}
+            for f in report.loaded if not from_lake else []:  # a lake may hold many runs
+                f.rank, f.world_size = found.get(f.trace_id, (None, None))
+        if tags:
+            self.set_tags(report.run, tags)
         if self.db and report.loaded:
             self._checkpoint_without_vacuum()
         return report
+
+    def set_tags(self, run: str, tags: dict | None = None, remove=()) -> dict:
+        """Set (or replace) tags of `run` and remove the keys in `remove`; returns
+        the run's tags afterwards. Keys and values are text."""
+        if self.read_only:
+            raise DuckprofError("session is read-only")
+        con = self.con
+        self._require_run(run)
+        tags = {str(k): str(v) for k, v in (tags or {}).items()}
+        for k in list(tags) + list(remove):
+            if not k:
+                raise DuckprofError("a tag needs a key: KEY=VALUE")
+        con.execute("BEGIN TRANSACTION")
+        try:
+            if remove:
+                con.execute("DELETE FROM run_tags WHERE run = $run AND list_contains($keys, key)",
+                            {"run": run, "keys": list(remove)})
+            if tags:
+                con.execute("INSERT OR REPLACE INTO run_tags (run, key, value, set_at) "
+                            "SELECT $run, unnest($keys), unnest($values), now()::TIMESTAMP",
+                            {"run": run, "keys": list(tags), "values": list(tags.values())})
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        return self.tags(run)
+
+    def _require_run(self, run: str):
+        con = self.con
+        if not con.execute("SELECT count(*) FROM traces WHERE run = $run", {"run": run}).fetchall()[0][0]:
+            have = [r[0] for r in con.execute("SELECT DISTINCT run FROM traces ORDER BY 1").fetchall()]
+            where = f"{self.db}: " if self.db else ""
+            raise DuckprofError(f"{where}no run named {run!r} (runs: {', '.join(have) or 'none'})")
+
+    def tags(self, run: str) -> dict:
+        """The tags of `run` ({} when none; an error when there is no such run)."""
+        self._require_run(run)
+        return dict(self.con.execute("SELECT key, value FROM run_tags WHERE run = $run ORDER BY key",
+                                     {"run": run}).fetchall())
 
     def _checkpoint_without_vacuum(self):
         """Write the load to the database file now, leaving row groups as they
@@ -208,14 +340,14 @@ class Session:
         (.fetchall(), .df(), .show(), .columns ...)."""
         return self.con.sql(text, params=params)
 
-    def report(self, name: str, **options) -> duckdb.DuckDBPyRelation:
+    def report(self, name: str, /, **options) -> duckdb.DuckDBPyRelation:
         """A standard report as a DuckDB relation (.fetchall(), .df(), .show(), ...).
         name: 'kernels', 'gpu-time', 'idle', ... (duckprof.reports.REPORTS);
         options by their Python names, e.g. s.report("kernels", run="r1", limit=5).
         What the data cannot support is in report_result(...).notes."""
         return self.report_result(name, **options).relation
 
-    def report_result(self, name: str, **options):
+    def report_result(self, name: str, /, **options):
         """The report with its notes: a duckprof.reports.ReportResult (relation,
         notes, instead: the lines shown instead of an empty table, columns)."""
         from . import reports
@@ -232,8 +364,9 @@ class Session:
         if not ids:
             return 0
         con.execute("BEGIN TRANSACTION")
-        for t in ("events", "devices", "traces"):
+        for t in ("events", "devices", "trace_facts", "traces"):
             con.execute(f"DELETE FROM {t} WHERE trace_id IN (SELECT unnest($ids))", {"ids": ids})
+        con.execute("DELETE FROM run_tags WHERE run = $run", {"run": run})
         con.execute("COMMIT")
         return len(ids)
 

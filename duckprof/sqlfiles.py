@@ -62,7 +62,7 @@ def list_dir(sub: str) -> list[str]:
 
 # -- headers ----------------------------------------------------------------------
 
-_COLUMN = re.compile(r"^(\w+)\s+([A-Z][A-Z0-9_]*(?:\([0-9, ]+\))?(?:\[\])?)\s+(\[wide\]\s+)?(\S.*)$")
+_COLUMN = re.compile(r"^(\w+)\s+([A-Z][A-Z0-9_]*(?:\([A-Z0-9, ]+\))?(?:\[\])?)\s+(\[wide\]\s+)?(\S.*)$")
 
 
 @dataclass
@@ -143,7 +143,8 @@ def body(rel: str) -> str:
 # -- views ---------------------------------------------------------------------------
 
 #: the raw tables (sql/schema.sql)
-TABLES = ("duckprof_meta", "traces", "devices", "events", "op_estimates", "device_peaks")
+TABLES = ("duckprof_meta", "traces", "devices", "events", "op_estimates", "device_peaks", "interconnect_peaks",
+          "run_tags", "trace_facts")
 
 
 @functools.lru_cache(maxsize=1)

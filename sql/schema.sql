@@ -38,9 +38,9 @@ CREATE TABLE IF NOT EXISTS devices (
 );
 
 -- events: every trace event, normalised (see README, "Schema").
--- The JSON columns hold most of the bytes; zstd writes them ~3x faster than
--- DuckDB's default string compression and smaller (1 GB trace: load 0.6 s
--- faster, file 244 -> 179 MB). A database file in a storage format older than
+-- The JSON columns hold most of the bytes; zstd writes them faster than
+-- DuckDB's default string compression, and smaller (measured in
+-- benchmarks/README.md). A database file in a storage format older than
 -- DuckDB 1.2 cannot use zstd: duckprof then creates it without the clause.
 CREATE TABLE IF NOT EXISTS events (
     trace_id        INTEGER,
@@ -74,7 +74,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 
 -- op_estimates: FLOP / byte / dtype estimates per distinct operator signature,
--- computed at load by duckprof/estimators.py and stored, so a plain DuckDB
+-- computed at load by the duckprof/estimators package and stored, so a plain DuckDB
 -- client sees them. Join on sig (see the launches view).
 CREATE TABLE IF NOT EXISTS op_estimates (
     sig             UBIGINT PRIMARY KEY,  -- hash(name, input_dims, input_types, concrete_inputs)
@@ -116,4 +116,40 @@ CREATE TABLE IF NOT EXISTS device_peaks (
     fallback_mem_gib_min DOUBLE,   -- used when no pattern matches a device name: match on
     fallback_mem_gib_max DOUBLE,   -- totalGlobalMem / 2^30 in [min, max] and numSms = sm_count
     source               VARCHAR   -- where the numbers come from (URL)
+);
+
+-- interconnect_peaks: the GPU-to-GPU link bandwidth of a device model, per GPU
+-- and per direction (what NCCL's bus bandwidth approaches on one node), seeded
+-- at database creation from duckprof/data/interconnect.csv like device_peaks;
+-- joined to a traced device through device_peaks.device (the
+-- trace_interconnects view). Add rows for models duckprof does not list.
+CREATE TABLE IF NOT EXISTS interconnect_peaks (
+    device        VARCHAR,  -- device_peaks.device, e.g. 'NVIDIA A100 SXM4 80GB'
+    interconnect  VARCHAR,  -- e.g. 'NVLink 3 (12 links)'
+    gbps          DOUBLE,   -- per GPU, per direction, GB/s (1e9 bytes/s)
+    source        VARCHAR   -- where the number comes from (URL)
+);
+
+-- run_tags: what users say about a run (`duckprof load --tag k=v`,
+-- `duckprof tag RUN k=v`): one row per run and key.
+CREATE TABLE IF NOT EXISTS run_tags (
+    run     VARCHAR NOT NULL,  -- traces.run
+    key     VARCHAR NOT NULL,  -- e.g. 'commit'
+    value   VARCHAR NOT NULL,  -- e.g. 'abc123' (text, as given)
+    set_at  TIMESTAMP,         -- when it was last set (UTC)
+    PRIMARY KEY (run, key)
+);
+
+-- trace_facts: facts about each trace computed from its events once, right
+-- after it is loaded (the trace_summary view, stored), so that the runs view
+-- lists them without reading events. A trace loaded without them (a load cut
+-- short) gets them at the next load or migrate.
+CREATE TABLE IF NOT EXISTS trace_facts (
+    trace_id       INTEGER,  -- traces.trace_id
+    devices        INTEGER,  -- devices with device activity (kernels, memcpys, memsets)
+    steps          BIGINT,   -- ProfilerStep#N annotations
+    step_total_ns  BIGINT,   -- their summed duration, ns
+    step_max_ns    BIGINT,   -- the longest, ns
+    busy_ns        BIGINT,   -- union of the device activity per device, summed over devices, ns
+    window_ns      BIGINT    -- first device event start to last end per device, summed, ns
 );

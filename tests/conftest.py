@@ -45,6 +45,14 @@ def corpus_path(name: str) -> Path:
 needs_corpus = pytest.mark.skipif(not corpus_files(), reason=f"no trace corpus at {CORPUS}")
 
 
+def slow_when(values, slow):
+    """Parametrize `values` with those in `slow` (or for which it returns True)
+    marked slow. A tuple value is several arguments; test ids stay the same."""
+    is_slow = slow if callable(slow) else (lambda v: v in slow)
+    return [pytest.param(*(v if isinstance(v, tuple) else (v,)), marks=pytest.mark.slow) if is_slow(v) else v
+            for v in values]
+
+
 # -- independent reading of traces (Python's json module) ---------------------
 
 def read_bytes(path) -> bytes:
@@ -103,7 +111,8 @@ def category_counts(events) -> dict:
 @pytest.fixture(scope="session")
 def corpus_session():
     """One in-memory session with every corpus file loaded (run 'corpus').
-    Yields (session, {file name: trace_id})."""
+    Yields (session, {file name: trace_id}). Loading takes 3 s or more, so
+    every test that uses it is marked slow (pytest_collection_modifyitems)."""
     if not corpus_files():
         pytest.skip(f"no trace corpus at {CORPUS}")
     s = duckprof.connect()
@@ -111,6 +120,13 @@ def corpus_session():
     ids = {os.path.basename(f.path): f.trace_id for f in report.files}
     yield s, ids, report
     s.close()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "corpus_session" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
 
 
 def sha256(path) -> str | None:

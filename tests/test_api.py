@@ -17,11 +17,19 @@ import duckprof
 from duckprof import reports
 from conftest import REPO
 
-FIXTURES = [REPO / "fixtures" / "diff" / "a.json", REPO / "fixtures" / "kernels" / "h100_two_kernels_one_op.json"]
+FIXTURES = [REPO / "fixtures" / "diff" / "a.json", REPO / "fixtures" / "kernels" / "h100_two_kernels_one_op.json",
+            REPO / "fixtures" / "memory" / "memory.json", REPO / "fixtures" / "steps" / "three_steps.json",
+            REPO / "fixtures" / "collectives" / "bus_bandwidth_rank0.json"]
 
 #: option sets that switch a report's structure (another file, other columns)
 VARIANTS = {"kernels": [{}, {"group_by_launch": True}], "gpu-time": [{}, {"by_step": True}, {"hta": True}],
-            "idle": [{}, {"hta": True}], "queue": [{}, {"hta": True}], "temporal": [{}, {"hta": True}]}
+            "idle": [{}, {"hta": True}], "queue": [{}, {"hta": True}], "temporal": [{}, {"hta": True}],
+            "categories": [{}, {"by_step": True}, {"category": "gemm"}], "ops": [{}, {"group_by_input_shape": True}],
+            "memory": [{}, {"by_step": True}, {"ops": True}, {"live": True}],
+            "steps": [{}, {"summary": True}, {"breakdown": "tensorboard"}], "collectives": [{}, {"by_rank": True}],
+            "ranks": [{}, {"hta": True}]}
+# ops --by-graph-node needs torch.compile's graph markers, which these fixtures lack: its rows are
+# tested in tests/test_ops_report.py (test_by_graph_node_by_hand)
 
 
 @pytest.fixture(scope="module")

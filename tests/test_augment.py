@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from conftest import REPO, assert_one_line_error, corpus_path, needs_corpus, run_cli
+from conftest import REPO, assert_one_line_error, cli_app, corpus_path, invoke, needs_corpus  # noqa: F401
 
 import duckprof
 from duckprof.augment import augment
@@ -95,6 +95,7 @@ def check_round_trip(src, dst):
     return written
 
 
+@pytest.mark.slow  # 1.5 to 4.5 s each
 @needs_corpus
 @pytest.mark.parametrize("name, kernels, ops", [
     ("h100_vit_inference.json.gz", 153, 150),
@@ -139,6 +140,7 @@ def test_split_kernels_get_shares_and_ops_the_total(tmp_path):
     assert dst_bytes.endswith(src_bytes[src_bytes.rindex(b"]"):])
 
 
+@pytest.mark.slow  # three sessions; the quick run has test_split_kernels_... and test_cli
 def test_nested_braces_fall_back_to_the_exact_scan(tmp_path):
     src = FIX / "nested_braces.json"  # '}, {' inside args and inside strings
     dst = tmp_path / "out.json.gz"
@@ -147,6 +149,7 @@ def test_nested_braces_fall_back_to_the_exact_scan(tmp_path):
     check_round_trip(src, dst)
 
 
+@pytest.mark.slow  # three sessions; the quick run has test_split_kernels_... and test_cli
 def test_bare_array_trace(tmp_path):
     src = FIX / "bare_array.json"
     dst = tmp_path / "out.json"
@@ -155,6 +158,7 @@ def test_bare_array_trace(tmp_path):
     check_round_trip(src, dst)
 
 
+@pytest.mark.slow  # three sessions; the quick run has test_split_kernels_... and test_cli
 def test_augmenting_twice_replaces_the_values(tmp_path):
     once, twice = tmp_path / "once.json", tmp_path / "twice.json"
     augment(FIX / "h100_two_kernels_one_op.json", once)
@@ -163,22 +167,23 @@ def test_augmenting_twice_replaces_the_values(tmp_path):
     assert rep.kernels == 7
 
 
-def test_cli(tmp_path):
+def test_cli(cli_app, tmp_path):
+    """In process (the real entry point: tests/test_cli.py, test_bad_input.py)."""
     dst = tmp_path / "a.json.gz"
-    r = run_cli("augment", FIX / "h100_two_kernels_one_op.json", dst)
-    assert r.returncode == 0, r.stderr
+    r = invoke(cli_app, "augment", FIX / "h100_two_kernels_one_op.json", dst)
+    assert r.exit_code == 0, r.stderr
     assert r.stdout.startswith(f"wrote {dst}: kernel_flop/kernel_num_gb on 7 kernel(s) and 4 op(s); "
                                "1 kernel(s) without an estimate left as they were")
     assert oct(os.stat(dst).st_mode & 0o777) != "0o600"
-    r = run_cli("augment", "--help")
+    r = invoke(cli_app, "augment", "--help")
     assert "Example: duckprof augment" in r.stdout
-    r = run_cli("augment", tmp_path / "nope.json", tmp_path / "x.json")
-    assert r.returncode == 2
+    r = invoke(cli_app, "augment", tmp_path / "nope.json", tmp_path / "x.json")
+    assert r.exit_code == 2
     assert_one_line_error(r.stderr, "nope.json")
     bad = tmp_path / "bad.json"
     bad.write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}, {"ph": ')
-    r = run_cli("augment", bad, tmp_path / "y.json")
-    assert r.returncode == 2 and "bad.json" in r.stderr and "Traceback" not in r.stderr
+    r = invoke(cli_app, "augment", bad, tmp_path / "y.json")
+    assert r.exit_code == 2 and "bad.json" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "y.json").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json.gz", "bad.json"]  # no temp files left
 

@@ -11,7 +11,7 @@ import pytest
 
 import duckprof
 from conftest import (HANDMADE, assert_one_line_error, cli_app, db_state, invoke, rows, run_cli,  # noqa: F401
-                      scalar)
+                      scalar, slow_when)
 
 GOOD = HANDMADE / "nesting3.json"
 GOOD_TEXT = GOOD.read_bytes()
@@ -78,8 +78,16 @@ def shared_db(tmp_path_factory):
     return db
 
 
+@pytest.fixture(scope="module")
+def api_session():
+    """One in-memory session for the API half of test_bad_file: every load
+    into it fails, so it must stay empty (one per case took 0.2 s each)."""
+    with duckprof.connect() as s:
+        yield s
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_bad_file(cli_app, shared_db, tmp_path, name):
+def test_bad_file(cli_app, shared_db, api_session, tmp_path, name):
     content, words = CASES[name]
     path = tmp_path / name
     path.write_bytes(content)
@@ -91,11 +99,11 @@ def test_bad_file(cli_app, shared_db, tmp_path, name):
     assert r.stdout == ""
     assert db_state(shared_db) == before
     # and the Python API raises TraceError naming the file
-    with duckprof.connect() as s:
-        with pytest.raises(duckprof.TraceError) as ei:
-            s.load([str(path)])
-        assert ei.value.path == str(path) and str(path) in str(ei.value)
-        assert scalar(s, "select count(*) from events") == 0
+    s = api_session
+    with pytest.raises(duckprof.TraceError) as ei:
+        s.load([str(path)])
+    assert ei.value.path == str(path) and str(path) in str(ei.value)
+    assert scalar(s, "select count(*) from events") == 0
 
 
 @pytest.mark.parametrize("args,words", [
@@ -186,7 +194,8 @@ def complete_events(text: bytes) -> int:
 AFTER_B2 = GOOD_TEXT.index(b"},", GOOD_TEXT.index(b'"name": "B2"')) + 2  # right after "...},"
 
 
-@pytest.mark.parametrize("cut", [700, 1200, AFTER_B2, len(GOOD_TEXT) - 120])
+# the quick run: a cut inside an event and one right after an event's comma
+@pytest.mark.parametrize("cut", slow_when([700, 1200, AFTER_B2, len(GOOD_TEXT) - 120], {1200, len(GOOD_TEXT) - 120}))
 def test_salvage_truncated_json(tmp_path, cut):
     path = tmp_path / "cut.json"
     path.write_bytes(GOOD_TEXT[:cut])
@@ -210,7 +219,7 @@ def test_salvage_truncated_json(tmp_path, cut):
         assert "nothing dropped" in note
 
 
-def test_salvage_truncated_gzip(tmp_path):
+def test_salvage_truncated_gzip(cli_app, tmp_path):
     big = json.dumps({"traceEvents": [
         {"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i * 10 + 0.5, "dur": 5}
         for i in range(3000)]}).encode()
@@ -222,19 +231,19 @@ def test_salvage_truncated_gzip(tmp_path):
     readable = zlib.decompressobj(31).decompress(gz[: len(gz) * 2 // 3])
     expected = complete_events(readable)
     assert 100 < expected < 3000
-    r = run_cli("load", path)
-    assert r.returncode == 2
+    r = invoke(cli_app, "load", path)
+    assert r.exit_code == 2
     assert_one_line_error(r.stderr, [str(path), "--salvage"])
-    r = run_cli("load", path, "--salvage")
-    assert r.returncode == 0, r.stderr
+    r = invoke(cli_app, "load", path, "--salvage")
+    assert r.exit_code == 0, r.stderr
     assert f"loaded {expected:,} complete events" in r.stdout
 
 
-def test_salvage_on_cli(tmp_path):
+def test_salvage_on_cli(cli_app, tmp_path):
     path = tmp_path / "cut.json"
     path.write_bytes(GOOD_TEXT[:1500])
-    r = run_cli("query", "select count(*) as n from events", path, "--salvage", "-f", "csv")
-    assert r.returncode == 0, r.stderr
+    r = invoke(cli_app, "query", "select count(*) as n from events", path, "--salvage", "-f", "csv")
+    assert r.exit_code == 0, r.stderr
     assert r.stdout.splitlines() == ["n", str(complete_events(GOOD_TEXT[:1500]))]
 
 
@@ -310,6 +319,7 @@ def big_plain(tmp_path_factory):
     return path, data, len(json.loads(data)["traceEvents"])
 
 
+@pytest.mark.slow  # a 17 MB file
 def test_big_plain_file_loads(big_plain):
     path, data, n = big_plain
     with duckprof.connect() as s:
@@ -318,6 +328,7 @@ def test_big_plain_file_loads(big_plain):
         assert scalar(s, "select json_bytes from traces") == len(data)
 
 
+@pytest.mark.slow  # four loads of 8 to 17 MB files
 def test_big_plain_file_bad_inputs(big_plain, tmp_path):
     _, data, n = big_plain
     mid = data.index(b'"name": "', len(data) // 2) + len(b'"name": "')

@@ -10,9 +10,10 @@ import pytest
 
 import duckprof
 from duckprof import jsonscan, split, synth
-from conftest import rows
+from conftest import rows, slow_when
 
 
+@pytest.mark.slow  # a 20 MB trace (test_chunk_files_are_removed_once_staged splits into chunks quickly)
 @pytest.mark.parametrize("gz", [False, True])
 def test_many_chunks_keep_file_order(tmp_path, monkeypatch, gz):
     path = str(tmp_path / ("t.json.gz" if gz else "t.json"))
@@ -30,7 +31,7 @@ def test_many_chunks_keep_file_order(tmp_path, monkeypatch, gz):
 
 
 @pytest.mark.parametrize("gz", [False, True])
-@pytest.mark.parametrize("n_events", [3, 2_000, 60_000])  # ~0.3 KB, ~250 KB, ~7 MB of events
+@pytest.mark.parametrize("n_events", slow_when([3, 2_000, 60_000], {60_000}))  # ~0.3 KB, ~250 KB, ~7 MB of events
 def test_top_level_keys_after_trace_events(tmp_path, gz, n_events):
     """The end of traceEvents is found from the end of the file: other arrays
     after it (deviceProperties, with brackets and escaped quotes inside strings)
@@ -70,6 +71,7 @@ def test_reverse_scan_names_the_closing_bracket_of_trace_events(n_events):
     assert suffix == {k: v for k, v in doc.items() if k != "traceEvents"}
 
 
+@pytest.mark.slow  # loads 7 traces (two of them big corpus files) twice
 def test_traces_inserted_together_equal_traces_inserted_one_by_one(monkeypatch, tmp_path):
     """Small traces are inserted and nested in batches (load.BATCH_BYTES): every
     table must come out as when each trace is inserted alone. The files cover

@@ -15,7 +15,7 @@ import pytest
 
 import duckprof
 from conftest import (HANDMADE, CORPUS, assert_one_line_error, cli_app, corpus_files, invoke, rows,  # noqa: F401
-                      run_cli, scalar)
+                      run_cli, scalar, slow_when)
 from duckprof.load import expand_paths, rank_of
 
 NESTING3 = HANDMADE / "nesting3.json"
@@ -165,6 +165,7 @@ def test_load_without_db_is_a_check(cli_app, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
+@pytest.mark.slow  # synth and demo also run in test_synth.py and test_install.py
 def test_synth_and_demo(cli_app, tmp_path):
     out = tmp_path / "s.json.gz"
     r = invoke(cli_app, "synth", "-o", out, "--events", "2000", "--seed", "3", "--rank", "5")
@@ -240,14 +241,14 @@ def test_bare_array_trace(tmp_path):
             assert scalar(s, "select min(ts_ns) from events") == 500125
 
 
-@pytest.mark.parametrize("fname,distinfo_rank,expected", [
+@pytest.mark.parametrize("fname,distinfo_rank,expected", slow_when([
     ("trace.json", 7, 7),                     # distributedInfo wins
     ("host_rank-3.json", 7, 7),
     ("host_rank-3.json", None, 3),            # else from the file name
     ("worker_rank3.1700000.pt.trace.json", None, 3),
     ("RANK_12.json.gz", None, 12),
     ("trace.json", None, None),               # else NULL
-])
+], {("host_rank-3.json", 7, 7), ("worker_rank3.1700000.pt.trace.json", None, 3), ("RANK_12.json.gz", None, 12)}))
 def test_rank(tmp_path, fname, distinfo_rank, expected):
     p = _copy(NESTING3, tmp_path / fname, drop_distinfo=True, rank=distinfo_rank)
     with duckprof.connect() as s:
@@ -256,6 +257,7 @@ def test_rank(tmp_path, fname, distinfo_rank, expected):
     assert rank_of(str(p), {} if distinfo_rank is None else {"distributedInfo": {"rank": distinfo_rank}}) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not corpus_files(), reason="no corpus")
 def test_two_ranks_of_one_run(cli_app, tmp_path):
     db = tmp_path / "r.duckdb"

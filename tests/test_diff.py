@@ -24,6 +24,10 @@ import duckprof
 import duckprof.diff  # registers the `diff` command on cli.app
 from duckprof.cli import app
 from duckprof.diff import diff
+from conftest import slow_when
+
+# Each diff of two files opens a session and loads both (0.3 s): the quick run
+# (-m "not slow") keeps one test per level and per output format.
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures" / "diff"
@@ -89,6 +93,7 @@ def test_kernels_totals_hand_computed():
     assert isinstance(rows["gemm_kernel"]["a_count"], int)
 
 
+@pytest.mark.slow
 def test_thresholds_decide_status():
     # gemm per step: +20 us, +10 %; softmax: -10 us, -25 %
     with diff(A, B, threshold_pct=15) as d:
@@ -116,6 +121,7 @@ def test_normalize_matches_trivial_differences():
     assert "void foo<>(float*)" in names and "triton_poi_fused_add" in names
 
 
+@pytest.mark.slow
 def test_normalization_rule(tmp_path):
     names_a = ["triton_red_fused_sum_12", "triton_red_fused_sum_3", "k<0x7f00AB12>(int)",
                "void f<128, 4>(int)::{lambda()#2}", "sm80_tile128x64_v2", "triton_poi_fused_add_mul_0",
@@ -138,7 +144,7 @@ def test_normalization_rule(tmp_path):
 def test_category_level():
     with diff(A, B, by="category") as d:
         rows = rows_of(d)
-    assert set(rows) == {"gemm", "other", "reduction", "memcpy", "triton_pointwise"}
+    assert set(rows) == {"gemm", "other", "reduction", "memcpy_htod", "triton_pointwise"}  # memcpys by direction
     check(rows["gemm"], 2, 2, 0, 200, 220, 20, 10, 100, 110, "slower")
     # other = foo (30 / 28 per step) + old_kernel (25) / new_kernel (7.5)
     check(rows["other"], 1.5, 1.5, 0, 55, 35.5, -19.5, -19.5 / 55 * 100, 110 / 3, 71 / 3, "faster")
@@ -226,6 +232,7 @@ def test_summary_hand_computed():
     assert [s["steps"] for s in sides] == [2, 4]
 
 
+@pytest.mark.slow
 def test_per_step_choice(tmp_path):
     p = tmp_path / "nosteps.json"
     p.write_text(json.dumps({"traceEvents": [
@@ -238,6 +245,7 @@ def test_per_step_choice(tmp_path):
         diff(A, str(p), per_step=True)
 
 
+@pytest.mark.slow
 def test_filters_sort_limit():
     with diff(A, B, statuses=["added", "removed"], sort="name") as d:
         names = [r[0] for r in d.table.fetchall()]
@@ -267,6 +275,7 @@ def _table(res):
         return res.table.columns, res.table.fetchall(), res.summary.fetchall()
 
 
+@pytest.mark.slow  # 5 diffs per case; the quick run has test_cli_db_run_vs_file_same_output
 @pytest.mark.parametrize("kw", [{}, {"by": "op", "group_by_input_shape": True}, {"by": "category"},
                                 {"normalize": True, "per_step": False}])
 def test_run_in_database_equals_files(db, kw):
@@ -312,6 +321,7 @@ def test_cli_csv_table_only_summary_on_stderr(tmp_path):
     assert "gpu_busy_us" in r.stderr and "gpu_busy_us" not in out.read_text()
 
 
+@pytest.mark.slow
 def test_cli_table_and_markdown():
     r = CliRunner().invoke(app, ["diff", A, B, "--by", "op", "--format", "markdown", "--limit", "2"])
     assert r.exit_code == 0
@@ -324,6 +334,7 @@ def test_cli_table_and_markdown():
     assert r.exit_code == 0 and "gemm_kernel" in r.stdout and "old_kernel" not in r.stdout
 
 
+@pytest.mark.slow
 def test_cli_parquet(tmp_path):
     out = tmp_path / "d.parquet"
     r = CliRunner().invoke(app, ["diff", A, B, "--format", "parquet", "--output", str(out)])
@@ -384,7 +395,7 @@ PAIRS = {"tiny_compare": ("tiny_compare_base.json.gz", "tiny_compare_test.json.g
          "resnet50_workers0_vs_4": ("v100_resnet50_workers0_2021.json.gz", "v100_resnet50_workers4_2021.json.gz")}
 
 
-@pytest.fixture(scope="module", params=list(PAIRS))
+@pytest.fixture(scope="module", params=slow_when(list(PAIRS), {"resnet50_workers0_vs_4"}))
 def corpus_pair(request):
     """(path A, path B, an in-memory session with them loaded as runs 'A' and 'B')."""
     pa, pb = (CORPUS / f for f in PAIRS[request.param])

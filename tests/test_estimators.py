@@ -596,6 +596,7 @@ def test_h100_attention_kernel_op_equals_parent():
     assert set(vals.values()) == {4 * 4 * 12 * 197 * 197 * 64}
 
 
+@pytest.mark.slow  # parses every corpus file with the json module
 def test_every_corpus_type_spelling_is_known():
     if not CORPUS.is_dir():
         pytest.skip(f"corpus not found at {CORPUS}")

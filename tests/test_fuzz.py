@@ -83,6 +83,7 @@ def _try_load(s, path, salvage):
     return "loaded"
 
 
+@pytest.mark.slow  # 60 loads; the quick run has test_fuzz_reaches_both_outcomes
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(source=st.sampled_from(sorted(SOURCES)), muts=st.lists(mutation, min_size=1, max_size=4),
        gz=st.booleans(), salvage=st.booleans())
@@ -94,6 +95,7 @@ def test_corrupted_json(session, tmp_path_factory, source, muts, gz, salvage):
     _try_load(session, path, salvage)
 
 
+@pytest.mark.slow  # 40 loads
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(source=st.sampled_from(sorted(SOURCES)), muts=st.lists(mutation, min_size=1, max_size=3),
        salvage=st.booleans())

@@ -35,6 +35,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import duckprof  # noqa: E402
+from conftest import slow_when  # noqa: E402
 
 FIX = REPO / "fixtures" / "gpu_time"
 TWO = FIX / "two_streams.json"
@@ -314,6 +315,7 @@ def _random_trace(seed):
     return {"traceEvents": ev}
 
 
+@pytest.mark.slow  # 30 random traces, each its own run
 def test_drains_match_basic_evaluation_loop(tmp_path):
     s = duckprof.connect()
     seeds = list(range(30))
@@ -347,7 +349,9 @@ def _cli(*args):
     return CliRunner().invoke(cli.app, [str(a) for a in args])
 
 
-@pytest.mark.parametrize("name", ["idle", "gpu-time", "queue", "temporal"])
+# the quick run: each command once across these three tests
+@pytest.mark.parametrize("name", slow_when(["idle", "gpu-time", "queue", "temporal"], {"gpu-time", "queue",
+                                                                                      "temporal"}))
 def test_cli_help_and_formats(name, tmp_path):
     r = _cli("report", name, "--help")
     assert r.exit_code == 0 and "Example: duckprof report" in r.output
@@ -362,7 +366,7 @@ def test_cli_help_and_formats(name, tmp_path):
     assert r.exit_code == 2 and "--output" in r.output
 
 
-@pytest.mark.parametrize("name", ["idle", "gpu-time", "queue", "temporal"])
+@pytest.mark.parametrize("name", slow_when(["idle", "gpu-time", "queue", "temporal"], {"idle", "queue"}))
 def test_cli_no_gpu(name):
     r = _cli("report", name, FIX / "cpu_only.json")
     assert r.exit_code == 0
@@ -379,8 +383,9 @@ def test_cli_no_launches():
     assert "no launch call in this trace matches its device activity" in r.stderr
 
 
-@pytest.mark.parametrize("stem", ["cpu_only_rank34.json.gz", "a100_cpu_ops_no_distinfo.json.gz"])
-@pytest.mark.parametrize("name", ["idle", "gpu-time", "queue", "temporal"])
+@pytest.mark.parametrize("stem", slow_when(["cpu_only_rank34.json.gz", "a100_cpu_ops_no_distinfo.json.gz"],
+                                          {"a100_cpu_ops_no_distinfo.json.gz"}))
+@pytest.mark.parametrize("name", slow_when(["idle", "gpu-time", "queue", "temporal"], {"gpu-time", "temporal"}))
 def test_cli_cpu_only_corpus_traces(name, stem):
     import os
     corpus = Path(os.environ.get("DUCKPROF_CORPUS", REPO.parent / "shared" / "traces"))

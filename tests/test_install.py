@@ -19,6 +19,9 @@ import pytest
 
 from conftest import HANDMADE, REPO
 
+# builds a wheel and a virtual environment (~18 s): CI runs it, the quick run does not
+pytestmark = pytest.mark.slow
+
 IGNORE = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache",
                                 ".hypothesis", "bench-out", "tests", "fixtures", "benchmarks", "*.duckdb*")
 OFFLINE_SIGNS = ("No matching distribution found", "Could not find a version that satisfies",

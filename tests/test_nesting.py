@@ -9,12 +9,13 @@ on real traces, computed by an independent stack walk over the raw events.
 from __future__ import annotations
 
 import decimal
+import itertools
 import json
 import os
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import duckprof
@@ -211,26 +212,68 @@ _interval = st.tuples(st.integers(0, 12), st.integers(0, 6), st.sampled_from(["c
                       st.integers(0, 1))
 
 
-def _nesting_of(events):
+@pytest.fixture(scope="module")
+def random_session():
+    """One session for every example of the property test below (a new
+    connection per example took 0.2 s of its 0.3 s): each example is loaded
+    as a run of its own, and its traces are read back by trace_id."""
+    s = duckprof.connect()
+    yield s
+    s.close()
+
+
+_example = itertools.count()
+
+
+def _nesting_of(s, traces):
+    """Load each event list as a trace file of its own, all in one load into
+    session `s`; returns, per trace, {event index: (parent index, depth,
+    self ns, op index)}."""
     with tempfile.TemporaryDirectory() as d:
-        path = f"{d}/t.json"
-        with open(path, "w") as f:
-            json.dump({"traceEvents": events}, f)
-        with duckprof.connect() as s:
-            s.load([path])
-            return {eid - 1: (None if p is None else p - 1, dep, self_ns, None if o is None else o - 1)
-                    for eid, p, dep, self_ns, o in rows(
-                        s, "SELECT event_id, parent_event_id, depth, self_ns, op_event_id FROM events WHERE depth IS NOT NULL")}
+        paths = []
+        for k, events in enumerate(traces):
+            paths.append(os.path.join(d, f"t{k}.json"))
+            with open(paths[-1], "w") as f:
+                # traceName keeps equal event lists apart: a run skips a file whose bytes it holds
+                json.dump({"traceName": f"t{k}", "traceEvents": events}, f)
+        report = s.load(paths, run=f"random{next(_example)}")
+    ids = {os.path.basename(f.path): f.trace_id for f in report.files if not f.skipped}
+    assert len(ids) == len(traces)
+    return [{eid - 1: (None if p is None else p - 1, dep, self_ns, None if o is None else o - 1)
+             for eid, p, dep, self_ns, o in rows(
+                 s, "SELECT event_id, parent_event_id, depth, self_ns, op_event_id FROM events "
+                  "WHERE trace_id = $t AND depth IS NOT NULL",
+                 {"t": ids[f"t{k}.json"]})}
+            for k in range(len(traces))]
 
 
-@settings(max_examples=int(os.environ.get("NESTING_EXAMPLES", 60)), deadline=None,
+# Each example is 4 to 8 random traces loaded together, so the default 20
+# examples check about 100 traces (the property test used to check 60, one
+# session each). Run longer with NESTING_EXAMPLES=500.
+@settings(max_examples=int(os.environ.get("NESTING_EXAMPLES", 20)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(_interval, min_size=1, max_size=14))
-def test_random_intervals_match_stack_walk(intervals):
+@given(st.lists(st.lists(_interval, min_size=1, max_size=14), min_size=4, max_size=8))
+@example([
+    # tid 0: an identical pair, a child sharing the start, one sharing the end, zero-length
+    # events inside and at the end, and one that starts inside and outlives them (crossing)
+    [(0, 6, "cpu_op", 0), (0, 6, "cpu_op", 0), (0, 2, "user_annotation", 0), (4, 2, "cpu_op", 0),
+     (6, 0, "cpu_op", 0), (2, 0, "user_annotation", 0), (3, 5, "cpu_op", 0),
+     # tid 1: zero-length at a parent's start, a crossing pair, equal zero-length siblings
+     (1, 3, "user_annotation", 1), (1, 0, "cpu_op", 1), (2, 3, "cpu_op", 1), (5, 0, "cpu_op", 1),
+     (5, 0, "cpu_op", 1)],
+    [(0, 0, "cpu_op", 0)],
+])
+def test_random_intervals_match_stack_walk(random_session, traces):
     """Arbitrary intervals on two threads (nested, tied, zero-length and
-    crossing ones) nest exactly as the reference stack walk says."""
-    events = [{"ph": "X", "cat": cat, "name": f"e{i}", "pid": 1, "tid": tid, "ts": ts, "dur": dur}
-              for i, (ts, dur, cat, tid) in enumerate(intervals)]
-    tree = stack_nesting(events)
-    expected = {i: v + (op_ancestor(events, tree, i),) for i, v in tree.items()}
-    assert _nesting_of(events) == expected
+    crossing ones) nest exactly as the reference stack walk says. An example
+    is several such traces, loaded together as a new run of one session."""
+    events_of, expected = [], []
+    for intervals in traces:
+        events = [{"ph": "X", "cat": cat, "name": f"e{i}", "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+                  for i, (ts, dur, cat, tid) in enumerate(intervals)]
+        tree = stack_nesting(events)
+        events_of.append(events)
+        expected.append({i: v + (op_ancestor(events, tree, i),) for i, v in tree.items()})
+    got = _nesting_of(random_session, events_of)
+    for k, intervals in enumerate(traces):
+        assert got[k] == expected[k], f"trace {k} of the example: {intervals}"

@@ -198,6 +198,7 @@ def _device_properties():
     return out
 
 
+@pytest.mark.slow  # parses every corpus file with the json module
 def test_corpus_devices():
     expected = {
         "a100_alexnet_train.json.gz": "NVIDIA A100 SXM4 40GB",

@@ -4,6 +4,8 @@ other processes, reload detection, schema version check, removing runs."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 
@@ -18,13 +20,24 @@ NESTING3 = HANDMADE / "nesting3.json"          # 19 events
 FRACTIONAL = HANDMADE / "fractional_base.json"  # 11 events
 
 
-@pytest.fixture
-def loaded_db(tmp_db):
-    with duckprof.connect(tmp_db) as s:
+@pytest.fixture(scope="module")
+def loaded_template(tmp_path_factory):
+    db = tmp_path_factory.mktemp("template") / "runs.duckdb"
+    with duckprof.connect(db) as s:
         s.load([str(NESTING3), str(FRACTIONAL)], run="base")
+    assert not os.path.exists(str(db) + ".wal")
+    return db
+
+
+@pytest.fixture
+def loaded_db(loaded_template, tmp_db):
+    """A database file of its own for each test, with NESTING3 and FRACTIONAL
+    loaded as run 'base': a copy of one made once per module."""
+    shutil.copyfile(loaded_template, tmp_db)
     return tmp_db
 
 
+@pytest.mark.slow  # three processes
 def test_load_in_one_process_query_in_another(tmp_db):
     r = run_cli("load", NESTING3, FRACTIONAL, "--db", tmp_db, "--run", "base", "-q")
     assert r.returncode == 0, r.stderr
@@ -43,6 +56,7 @@ def test_load_in_one_process_query_in_another(tmp_db):
     assert out.stdout.split() == ["30", str(15 + 8)]  # nesting3: 15 cpu_ops; fractional_base: 8
 
 
+@pytest.mark.slow  # two more processes
 def test_two_concurrent_readers(loaded_db):
     sql = "select count(*) as n from events"
     env = dict(__import__("os").environ, PYTHONPATH=str(REPO))
@@ -179,6 +193,7 @@ def test_read_only_query_does_not_modify(cli_app, loaded_db):
     assert db_state(loaded_db) == before
 
 
+@pytest.mark.slow  # two more databases
 def test_json_columns_use_zstd_and_old_storage_formats_still_load(tmp_path):
     """events' JSON columns are stored with zstd; a database file created in a
     storage format older than DuckDB 1.2 (no zstd) gets the schema without it,
@@ -202,6 +217,7 @@ def test_json_columns_use_zstd_and_old_storage_formats_still_load(tmp_path):
         assert len(new_rows) == 19
 
 
+@pytest.mark.slow  # writes and loads a 17 MB trace
 def test_content_hash_is_sha256_of_the_file_bytes(tmp_db, tmp_path):
     import gzip
     import hashlib
@@ -282,6 +298,7 @@ def test_an_error_while_inserting_a_batch_names_the_files_and_changes_nothing(lo
     assert db_state(loaded_db) == before
 
 
+@pytest.mark.slow  # two traces of 135,000 events
 def test_a_load_is_checkpointed_without_rewriting_row_groups(tmp_db, tmp_path):
     """A big trace's INSERT writes full row groups straight to the file and
     ends in a partly filled one; DuckDB's checkpoint would merge such groups
@@ -313,3 +330,19 @@ def test_runs_lists_ranks_in_numeric_order_with_ranges():
                   "VALUES ($t, $run, $rank, 'p', 'h', 1, 2)", {"t": t, "run": run, "rank": rank})
         assert rows(s, "SELECT run, traces, ranks, events FROM runs ORDER BY run") == [
             ("a", 7, "0-2,5,7-8,10", 7), ("b", 1, None, 1), ("c", 3, "2,10", 3)]
+
+
+def test_planted_views_never_run(tmp_db, tmp_path, cli_app):
+    """A view planted in a shared database under one of duckprof's names (here
+    `runs`, reading a file of the host) is not what duckprof runs: a reader
+    uses the packaged views (TEMP), a writer replaces the planted one."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET")
+    with duckprof.connect(tmp_db) as s:
+        s.load([str(NESTING3)], run="base")
+        s.con.execute(f"CREATE OR REPLACE VIEW runs AS SELECT content AS run FROM read_text('{secret}')")
+    res = invoke(cli_app, "runs", "--db", tmp_db, "--format", "csv")
+    assert res.exit_code == 0 and "TOP-SECRET" not in res.stdout and "base" in res.stdout, res.output
+    with duckprof.connect(tmp_db) as s:  # a writable open puts the packaged view back
+        assert "read_text" not in s.con.execute(
+            "SELECT sql FROM duckdb_views() WHERE view_name = 'runs' AND NOT temporary").fetchall()[0][0]

@@ -26,7 +26,7 @@ from duckprof import reports, sqlfiles
 
 GPU = REPO / "fixtures" / "gpu_time" / "two_streams.json"
 H100 = REPO / "fixtures" / "kernels" / "h100_two_kernels_one_op.json"
-LOOKUP_TABLES = {"op_estimates", "device_peaks"}   # derived views may read these
+LOOKUP_TABLES = {"op_estimates", "device_peaks", "interconnect_peaks"}   # derived views may read these
 RAW_TABLES = set(sqlfiles.TABLES) - LOOKUP_TABLES
 
 
@@ -68,7 +68,9 @@ def optional_columns(h: sqlfiles.Header) -> set[str]:
 @pytest.mark.parametrize("name", [r.name for r in reports.REPORTS])
 def test_report_header_equals_its_result(session, name):
     report = reports.lookup(name)
-    files = [(report.file, {})] + [(f"reports/{stem}.sql", {opt: True}) for opt, stem in report.variants.items()]
+    opts = {o.name: o for o in report.options()}
+    files = [(report.file, {})] + [(f"reports/{stem}.sql", {opt: opts[opt].choices[0] if opts[opt].choices else True})
+                                   for opt, stem in report.variants.items()]
     for rel, options in files:
         h = sqlfiles.parse_header(rel)
         res = session.report_result(name, **options)
@@ -104,7 +106,7 @@ def test_no_hugeint_in_any_view(session):
 
 # -- layers and declarations ------------------------------------------------------------
 
-_CTE = re.compile(r"(?:\bWITH\s+|,\s*)([a-z_][a-z0-9_]*)\s+AS\s*(?:MATERIALIZED\s*)?\(", re.I)
+_CTE = re.compile(r"(?:\bWITH\s+(?:RECURSIVE\s+)?|,\s*)([a-z_][a-z0-9_]*)\s+AS\s*(?:MATERIALIZED\s*)?\(", re.I)
 _READ = re.compile(r"\b(?:FROM|JOIN)\s+([a-z_][a-z0-9_.]*)", re.I)
 _CREATED = re.compile(r"CREATE\s+OR\s+REPLACE\s+(?:TEMP\s+)?(?:VIEW|MACRO)\s+([a-z_][a-z0-9_]*)", re.I)
 
@@ -149,10 +151,23 @@ def rendered(path: str) -> str:
     structure = dict(run="r", device=0, limit=5, sort="total", group_by_launch=True, peak_tflops=None,
                      peak_gbps=None, by_step=False, result="duckprof_report_0", by="op", shapes=True,
                      op_time="total", normalize=True, collapse_templates=True, raw_names=True,
-                     per_step=True, qa="", qb="")
+                     per_step=True, qa="", qb="", rules=None, category=None, summary=False, breakdown=None,
+                     group_by_input_shape=False, group_by_stack=0, top_level_only=False, by_graph_node=False,
+                     by_rank=True, exclude_last_step=False, hta=False)
+    for r in reports.REPORTS:  # options this structure does not set, or sets to a value they do not take
+        if path == r.file or path in {f"reports/{stem}.sql" for stem in r.variants.values()}:
+            for o in r.options():
+                if o.name not in structure or (o.choices and structure[o.name] not in o.choices):
+                    structure[o.name] = o.default
+    if path == "reports/ops.sql":  # the stack grouping reads more views
+        return "\n".join(sqlfiles.render(path, **dict(structure, **extra))
+                         for extra in ({}, {"group_by_stack": 5, "group_by_input_shape": True}))
     if path == "reports/diff.sql":  # each level reads other views
         return "\n".join(sqlfiles.render(path, **dict(structure, by=by))
                          for by in ("kernel", "op", "category", "device"))
+    if path == "reports/trend.sql":  # each metric reads other views
+        return "\n".join(sqlfiles.render(path, **dict(structure, metric=m))
+                         for m in ("step_time", "busy", "kernel", "op", "category"))
     return sqlfiles.render(path, **structure)
 
 

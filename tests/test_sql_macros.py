@@ -135,3 +135,58 @@ def test_category_lists_render_as_sql_lists():
         SELECT 'gpu_memset' IN {{ sql_list(device_cats) }}, 'cuda_runtime' IN {{ sql_list(device_cats) }},
                'hip_runtime' IN {{ sql_list(runtime_cats) }}""")
     assert got == [(True, False, True)]
+
+
+# -- categorized (templates/categories.sql) --------------------------------------------
+
+def test_categorized_first_matching_rule_wins_else_the_view(tmp_path):
+    # names: k_gemm_1 matches rules 2 and 3 -> rule 2 (first in the file); Memcpy HtoD
+    # matches rule 1 (case-insensitive); other_kernel matches none -> the view's category
+    rules = tmp_path / "rules.csv"
+    rules.write_text("pattern,category\nmemcpy htod,copy_in\ngemm,my_gemm\n^k_,k_kernels\n")
+    text = """{% from 'templates/categories.sql' import categorized %}
+        WITH kernel_categories(kind, name, category) AS (VALUES ('kernel', 'k_gemm_1', 'gemm'),
+             ('memcpy', 'Memcpy HtoD (Pinned -> Device)', 'memcpy_htod'), ('kernel', 'other_kernel', 'other'))
+        SELECT * FROM ({{ categorized(rules) }}) ORDER BY name"""
+    assert sql(text, {"rules": str(rules)}, rules=True) == [
+        ("memcpy", "Memcpy HtoD (Pinned -> Device)", "copy_in", True),
+        ("kernel", "k_gemm_1", "my_gemm", True),
+        ("kernel", "other_kernel", "other", False)]
+    assert sql(text, rules=False) == [
+        ("memcpy", "Memcpy HtoD (Pinned -> Device)", "memcpy_htod", False),
+        ("kernel", "k_gemm_1", "gemm", False),
+        ("kernel", "other_kernel", "other", False)]
+
+
+# -- call_bytes (templates/memory.sql) ----------------------------------------------------
+
+def test_call_bytes_counts_memory_events_in_start_end_inclusive():
+    # memory at t = 10 (+5 CPU), 20 (+7 device), 30 (-5 CPU), 40 (+1 CPU)
+    # call a [10, 30]: 5 + 7 - 5 (both ends inclusive) -> cpu 0, dev 7
+    # call b [11, 29]: only t = 20 -> cpu 0, dev 7;  call c [31, 39]: nothing -> no row
+    # call d [40, 40]: t = 40 -> cpu 1;  trace 2 has no memory -> no row
+    got = sql("""{% from 'templates/memory.sql' import call_bytes %}
+        WITH calls(trace_id, ts_ns, end_ns, kh, pkh) AS (VALUES (1, 10, 30, 'a', NULL), (1, 11, 29, 'b', 'a'),
+                                                               (1, 31, 39, 'c', NULL), (1, 40, 40, 'd', NULL),
+                                                               (2, 0, 100, 'e', NULL)),
+             mem(trace_id, ts_ns, cpu_b, dev_b) AS (VALUES (1, 10, 5, 0), (1, 20, 0, 7), (1, 30, -5, 0), (1, 40, 1, 0))
+        SELECT * FROM ({{ call_bytes('calls', 'mem') }}) ORDER BY kh""")
+    assert got == [(1, "a", None, 0, 7), (1, "b", "a", 0, 7), (1, "d", None, 1, 0)]
+# -- collective_arrivals -------------------------------------------------------------
+
+def test_collective_arrivals_match_by_seq_else_by_type_and_occurrence():
+    # run 'a' = traces 1 and 3 (trace_files above); trace 2 is run 'b'.
+    # pg 0 seq 7: trace 1 starts at 100 (two kernels: the first counts), trace 3 at 160
+    #   -> last = trace 3, trace 1 waited 60, trace 3 waited 0.
+    # pg 1 without seq: all_reduce #1 on both (300 vs 250) -> trace 1 last, trace 3 waited 50;
+    #   all_reduce #2 only on trace 1 -> left out; trace 2 (run b) alone -> left out.
+    got = sql("""{% from 'templates/collectives.sql' import collective_arrivals %}
+        WITH src(trace_id, ts_ns, process_group, seq, collective, occurrence) AS (VALUES
+            (1, 100, '0', 7, 'all_reduce', 1), (1, 130, '0', 7, 'all_reduce', 2), (3, 160, '0', 7, 'all_reduce', 1),
+            (1, 300, '1', NULL, 'all_reduce', 1), (3, 250, '1', NULL, 'all_reduce', 1),
+            (1, 400, '1', NULL, 'all_reduce', 2), (2, 100, '0', 7, 'all_reduce', 1))
+        SELECT * FROM ({{ collective_arrivals('src') }}) ORDER BY instance, trace_id""")
+    assert got == [("a", "0/seq 7", "0", "all_reduce", 1, 100, 2, 100, 160, 3, 60),
+                   ("a", "0/seq 7", "0", "all_reduce", 3, 160, 2, 100, 160, 3, 0),
+                   ("a", "1/all_reduce #1", "1", "all_reduce", 1, 300, 2, 250, 300, 1, 0),
+                   ("a", "1/all_reduce #1", "1", "all_reduce", 3, 250, 2, 250, 300, 1, 50)]

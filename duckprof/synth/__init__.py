@@ -46,7 +46,9 @@ Format notes for readers of the output:
 * ``ac2g`` flows: ``ph: s`` on the launch (CPU pid/tid, same ts), ``ph: f``
   with ``bp: e`` on the device event; ``id`` equals ``correlation``.
 
-Public API: :func:`generate`, :func:`generate_ranks`,
+Public API: :func:`generate`, :func:`generate_ranks`, :func:`generate_job`
+(the ranks of one job on one clock, meeting at every collective, one rank
+optionally late: ``job``),
 :func:`approx_events_for_bytes`; ``python -m duckprof.synth OUT --events N``.
 
 Modules: ``format`` (Kineto's JSON layout, event templates, the file header),
@@ -57,6 +59,7 @@ building blocks), ``model`` (the training step's operator trees), ``sim``
 
 from __future__ import annotations
 
+from .job import generate_job
 from .writer import BYTES_PER_EVENT, approx_events_for_bytes, generate, generate_ranks
 
-__all__ = ["generate", "generate_ranks", "approx_events_for_bytes", "BYTES_PER_EVENT"]
+__all__ = ["generate", "generate_ranks", "generate_job", "approx_events_for_bytes", "BYTES_PER_EVENT"]

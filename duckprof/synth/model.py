@@ -313,8 +313,9 @@ class Model:
                                                self.nblocks)
         return m
 
-    def comm(self, nelems):
-        """record_param_comms tree for one gradient bucket (built per call: cheap, few per step)."""
+    def comm(self, nelems, seq=None):
+        """record_param_comms tree for one gradient bucket (built per call: cheap, few per step);
+        seq: the collective's sequence number in its process group ("Seq"), written in job mode."""
         b = self.b
         ws = self.world_size
         ranks = "[" + ", ".join(str(i) for i in range(ws)) + "]"
@@ -322,13 +323,15 @@ class Model:
                 '"Group size": %d, "Global rank start": 0, "Global rank stride": 1, "In msg nelems": %d, '
                 '"Out msg nelems": %d, "In split size": "[]", "Out split size": "[]", "dtype": "Float", '
                 '"Collective name": "allreduce"' % (ranks, ws, nelems, nelems))
+        seq_arg = "" if seq is None else ', "Seq": %d' % seq
+        meta += seq_arg
         nbytes = nelems * 4
         # ring all-reduce: 2(n-1)/n of the data over ~80 GB/s NVLink-ish bus bandwidth
         dur = 9000 + (2.0 * max(ws - 1, 1) / max(ws, 1)) * nbytes / 80.0
         kern_extra = (', "Collective name": "allreduce", "In msg nelems": %d, "Out msg nelems": %d, "Group size": %d, '
                       '"dtype": "Float", "In split size": "[]", "Out split size": "[]", "Process Group Name": "0", '
                       '"Process Group Description": "default_pg", "Process Group Ranks": "%s"'
-                      % (nelems, nelems, ws, ranks))
+                      % (nelems, nelems, ws, ranks)) + seq_arg
         kl = b.kern(self.bwd, "nccl", dur, [8, 1, 1], [544, 1, 1], 96, 87568, stream=COMM_STREAM,
                     api=API_LAUNCH_EXC, api_ns=11000, extra=kern_extra)
         rpc = Op(op_template("cpu_op", "record_param_comms", self.pid, self.bwd, meta), C_OP, 4000, 3000,

@@ -35,6 +35,9 @@ class Sim:
         self._tpl_py = {}
         self._tpl_gua = {}
         self._sync = {}
+        self.job = None         # a job.Job when the ranks of one job are written together
+        self.collective = None  # the sequence number of the NCCL kernel being launched (job mode)
+        self.coll_seq = 0
 
     # --- primitive emitters ---------------------------------------------------
     def mem(self, tid, nbytes):
@@ -100,6 +103,10 @@ class Sim:
             dd = int(L.dev_ns * (0.9 + 0.2 * r()))
             if dd < 900:
                 dd = 900
+            if self.collective is not None:
+                # a collective kernel runs until the last rank has joined it
+                dd += self.job.arrive(self.collective, self.rank, start) - start
+                self.collective = None
             self.free[s] = start + dd
             if s == COMPUTE_STREAM:
                 if self.first7 is None:
@@ -236,7 +243,7 @@ def run_step(sim, model, img, step_no):
     # --- data loading (CPU only: leaves the GPU idle) ------------------------
     dl = sim.span_begin()
     x = r()
-    if x < 0.12:
+    if x < 0.12 and sim.job is None:  # a job: its late rank is the straggler
         sim.t += 8_000_000 + int(r() * 25_000_000)        # loader stall
     else:
         sim.t += 300_000 + int(r() * 2_500_000)
@@ -369,7 +376,11 @@ def _allreduce(sim, model, nelems):
     r = sim.r
     bwd = model.bwd
     nelems = int(nelems)
-    ar, rpc, kl, dur = model.comm(nelems)
+    seq = None
+    if sim.job is not None:
+        seq = sim.coll_seq
+        sim.coll_seq += 1
+    ar, rpc, kl, dur = model.comm(nelems, seq)
     acc = sim.span_begin()
     sim.t += 3000 + int(r() * 3000)
     ar_span = sim.span_begin()
@@ -385,6 +396,10 @@ def _allreduce(sim, model, nelems):
     sim.free[COMM_STREAM] = max(sim.free[COMM_STREAM], sim.free[COMPUTE_STREAM])
     # rank skew: other ranks arrive later, the ring waits
     kl.dev_ns = int(dur + r() * 150_000 * (1 if sim.world_size > 1 else 0.1))
+    if seq is not None:
+        kl.dev_ns = int(dur)  # the wait comes from the other ranks' real arrival (Sim.launch)
+        sim.t += sim.job.delay_ns(sim.rank)
+        sim.collective = seq
     sim.launch(kl, rpc_ext)
     k_start = sim.dev_start
     sim.plain_rt("cudaEventRecord", 135, bwd, rpc_ext, 1500)

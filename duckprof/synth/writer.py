@@ -52,7 +52,7 @@ def approx_events_for_bytes(n_bytes):
 
 
 def generate(out_path, events=20000, seed=0, rank=0, world_size=1, target_bytes=None, blocks=None,
-             compresslevel=1):
+             compresslevel=1, steps=None, job=None):
     """Write one synthetic Kineto trace to ``out_path`` (gzip if it ends in ``.gz``).
 
     events        approximate number of trace events (whole steps are written,
@@ -65,6 +65,11 @@ def generate(out_path, events=20000, seed=0, rank=0, world_size=1, target_bytes=
                   uncompressed JSON is about this many bytes (within ~1 step)
     blocks        transformer blocks per step (default: chosen from the size)
     compresslevel gzip level for .gz output (isal levels 0-3, zlib 1-9)
+    steps         if given, overrides ``events``/``target_bytes``: write exactly
+                  this many profiler steps
+    job           a job.Job when this rank is one of several written together
+                  (duckprof.synth.generate_job): the ranks share one clock and
+                  each NCCL kernel ends when the last rank has joined it
 
     Returns a summary dict: path, events, bytes (uncompressed JSON size),
     file_bytes (size on disk), steps, categories (event count per "cat";
@@ -90,9 +95,12 @@ def generate(out_path, events=20000, seed=0, rank=0, world_size=1, target_bytes=
     header = write_header(rng, int(rank), int(world_size), ndev)
     out = []
     sim = Sim(rng, out, pid, main, bwd, device, int(rank), int(world_size))
+    sim.job = job
     model = Model(pid, main, bwd, device, blocks, int(world_size))
     # monotonic-clock microseconds, like Kineto (~2 weeks of uptime)
     t_origin = (1_200_000_000_000 + int(r() * 80_000_000_000)) * 1000
+    if job is not None:
+        t_origin = job.t_origin  # the ranks of one job share one clock
     sim.t = t_origin
     sim.free = {COMPUTE_STREAM: t_origin, COMM_STREAM: t_origin}
     trace_start = t_origin
@@ -103,6 +111,7 @@ def generate(out_path, events=20000, seed=0, rank=0, world_size=1, target_bytes=
     written_events = 0
     step_no = 5 + int(r() * 20)
     first_step = step_no
+    n_steps = steps
     steps = 0
     first = True
     images = (192, 224, 224, 224, 256, 256, 320)
@@ -123,7 +132,10 @@ def generate(out_path, events=20000, seed=0, rank=0, world_size=1, target_bytes=
         # running averages of one step's size decide when to stop
         step_events_est = written_events // steps
         step_bytes_est = (sink.bytes - len(header)) // steps
-        if target_bytes is not None:
+        if n_steps is not None:
+            if steps >= n_steps:
+                break
+        elif target_bytes is not None:
             if sink.bytes + step_bytes_est // 2 >= target_bytes - 4000:
                 break
         elif written_events + step_events_est // 2 >= events:

@@ -19,7 +19,7 @@
 -- parent + 1. So the parent of an event is the latest start, before the
 -- event's end point, whose level equals that of the parent: a window
 -- partitioned by (thread, running sum - 1) finds it for every end point in
--- one sort (two ASOF joins did this 30% slower). Counting only cpu_ops the
+-- one sort (cheaper than two ASOF joins). Counting only cpu_ops the
 -- same way gives each event's innermost enclosing cpu_op (op_id), which is
 -- its parent when that is a cpu_op.
 --

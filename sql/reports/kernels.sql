@@ -175,9 +175,7 @@ WITH t AS (
            (SELECT count(*) FROM gpu_devices d WHERE d.trace_id = f.trace_id AND d.listed) AS n_devices,
            EXISTS (SELECT 1 FROM cpu_ops o WHERE o.trace_id = f.trace_id AND o.input_dims IS NOT NULL) AS has_shapes,
            EXISTS (SELECT 1 FROM {{ result }} r WHERE r.trace_id = f.trace_id
-                   AND (r.flops IS NOT NULL OR r.bytes IS NOT NULL)) AS has_estimates,
-           EXISTS (SELECT 1 FROM launches l WHERE l.trace_id = f.trace_id AND l.kind = 'kernel'
-                   AND l.op_event_id IS NOT NULL) AS has_linked
+                   AND (r.flops IS NOT NULL OR r.bytes IS NOT NULL)) AS has_estimates
     FROM trace_files f
     WHERE TRUE {{ run_scope('f.') }}
 ),
@@ -232,6 +230,15 @@ over_peak_notes AS (
               END AS note
     FROM why
 ),
+unlinked AS (  -- of the traces with shapes but no estimate, those where no kernel found its op
+    -- (launches is costly: it is read only for those traces, usually none)
+    SELECT trace_id FROM t
+    WHERE n_kernels > 0 AND has_shapes AND NOT has_estimates
+      AND trace_id NOT IN (SELECT l.trace_id FROM launches l
+                           WHERE l.trace_id IN (SELECT trace_id FROM t WHERE n_kernels > 0 AND has_shapes
+                                                AND NOT has_estimates)
+                             AND l.kind = 'kernel' AND l.op_event_id IS NOT NULL)
+),
 notes AS (
     SELECT 0 AS section, NULL::INTEGER AS trace_id, 0 AS k,
            'no traces loaded' {% if run is not none %}|| ' in run ''' || $run || ''''{% endif %} AS note
@@ -246,7 +253,7 @@ notes AS (
     UNION ALL
     SELECT 1, trace_id, 1, file_name || ': no kernel is linked to the op that launched it (no External id or '
                               || 'correlation to a cpu_op), so FLOPs and bytes are unknown'
-    FROM t WHERE n_kernels > 0 AND has_shapes AND NOT has_estimates AND NOT has_linked
+    FROM t WHERE trace_id IN (SELECT trace_id FROM unlinked)
     {%- if need_peaks %}
     UNION ALL
     SELECT 1, trace_id, 2, file_name || ': no deviceProperties, so no device peaks; pass {{ missing_opts }}'

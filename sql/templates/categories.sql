@@ -21,6 +21,13 @@
 -- not_host_cats   complete events that are not host-thread intervals and so are
 --                 left out of nesting: device activity, GPU-side annotations and
 --                 the trace span
+-- categorized(rules): a SELECT of (kind, name, category, by_rule), one row per
+--                 distinct device activity name (kernel_categories): the category
+--                 of the first row of a rules file that matches the name, else
+--                 the view's. With rules true the file is the bound parameter
+--                 $rules: a CSV whose header names the columns pattern and
+--                 category (others are ignored); pattern is an RE2 regex searched
+--                 in the name, case-insensitive. by_rule: a file rule matched.
 {%- set canonical_cats = ['kernel', 'cpu_op', 'cuda_runtime', 'cuda_driver', 'gpu_memcpy', 'gpu_memset',
     'ac2g', 'fwdbwd', 'user_annotation', 'gpu_user_annotation', 'python_function', 'cpu_instant_event',
     'trace', 'overhead', 'cuda_sync', 'cuda_event', 'cuda_profiler_range', 'external_correlation',
@@ -39,4 +46,22 @@ CASE {{ cat }} WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy' WHEN 
 {%- endmacro %}
 {% macro sql_list(items) -%}
 ({% for x in items %}'{{ x }}'{% if not loop.last %}, {% endif %}{% endfor %})
+{%- endmacro %}
+
+{% macro categorized(rules) -%}
+SELECT c.kind, c.name, coalesce(m.category, c.category) AS category, m.category IS NOT NULL AS by_rule
+FROM kernel_categories c
+{%- if rules %}
+LEFT JOIN (
+    SELECT k.kind, k.name, arg_min(r.category, r.rule_no) AS category
+    FROM kernel_categories k
+    JOIN (SELECT row_number() OVER () AS rule_no, pattern, category
+          FROM read_csv($rules, header = true, all_varchar = true)
+          WHERE pattern IS NOT NULL AND category IS NOT NULL) r
+      ON regexp_matches(k.name, r.pattern, 'i')
+    GROUP BY k.kind, k.name
+) m ON m.kind = c.kind AND m.name = c.name
+{%- else %}
+LEFT JOIN (SELECT NULL::VARCHAR AS category) m ON false
+{%- endif %}
 {%- endmacro %}

@@ -67,20 +67,16 @@ GROUP BY {{ keys | join(', ') }}
 {%- endmacro %}
 
 {% macro covered_length(windows, intervals, keys, ws='ts_ns', we='end_ns') -%}
+WITH covered_cum AS (  -- each interval with the length of those before it
+    SELECT {{ keys | join(', ') }}, start_ns, end_ns,
+           coalesce(sum(end_ns - start_ns) OVER ({{ _partition(keys) }} ORDER BY start_ns
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
+    FROM {{ intervals }}
+)
 SELECT w.*,
        coalesce(ce.before_ns + least(w.{{ we }}, ce.end_ns) - ce.start_ns, 0)
      - coalesce(cs.before_ns + least(w.{{ ws }}, cs.end_ns) - cs.start_ns, 0) AS covered_ns
 FROM {{ windows }} w
-ASOF LEFT JOIN (
-    SELECT {{ keys | join(', ') }}, start_ns, end_ns,
-           coalesce(sum(end_ns - start_ns) OVER ({{ _partition(keys) }} ORDER BY start_ns
-                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
-    FROM {{ intervals }}
-) cs ON {% for k in keys %}cs.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ ws }} >= cs.start_ns
-ASOF LEFT JOIN (
-    SELECT {{ keys | join(', ') }}, start_ns, end_ns,
-           coalesce(sum(end_ns - start_ns) OVER ({{ _partition(keys) }} ORDER BY start_ns
-                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
-    FROM {{ intervals }}
-) ce ON {% for k in keys %}ce.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ we }} >= ce.start_ns
+ASOF LEFT JOIN covered_cum cs ON {% for k in keys %}cs.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ ws }} >= cs.start_ns
+ASOF LEFT JOIN covered_cum ce ON {% for k in keys %}ce.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ we }} >= ce.start_ns
 {%- endmacro %}

@@ -18,9 +18,11 @@
 -- op_event_id  BIGINT   event_id of the innermost cpu_op enclosing it in time on its thread
 -- depth        INTEGER  number of enclosing host events
 -- args         JSON     all args (cbid, ...)
+-- parent_event_id  BIGINT  innermost enclosing host event on the thread (NULL at top level)
+-- self_ns      BIGINT   dur_ns minus the direct children on the thread (a runtime call rarely has any)
 {% from "templates/categories.sql" import runtime_cats, sql_list %}
 CREATE OR REPLACE VIEW runtime AS
 SELECT trace_id, event_id, cat AS api, name, pid, tid, ts_ns, dur_ns, end_ns,
-       correlation, external_id, op_event_id, depth, args
+       correlation, external_id, op_event_id, depth, args, parent_event_id, self_ns
 FROM events
 WHERE ph = 'X' AND cat IN {{ sql_list(runtime_cats) }};

@@ -7,6 +7,7 @@
 -- trace_id        INTEGER    id used by every table and view
 -- run             VARCHAR    run label (a run groups the ranks of one job)
 -- rank            INTEGER    distributedInfo.rank, else from the file name, else NULL
+-- world_size      INTEGER    distributedInfo.world_size: ranks in the job (NULL: not recorded)
 -- path            VARCHAR    absolute path at load time
 -- file_name       VARCHAR    the file's name without its directory
 -- json_bytes      BIGINT     uncompressed JSON size
@@ -17,6 +18,7 @@
 -- last_end_ns     BIGINT     latest end of a complete event, ns since the epoch
 -- wall_ns         BIGINT     last_end_ns - first_ts_ns: the profiled window
 CREATE OR REPLACE VIEW trace_files AS
-SELECT trace_id, run, rank, path, regexp_extract(path, '[^/\\]*$') AS file_name, json_bytes, event_count,
+SELECT trace_id, run, rank,
+       try_cast(json_extract_string(metadata, '$.distributedInfo.world_size') AS INTEGER) AS world_size, path, regexp_extract(path, '[^/\\]*$') AS file_name, json_bytes, event_count,
        loaded_at, schema_version, first_ts_ns, last_end_ns, last_end_ns - first_ts_ns AS wall_ns
 FROM traces;

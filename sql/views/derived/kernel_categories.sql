@@ -4,13 +4,21 @@
 --   SELECT c.category, sum(g.dur_ns) FROM gpu_ops g JOIN kernel_categories c USING (kind, name) GROUP BY 1
 --
 -- Rule: the first match wins, tested in this order on lower(name) (kernels only):
---   memcpy, memset      gpu_ops.kind is 'memcpy' / 'memset' (every vendor's: MTIA DMA transfers too)
+--   memcpy_htod, memcpy_dtoh, memcpy_dtod, memcpy_peer
+--                       gpu_ops.kind is 'memcpy', by the direction Kineto writes in the name
+--                       ('Memcpy HtoD (Pageable -> Device)', 'DtoH', 'DtoD', 'PtoP' peer-to-peer);
+--   memcpy_other        a memcpy of any other direction ('HtoH', unknown; MTIA DMA transfers)
+--   memset              gpu_ops.kind is 'memset'; any other non-kernel kind -> 'other'
 --   communication       'nccl', 'rccl', 'all_reduce', 'allreduce', 'all_gather', 'allgather',
 --                       'reduce_scatter', 'alltoall' (NCCL/RCCL collectives, p2p, symmetric memory)
 --   attention           'flash_', 'flash::', 'fmha', 'attention' or 'attn' (FlashAttention,
 --                       xformers, cuDNN SDPA, KV-cache kernels)
 --   triton_pointwise    starts with 'triton_poi_'  (Inductor pointwise)
---   triton_reduction    starts with 'triton_red_' or 'triton_per_' (Inductor reduction, persistent reduction)
+--   triton_reduction    starts with 'triton_red_'  (Inductor reduction)
+--   triton_persistent_reduction
+--                       starts with 'triton_per_'  (Inductor persistent reduction: the whole
+--                       reduced dimension in one block, as the Inductor GPU-profiling doc
+--                       counts it apart from 'triton_red_')
 --   triton_template     starts with 'triton_tem_'  (Inductor template kernels, mostly mm)
 --   triton_other        any other name starting with 'triton' (e.g. 'triton__0d1d2d')
 --   conv                'convolution', 'convolve', 'conv_', 'conv2d', 'conv3d', 'winograd', 'fprop',
@@ -23,6 +31,9 @@
 --   normalization       'layer_norm', 'layernorm', 'batch_norm', 'rms_norm', 'group_norm', 'bn_fw', 'bn_bw',
 --                       'gammabetabackward', 'rowwisemoments'
 --   other               everything else
+-- A report can put its own rules before these (report categories / steps --rules FILE:
+-- the first matching rule of the file wins; sql/templates/categories.sql, categorized).
+--
 -- requires: gpu_ops
 --
 -- Columns:
@@ -32,11 +43,18 @@
 CREATE OR REPLACE VIEW kernel_categories AS
 SELECT kind, name,
        CASE
-           WHEN kind IN ('memcpy', 'memset') THEN kind
+           WHEN kind = 'memcpy' THEN CASE WHEN contains(lname, 'htod') THEN 'memcpy_htod'
+                                          WHEN contains(lname, 'dtoh') THEN 'memcpy_dtoh'
+                                          WHEN contains(lname, 'dtod') THEN 'memcpy_dtod'
+                                          WHEN contains(lname, 'ptop') THEN 'memcpy_peer'
+                                          ELSE 'memcpy_other' END
+           WHEN kind = 'memset' THEN 'memset'
+           WHEN kind <> 'kernel' THEN 'other'
            WHEN regexp_matches(lname, 'nccl|rccl|all_?reduce|all_?gather|reduce_scatter|alltoall') THEN 'communication'
            WHEN regexp_matches(lname, 'flash_|flash::|fmha|attention|attn') THEN 'attention'
            WHEN starts_with(lname, 'triton_poi_') THEN 'triton_pointwise'
-           WHEN starts_with(lname, 'triton_red_') OR starts_with(lname, 'triton_per_') THEN 'triton_reduction'
+           WHEN starts_with(lname, 'triton_red_') THEN 'triton_reduction'
+           WHEN starts_with(lname, 'triton_per_') THEN 'triton_persistent_reduction'
            WHEN starts_with(lname, 'triton_tem_') THEN 'triton_template'
            WHEN starts_with(lname, 'triton') THEN 'triton_other'
            WHEN regexp_matches(lname, 'convolution|convolve|conv_|conv[23]d|winograd|fprop|dgrad|wgrad|scudnn|im2col|igemm_(fwd|bwd|wrw)')

@@ -1,0 +1,136 @@
+-- collectives: NCCL / RCCL collectives per type and process group: count, message size, time, bandwidth.
+-- question: Which collectives take the communication time, how big are they, and what bandwidth do they reach?
+--
+-- One row per run, collective type and process group (with --by-rank: per rank
+-- too) over the collectives view (one row per NCCL/RCCL kernel; its header
+-- says where type, process group, group size and message size come from).
+-- Bandwidth as nccl-tests defines it: algorithm bandwidth = message bytes /
+-- kernel time (total bytes / total time over the calls with a known size);
+-- bus bandwidth = algorithm bandwidth x the type's factor (all_reduce
+-- 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast,
+-- reduce, send/recv 1), comparable with the link's peak: busbw_peak_pct =
+-- bus bandwidth / the device's interconnect peak per direction
+-- (trace_interconnects; NVLink, PCIe or Infinity Fabric, one node). A kernel's
+-- time includes waiting for the ranks that arrive late, so a straggler lowers
+-- the bandwidth of everyone else (see spread and `report ranks`).
+-- overlap_pct: how much of these kernels' time a compute kernel ran on the same
+-- GPU (the union of compute kernels, gpu_activity's work_class), HTA's
+-- get_comm_comp_overlap restricted to the row's kernels (`report ranks` gives
+-- HTA's figure per rank, over all its communication kernels).
+-- spread: per collective operation matched across the run's ranks (by process
+-- group and 'Seq', else by type and order: templates/collectives.sql), the
+-- time from the first rank's kernel start to the last one's.
+--
+-- option: --by-rank FLAG  one row per rank as well
+-- option: --limit/-n INTEGER >= 0 = 0  at most N rows (0 = all)
+-- requires: collectives, trace_files, trace_interconnects, gpu_busy_intervals
+-- example: duckprof report collectives --db perf.duckdb --run job42
+--
+-- Columns:
+-- run                VARCHAR  run label
+-- rank               INTEGER  rank of the trace (only with --by-rank)
+-- trace_id           INTEGER  trace (only with --by-rank)
+-- collective         VARCHAR  all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, ...
+-- process_group      VARCHAR  'Process Group Name' (NULL: not recorded)
+-- pg_desc            VARCHAR  [wide] 'Process Group Description', e.g. 'default_pg'
+-- group_size         INTEGER  ranks in the collective (n; the largest seen)
+-- calls              BIGINT   kernels (over all ranks of the row)
+-- ranks              BIGINT   traces with such kernels
+-- msg_bytes          DOUBLE   mean message size per call, bytes (NULL: no size recorded)
+-- total_bytes        BIGINT   [wide] message bytes of all calls with a known size
+-- total_us           DOUBLE   summed kernel time, µs
+-- mean_us            DOUBLE   mean kernel time, µs
+-- algbw_gbps         DOUBLE   algorithm bandwidth: bytes / kernel time, GB/s
+-- busbw_gbps         DOUBLE   bus bandwidth: algbw x the type's factor, GB/s
+-- interconnect_gbps  DOUBLE   [wide] the device's link peak per direction, GB/s (NULL: not known)
+-- busbw_peak_pct     DOUBLE   busbw_gbps / interconnect_gbps, %
+-- overlap_pct        DOUBLE   of the kernels' time, share during which a compute kernel ran on the GPU, %
+-- spread_mean_us     DOUBLE   mean start spread across ranks of the matched operations, µs
+-- spread_max_us      DOUBLE   [wide] the largest spread, µs
+-- nccl_algorithm     VARCHAR  [wide] algorithms named by the kernels (RING, TREE, ...), comma-separated
+-- nccl_protocol      VARCHAR  [wide] protocols named by the kernels (LL, LL128, SIMPLE)
+{% from "templates/scope.sql" import run_scope with context %}
+{% from "templates/intervals.sql" import covered_length %}
+{% from "templates/collectives.sql" import collective_arrivals %}
+WITH c AS (
+    SELECT c.*, f.run, f.rank, i.interconnect_gbps
+    FROM collectives c
+    JOIN trace_files f USING (trace_id)
+    LEFT JOIN trace_interconnects i ON i.trace_id = c.trace_id AND i.device = c.device
+    WHERE TRUE {{ run_scope('c.') }}
+),
+compute AS (
+    SELECT trace_id, device, start_ns, end_ns
+    FROM gpu_busy_intervals(work_classes := ['compute'])
+    WHERE scope = 'device' {{ run_scope() }}
+),
+covered AS (
+    {{ covered_length('c', 'compute', ['trace_id', 'device']) | indent(4) }}
+),
+arrivals AS (
+    {{ collective_arrivals('c') | indent(4) }}
+),
+spreads AS (
+    SELECT run, collective, process_group{% if by_rank %}, trace_id{% endif %},
+           avg(last_ns - first_ns) AS spread_mean_ns, max(last_ns - first_ns) AS spread_max_ns
+    FROM arrivals
+    GROUP BY ALL
+),
+g AS (
+    SELECT run, {% if by_rank %}rank, trace_id, {% endif %}collective, process_group,
+           string_agg(DISTINCT pg_desc, ', ' ORDER BY pg_desc) AS pg_desc,
+           max(group_size) AS group_size, count(*) AS calls, count(DISTINCT trace_id) AS ranks,
+           avg(msg_bytes) AS msg_bytes, sum(msg_bytes)::BIGINT AS total_bytes,
+           sum(dur_ns) AS total_ns,
+           sum(msg_bytes) / nullif(sum(dur_ns) FILTER (WHERE msg_bytes IS NOT NULL), 0) AS algbw_gbps,
+           sum(msg_bytes * busbw_factor)
+               / nullif(sum(dur_ns) FILTER (WHERE msg_bytes IS NOT NULL AND busbw_factor IS NOT NULL), 0)
+               AS busbw_gbps,
+           min(interconnect_gbps) AS interconnect_gbps,
+           sum(covered_ns) AS overlap_ns,
+           string_agg(DISTINCT nccl_algorithm, ',' ORDER BY nccl_algorithm) AS nccl_algorithm,
+           string_agg(DISTINCT nccl_protocol, ',' ORDER BY nccl_protocol) AS nccl_protocol
+    FROM covered
+    GROUP BY ALL
+)
+SELECT g.run, {% if by_rank %}g.rank, g.trace_id, {% endif %}g.collective, g.process_group, g.pg_desc,
+       g.group_size, g.calls, g.ranks, g.msg_bytes, g.total_bytes,
+       g.total_ns / 1e3 AS total_us, g.total_ns / g.calls / 1e3 AS mean_us,
+       g.algbw_gbps, g.busbw_gbps, g.interconnect_gbps,
+       100.0 * g.busbw_gbps / g.interconnect_gbps AS busbw_peak_pct,
+       100.0 * g.overlap_ns / nullif(g.total_ns, 0) AS overlap_pct,
+       s.spread_mean_ns / 1e3 AS spread_mean_us, s.spread_max_ns / 1e3 AS spread_max_us,
+       g.nccl_algorithm, g.nccl_protocol
+FROM g
+LEFT JOIN spreads s ON s.run = g.run AND s.collective = g.collective
+                   AND s.process_group IS NOT DISTINCT FROM g.process_group
+                   {% if by_rank %}AND s.trace_id = g.trace_id{% endif %}
+ORDER BY g.run, {% if by_rank %}g.rank NULLS LAST, g.trace_id, {% endif %}g.total_ns DESC, g.collective, g.process_group
+{%- if limit %}
+LIMIT $limit
+{%- endif %}
+
+-- @notes
+WITH c AS (
+    SELECT c.*, f.file_name FROM collectives c JOIN trace_files f USING (trace_id) WHERE TRUE {{ run_scope('c.') }}
+)
+SELECT note, instead FROM (
+    SELECT 0 AS k, 'no NCCL/RCCL kernels in ' || {% if run is not none %}'run ''' || $run || ''''{% else %}'the database'{% endif %} AS note,
+           true AS instead
+    WHERE NOT EXISTS (SELECT 1 FROM c)
+    UNION ALL
+    SELECT 1, count(*) || ' of ' || (SELECT count(*) FROM c) || ' communication kernels record no message size '
+              || '(In/Out msg nelems and dtype, on the kernel or its record_param_comms): no bandwidth for them',
+           false
+    FROM c WHERE msg_bytes IS NULL HAVING count(*) > 0
+    UNION ALL
+    SELECT 2, 'no process group recorded: collectives are matched across ranks by type and order', false
+    WHERE EXISTS (SELECT 1 FROM c) AND NOT EXISTS (SELECT 1 FROM c WHERE process_group IS NOT NULL)
+    UNION ALL
+    SELECT 3, 'no interconnect peak known for ' || string_agg(DISTINCT coalesce(t.peak_device, 'device ' || c.device), ', ')
+              || ': no busbw_peak_pct', false
+    FROM c LEFT JOIN trace_interconnects t ON t.trace_id = c.trace_id AND t.device = c.device
+    WHERE t.interconnect_gbps IS NULL
+    HAVING count(*) > 0
+)
+ORDER BY k

@@ -1,0 +1,80 @@
+-- memory_ops: the operators (and annotations) that allocate the most, with
+-- torch's key_averages memory columns.
+-- variant of: memory (with --ops; its options)
+-- question: Which operators allocate the most memory?
+--
+-- Per operator or annotation name (cpu_ops, user_annotations; Python function
+-- events count as children, not as rows), as torch's
+-- key_averages counts them (sql/templates/memory.sql call_bytes): a call's
+-- bytes are those of the [memory] events at times in [its start, its end], on
+-- any thread, net (allocations minus frees), CPU and device apart; self = that
+-- minus its children's. Ordered by self device bytes, then self CPU bytes;
+-- --limit names per trace. `report ops --sort self_device_mem` lists every
+-- event kind (Python functions, runtime calls) with torch's other columns.
+--
+-- requires: memory_events, cpu_ops, user_annotations, python_functions, trace_files
+--
+-- Columns:
+-- run                    VARCHAR  run label
+-- rank                   INTEGER  rank of the trace
+-- trace_id               INTEGER  trace
+-- name                   VARCHAR  operator or annotation name ('ProfilerStep*' for every ProfilerStep#N)
+-- calls                  BIGINT   calls
+-- self_device_mem_bytes  BIGINT   device bytes allocated (net) by its calls, not by their children
+-- device_mem_bytes       BIGINT   device bytes allocated (net) during its calls
+-- self_cpu_mem_bytes     BIGINT   CPU bytes allocated (net) by its calls, not by their children
+-- cpu_mem_bytes          BIGINT   CPU bytes allocated (net) during its calls
+{% from "templates/scope.sql" import run_scope with context %}
+{% from "templates/memory.sql" import call_bytes, memory_bytes, memory_notes with context %}
+WITH calls0 AS (  -- Python function events are calls too (their children's bytes are not their parent's self)
+    SELECT trace_id, event_id, parent_event_id, ts_ns, end_ns,
+           CASE WHEN starts_with(name, 'ProfilerStep#') THEN 'ProfilerStep*' ELSE name END AS key, annotation, python
+    FROM (SELECT trace_id, event_id, parent_event_id, ts_ns, end_ns, name, false AS annotation, false AS python
+          FROM cpu_ops
+          UNION ALL
+          SELECT trace_id, event_id, parent_event_id, ts_ns, end_ns, name, true, false FROM user_annotations
+          UNION ALL
+          SELECT trace_id, event_id, parent_event_id, ts_ns, end_ns, name, false, true FROM python_functions)
+    WHERE trace_id IN (SELECT trace_id FROM memory_events) {{ run_scope() }}
+),
+calls AS (  -- merged: a call that is its parent's only child and has its name (torch's _remove_dup_nodes)
+    SELECT c.*, hash(c.key, c.annotation) AS kh, hash(p.key, p.annotation) AS pkh,
+           p.key IS NOT DISTINCT FROM c.key
+               AND count(*) OVER (PARTITION BY c.trace_id, c.parent_event_id) = 1 AS merged
+    FROM calls0 c
+    LEFT JOIN calls0 p ON p.trace_id = c.trace_id AND p.event_id = c.parent_event_id
+),
+mem_raw AS (
+    SELECT trace_id, ts_ns, {{ memory_bytes() }}
+    FROM memory_events
+    WHERE bytes IS NOT NULL {{ run_scope() }}
+),
+bytes AS (
+    {{ call_bytes('calls', 'mem_raw') | indent(4) }}
+),
+own AS (SELECT trace_id, kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem FROM bytes GROUP BY ALL),
+kids AS (SELECT trace_id, pkh AS kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem
+         FROM bytes WHERE pkh IS NOT NULL GROUP BY ALL),
+names AS (SELECT trace_id, kh, any_value(key) AS name, count(*) FILTER (WHERE NOT merged) AS calls
+          FROM calls WHERE NOT python GROUP BY ALL),
+report AS (
+    SELECT f.run, f.rank, n.trace_id, n.name, n.calls,
+           (coalesce(o.dev_mem, 0) - coalesce(k.dev_mem, 0))::BIGINT AS self_device_mem_bytes,
+           coalesce(o.dev_mem, 0)::BIGINT AS device_mem_bytes,
+           (coalesce(o.cpu_mem, 0) - coalesce(k.cpu_mem, 0))::BIGINT AS self_cpu_mem_bytes,
+           coalesce(o.cpu_mem, 0)::BIGINT AS cpu_mem_bytes
+    FROM names n
+    JOIN trace_files f USING (trace_id)
+    LEFT JOIN own o USING (trace_id, kh)
+    LEFT JOIN kids k USING (trace_id, kh)
+    WHERE o.kh IS NOT NULL OR k.kh IS NOT NULL
+)
+SELECT * FROM report
+{%- if limit %}
+QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY self_device_mem_bytes DESC, self_cpu_mem_bytes DESC, name)
+        <= $limit
+{%- endif %}
+ORDER BY run, rank NULLS LAST, trace_id, self_device_mem_bytes DESC, self_cpu_mem_bytes DESC, name
+
+-- @notes
+{{ memory_notes() }}

@@ -1,0 +1,450 @@
+-- ops: torch.autograd.profiler's key_averages().table() from a trace file:
+-- per operator (and annotation, Python function, runtime call, kernel) its
+-- calls, self and total CPU time, self and total device time, memory and FLOPs.
+-- question: Which operators take the CPU and device time, as torch's key_averages() table shows it?
+--
+-- Rows follow torch's rules (torch/autograd/profiler.py _parse_kineto_results,
+-- profiler_util.py EventList): every host event of the trace is a call, keyed by
+-- its name: CPU operators, user annotations (record_function labels; a label
+-- and an operator of the same name are two rows, as in torch), Python function
+-- events (with_stack traces), runtime calls; ProfilerStep#N are all one row,
+-- 'ProfilerStep*'. Device events (kernels, memcpys, memsets; device-side user
+-- annotations) are rows with device time only. torch drops the names
+-- [memory], profiler::_record_function_enter(_new) / _exit, aten::is_leaf,
+-- aten::output_nr and aten::_version; so does this report, their time then
+-- counts in their parent's self time. An event is a child of the innermost
+-- event on its thread that contains it entirely (the nesting computed at
+-- load, as torch's _populate_cpu_children); an event whose parent has the same
+-- name and no other child is merged into it (torch's _remove_dup_nodes: its
+-- call is not counted and its self time is its parent's).
+-- Self CPU time = duration - the durations of the children (torch's
+-- definition: it is negative where children overlap each other on a thread,
+-- e.g. ProfilerStep#N starting inside the Python frames it outlives; duckprof
+-- keeps torch's value, and a note counts those calls). Percentages are of the
+-- sum of all self CPU times, as torch's. Device time: the kernels, memcpys and
+-- memsets an operator launched: those whose launch call (runtime, on
+-- correlation) it encloses innermost, an operator or user annotation (torch
+-- follows the launch's External id, which Kineto takes from the innermost
+-- RecordFunction: the same event); Device total adds those of every event
+-- starting inside it on its thread.
+-- Memory (profile_memory traces): the bytes of the [memory] events (any
+-- thread) from the call's start to its end, inclusive, CPU (and MKLDNN,
+-- IDEEP) and device (CUDA, HIP, XPU, PrivateUse1) apart; self = that minus its
+-- children's; [memory] events during no call at all are one more row,
+-- '[memory]', as in torch. FLOPs: duckprof's estimate of each call (cpu_op_estimates; torch
+-- counts only mm, addmm, bmm, baddbmm, conv2d, mul and add, and only at that
+-- level: duckprof also at convolution, _convolution, ...).
+-- --group-by-input-shape: one row per name and Input Dims. --group-by-stack N:
+-- one row per name and the first N frames of its Python stack (the Call stack
+-- arg of verbose with_stack traces, else its enclosing Python function events;
+-- entries torch filters out dropped; calls inside a backward function take the
+-- stack of the forward operator with its sequence number, as torch does).
+-- --top-level-only: only names whose first call has no parent (device rows
+-- always, as in torch).
+--
+-- option: --sort/-s CHOICE(self_cpu,cpu_total,self_device,device_total,count,cpu_mem,self_cpu_mem,device_mem,self_device_mem,flops,name) = self_cpu  order of the rows (torch's sort_by)
+-- option: --limit/-n INTEGER >= 0 = 30  rows per trace (0 = all)
+-- option: --group-by-input-shape FLAG  one row per name and input shapes (record_shapes traces)
+-- option: --group-by-stack INTEGER >= 0 = 0  one row per name and the first N frames of its Python stack
+-- option: --top-level-only FLAG  only names whose first call is not inside another event
+-- option: --by-graph-node FLAG  per torch.compile FX graph node instead (sql/reports/ops_graph_nodes.sql)
+-- example: duckprof report ops trace.json.gz --sort self_cpu --limit 30
+-- requires: cpu_ops, user_annotations, python_functions, runtime, gpu_ops, gpu_user_annotations, memory_events, cpu_op_estimates, trace_files
+--
+-- Columns:
+-- run                    VARCHAR  run label
+-- rank                   INTEGER  rank of the trace
+-- trace_id               INTEGER  trace
+-- name                   VARCHAR  the key: event name ('ProfilerStep*' for every ProfilerStep#N)
+-- input_shapes           VARCHAR  Input Dims (only with --group-by-input-shape)
+-- stack                  VARCHAR  the first N Python frames, innermost first, '; '-separated
+--                                 (only with --group-by-stack)
+-- kind                   VARCHAR  [wide]  'cpu_op', 'user_annotation', 'python_function', 'runtime',
+--                                 'kernel', 'memcpy', 'memset', 'gpu_user_annotation', ... (of its first call)
+-- self_cpu_pct           DOUBLE   self_cpu_us / the sum of all self CPU times, %
+-- self_cpu_us            DOUBLE   self CPU time, µs
+-- cpu_total_pct          DOUBLE   cpu_total_us / the sum of all self CPU times, %
+-- cpu_total_us           DOUBLE   CPU time including children, µs
+-- cpu_avg_us             DOUBLE  [wide]  cpu_total_us / count
+-- self_device_us         DOUBLE   device time of what it launched itself (device rows: their duration), µs
+-- self_device_pct        DOUBLE  [wide]  self_device_us / the sum over kernels, memcpys and memsets, %
+-- device_total_us        DOUBLE   device time including what its children launched, µs
+-- device_avg_us          DOUBLE  [wide]  device_total_us / count
+-- count                  BIGINT   calls
+-- flops                  BIGINT   FLOPs of its calls (sum over calls with an estimate; NULL: none)
+-- cpu_mem_bytes          BIGINT  [wide]  CPU bytes allocated (net) during its calls (profile_memory)
+-- self_cpu_mem_bytes     BIGINT   cpu_mem_bytes less its children's
+-- device_mem_bytes       BIGINT  [wide]  device bytes allocated (net) during its calls
+-- self_device_mem_bytes  BIGINT   device_mem_bytes less its children's
+{% from "templates/scope.sql" import run_scope with context %}
+{% from "templates/intervals.sql" import merged_intervals %}
+{% from "templates/memory.sql" import call_bytes, memory_bytes %}
+{%- set dropped = "('[memory]', '[OutOfMemory]', 'profiler::_record_function_enter', "
+                  "'profiler::_record_function_enter_new', 'profiler::_record_function_exit', "
+                  "'aten::is_leaf', 'aten::output_nr', 'aten::_version')" %}
+{%- set orders = {
+    'self_cpu': 'self_cpu_us DESC', 'cpu_total': 'cpu_total_us DESC', 'self_device': 'self_device_us DESC',
+    'device_total': 'device_total_us DESC', 'count': 'count DESC', 'cpu_mem': 'cpu_mem_bytes DESC',
+    'self_cpu_mem': 'self_cpu_mem_bytes DESC', 'device_mem': 'device_mem_bytes DESC',
+    'self_device_mem': 'self_device_mem_bytes DESC', 'flops': 'flops DESC NULLS LAST', 'name': 'name'} %}
+{%- set order_by = orders[sort] ~ ', name' ~ (', input_shapes' if group_by_input_shape else '')
+                   ~ (', stack' if group_by_stack else '') ~ ', kind' %}
+WITH {% if group_by_stack %}RECURSIVE {% endif %}scope AS (
+    SELECT trace_id, run, rank FROM trace_files WHERE TRUE {{ run_scope() }}
+),
+ev AS (  -- every host event: a call (or a dropped one)
+    SELECT trace_id, event_id, kind, name, pid, tid, ts_ns, end_ns, end_ns - ts_ns AS dur_ns, self_ns,
+           parent_event_id, depth, key, hash(key) AS nh,
+           kind = 'user_annotation' AS annotation, name IN {{ dropped }} AS dropped
+           {%- if group_by_input_shape %}, input_dims{% endif %}
+    FROM (SELECT *, CASE WHEN starts_with(name, 'ProfilerStep#') THEN 'ProfilerStep*' ELSE name END AS key
+          FROM (SELECT trace_id, event_id, 'cpu_op' AS kind, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth
+                       {%- if group_by_input_shape %}, input_dims::VARCHAR AS input_dims{% endif %}
+                FROM cpu_ops
+                UNION ALL
+                SELECT trace_id, event_id, 'user_annotation', name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth
+                       {%- if group_by_input_shape %}, NULL{% endif %}
+                FROM user_annotations
+                UNION ALL
+                SELECT trace_id, event_id, 'python_function', name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth
+                       {%- if group_by_input_shape %}, NULL{% endif %}
+                FROM python_functions
+                UNION ALL
+                SELECT trace_id, event_id, 'runtime', name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth
+                       {%- if group_by_input_shape %}, NULL{% endif %}
+                FROM runtime))
+    WHERE TRUE {{ run_scope() }} AND ts_ns IS NOT NULL AND end_ns IS NOT NULL
+),
+{%- if group_by_stack %}
+bw AS (  -- backward functions (torch's RecordScope BACKWARD_FUNCTION): the autograd nodes run by the engine
+    SELECT trace_id, event_id, pid, tid, ts_ns, end_ns, sequence_number AS seq, fwd_thread
+    FROM (SELECT *, coalesce(try_cast(json_extract_string(args, '$."Fwd thread id"') AS BIGINT), 0) AS fwd_thread
+          FROM cpu_ops WHERE TRUE {{ run_scope() }})
+    WHERE NOT starts_with(name, 'autograd::engine::evaluate_function:')
+      AND (fwd_thread > 0 OR starts_with(name, 'torch::autograd::'))
+),
+arg_stacks AS (  -- the Call stack arg that verbose with_stack traces write
+    SELECT trace_id, event_id, string_split(rtrim(cs, ';'), ';') AS frames
+    FROM (SELECT trace_id, event_id, json_extract_string(args, '$."Call stack"') AS cs FROM cpu_ops
+          UNION ALL
+          SELECT trace_id, event_id, json_extract_string(args, '$."Call stack"') FROM user_annotations
+          UNION ALL
+          SELECT trace_id, event_id, json_extract_string(args, '$."Call stack"') FROM python_functions)
+    WHERE cs IS NOT NULL {{ run_scope() }}
+),
+py AS (
+    SELECT trace_id, event_id, name, python_id, python_parent_id FROM python_functions
+    WHERE TRUE {{ run_scope() }}
+      AND trace_id NOT IN (SELECT trace_id FROM arg_stacks)
+),
+py_stack AS (  -- each Python frame's stack, itself first: from the root frames down
+    SELECT p.trace_id, p.event_id, p.python_id, [p.name] AS frames
+    FROM py p
+    ANTI JOIN py q ON q.trace_id = p.trace_id AND q.python_id = p.python_parent_id
+    UNION ALL
+    SELECT c.trace_id, c.event_id, c.python_id, list_prepend(c.name, s.frames)
+    FROM py_stack s JOIN py c ON c.trace_id = s.trace_id AND c.python_parent_id = s.python_id
+    WHERE len(s.frames) < 10000
+),
+up AS (  -- from each other event up its parents to the innermost Python frame
+    SELECT e.trace_id, e.event_id, e.parent_event_id AS cur
+    FROM ev e
+    WHERE e.kind <> 'python_function' AND e.parent_event_id IS NOT NULL
+      AND e.trace_id IN (SELECT trace_id FROM py)
+    UNION ALL
+    SELECT u.trace_id, u.event_id, p.parent_event_id
+    FROM up u JOIN ev p ON p.trace_id = u.trace_id AND p.event_id = u.cur
+    WHERE p.kind <> 'python_function' AND p.parent_event_id IS NOT NULL
+),
+raw_stacks AS (
+    SELECT trace_id, event_id, frames FROM arg_stacks
+    UNION ALL
+    SELECT u.trace_id, u.event_id, s.frames FROM up u JOIN py_stack s ON s.trace_id = u.trace_id AND s.event_id = u.cur
+    UNION ALL
+    SELECT p.trace_id, p.event_id, s.frames FROM py p JOIN py_stack s ON s.trace_id = p.trace_id AND s.python_id = p.python_parent_id
+),
+kept_frames AS (  -- the frames torch's _filter_stack_entry keeps
+    SELECT trace_id, event_id,
+           list_filter(frames, lambda x: NOT ((contains(x, 'autograd/__init__') AND contains(x, '_make_grads'))
+                                              OR (contains(x, 'autograd/__init__') AND contains(x, 'backward'))
+                                              OR (contains(x, 'torch/tensor') AND contains(x, 'backward'))
+                                              OR (contains(x, '_internal/common_utils') AND contains(x, 'prof_callable'))
+                                              OR (contains(x, '_internal/common_utils') AND contains(x, 'prof_func_call'))
+                                              OR (contains(x, '_internal/common_utils') AND contains(x, 'prof_meth_call'))))
+               AS frames
+    FROM raw_stacks
+),
+under_bw AS (  -- each event inside a backward function (or one itself), and that function
+    SELECT e.trace_id, e.event_id, b.seq, b.fwd_thread
+    FROM ev e ASOF JOIN bw b ON b.trace_id = e.trace_id AND b.pid = e.pid AND b.tid = e.tid AND e.ts_ns >= b.ts_ns
+    WHERE e.end_ns <= b.end_ns
+),
+fwd AS (  -- the stack of the first forward call of each sequence number
+    SELECT c.trace_id, c.sequence_number AS seq, arg_min(coalesce(f.frames, []), (c.ts_ns, -c.end_ns)) AS frames
+    FROM cpu_ops c
+    LEFT JOIN kept_frames f ON f.trace_id = c.trace_id AND f.event_id = c.event_id
+    ANTI JOIN under_bw u ON u.trace_id = c.trace_id AND u.event_id = c.event_id
+    WHERE c.sequence_number >= 0 {{ run_scope('c.') }}
+    GROUP BY c.trace_id, c.sequence_number
+),
+call_stacks AS (
+    SELECT e.trace_id, e.event_id,
+           array_to_string(list_slice(CASE WHEN u.event_id IS NULL THEN coalesce(f.frames, [])
+                                           WHEN u.fwd_thread > 0 THEN coalesce(w.frames, [])
+                                           ELSE [] END, 1, $group_by_stack), '; ') AS stack
+    FROM ev e
+    LEFT JOIN under_bw u ON u.trace_id = e.trace_id AND u.event_id = e.event_id
+    LEFT JOIN fwd w ON w.trace_id = u.trace_id AND w.seq = u.seq
+    LEFT JOIN kept_frames f ON f.trace_id = e.trace_id AND f.event_id = e.event_id
+),
+{%- endif %}
+keyed0 AS (  -- each event's row key: name, annotation or not (and shapes, stack), hashed
+    SELECT e.*,
+           {%- if group_by_stack %} st.stack,{% endif %}
+           hash(e.key, e.annotation
+                {%- if group_by_input_shape %}, e.input_dims{% endif %}
+                {%- if group_by_stack %}, st.stack{% endif %}) AS kh
+    FROM ev e
+    {%- if group_by_stack %}
+    LEFT JOIN call_stacks st ON st.trace_id = e.trace_id AND st.event_id = e.event_id
+    {%- endif %}
+),
+keyed AS (  -- ... and its parent's
+    SELECT e.*, p.kh AS pkh, p.nh AS parent_nh
+    FROM keyed0 e
+    LEFT JOIN (SELECT trace_id, event_id, kh, nh FROM keyed0) p
+           ON p.trace_id = e.trace_id AND p.event_id = e.parent_event_id
+),
+dup_candidates AS (  -- a call whose parent has the same name
+    SELECT trace_id, event_id, parent_event_id AS into_id, self_ns FROM keyed WHERE parent_nh = nh AND NOT dropped
+),
+only_children AS (
+    SELECT c.trace_id, c.parent_event_id, count(*) AS n
+    FROM keyed c
+    SEMI JOIN dup_candidates d ON d.trace_id = c.trace_id AND d.into_id = c.parent_event_id
+    WHERE NOT c.dropped
+    GROUP BY c.trace_id, c.parent_event_id
+    HAVING count(*) = 1
+),
+dup AS (  -- ... and no other child: merged into it (torch's _remove_dup_nodes)
+    SELECT d.* FROM dup_candidates d
+    SEMI JOIN only_children o ON o.trace_id = d.trace_id AND o.parent_event_id = d.into_id
+),
+dup_chain AS (  -- a chain of merges ends at the first call that is not merged (up to 4 levels)
+    SELECT d.trace_id, d.event_id, coalesce(d3.into_id, d2.into_id, d.into_id) AS into_id, d.self_ns
+    FROM dup d
+    LEFT JOIN dup d2 ON d2.trace_id = d.trace_id AND d2.event_id = d.into_id
+    LEFT JOIN dup d3 ON d3.trace_id = d2.trace_id AND d3.event_id = d2.into_id
+),
+moved AS (  -- calls that are not rows, and the row key of the call that takes their self time
+    SELECT m.trace_id, m.event_id, t.kh, m.self_ns
+    FROM (SELECT trace_id, event_id, into_id, self_ns FROM dup_chain
+          UNION ALL
+          SELECT trace_id, event_id, parent_event_id, self_ns FROM keyed WHERE dropped AND parent_event_id IS NOT NULL) m
+    JOIN keyed t ON t.trace_id = m.trace_id AND t.event_id = m.into_id
+),
+kept AS (
+    SELECT k.* FROM keyed k
+    ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
+    WHERE NOT k.dropped
+),
+base AS (  -- per trace and row key: calls, CPU time
+    SELECT trace_id, kh, any_value(key) AS name, any_value(annotation) AS annotation,
+           {%- if group_by_input_shape %} any_value(input_dims) AS input_shapes,{% endif %}
+           {%- if group_by_stack %} any_value(stack) AS stack,{% endif %}
+           arg_min(kind, (ts_ns, -end_ns)) AS kind, arg_min(depth = 0, (ts_ns, -end_ns)) AS first_top,
+           count(*) AS count, sum(self_ns) AS self_ns, sum(dur_ns) AS dur_ns
+    FROM kept
+    GROUP BY trace_id, kh
+),
+moved_self AS (
+    SELECT trace_id, kh, sum(self_ns) AS self_ns FROM moved GROUP BY ALL
+),
+narrow AS (  -- leaf: no child (runtime calls have none), or zero length
+    SELECT trace_id, pid, tid, ts_ns, end_ns, kh, pkh,
+           kind = 'runtime' OR self_ns = dur_ns OR dur_ns = 0 AS leaf
+    FROM kept
+),
+mem_raw AS (  -- [memory] bytes
+    SELECT trace_id, ts_ns, {{ memory_bytes() }}
+    FROM memory_events
+    WHERE TRUE {{ run_scope() }} AND bytes IS NOT NULL
+),
+covered AS (  -- when some call runs, on any thread
+    {{ merged_intervals('(SELECT trace_id, ts_ns, end_ns FROM kept WHERE depth = 0)', ['trace_id']) | indent(4) }}
+),
+loose_mem AS (  -- [memory] events during no call: torch's '[memory]' row
+    SELECT m.trace_id, count(*) AS count, sum(m.cpu_b) AS cpu_mem, sum(m.dev_b) AS dev_mem
+    FROM mem_raw m
+    ASOF LEFT JOIN covered c ON c.trace_id = m.trace_id AND m.ts_ns >= c.start_ns
+    WHERE c.end_ns IS NULL OR m.ts_ns > c.end_ns
+    GROUP BY m.trace_id
+),
+mem_calls AS (  -- a call's bytes: the [memory] events in [start, end], any thread (calls with some)
+    {{ call_bytes('narrow', 'mem_raw') | indent(4) }}
+),
+mem_own AS (
+    SELECT trace_id, kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem FROM mem_calls GROUP BY ALL
+),
+mem_kids AS (  -- the children's, for self memory
+    SELECT trace_id, pkh AS kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem
+    FROM mem_calls WHERE pkh IS NOT NULL GROUP BY ALL
+),
+owner AS (  -- the device time each host event launched itself: a launch call's innermost enclosing
+           -- operator or annotation (the RecordFunction whose External id Kineto gives the launch)
+    SELECT trace_id, owner_id AS event_id, sum(dur_ns) AS dev_ns
+    FROM (SELECT r.trace_id, g.dur_ns,
+                 CASE WHEN r.parent_event_id = r.op_event_id OR a.event_id IS NOT NULL THEN r.parent_event_id
+                      ELSE r.op_event_id END AS owner_id
+          FROM gpu_ops g
+          JOIN runtime r ON r.trace_id = g.trace_id AND r.correlation = g.correlation
+          LEFT JOIN user_annotations a ON a.trace_id = r.trace_id AND a.event_id = r.parent_event_id
+          WHERE g.kind IN ('kernel', 'memcpy', 'memset') AND g.dur_ns IS NOT NULL {{ run_scope('g.') }})
+    WHERE owner_id IS NOT NULL
+    GROUP BY trace_id, owner_id
+),
+owned AS (  -- a merged call's device work is its row's (torch lifts its kernels)
+    SELECT k.trace_id, k.pid, k.tid, k.ts_ns, k.end_ns, coalesce(m.kh, k.kh) AS kh, o.dev_ns,
+           k.kind = 'runtime' OR k.self_ns = k.dur_ns OR k.dur_ns = 0 AS leaf
+    FROM owner o
+    JOIN keyed k ON k.trace_id = o.trace_id AND k.event_id = o.event_id
+    LEFT JOIN moved m ON m.trace_id = o.trace_id AND m.event_id = o.event_id
+),
+dev_cum AS (  -- per thread, launched device time cumulated by the launching event's start
+    SELECT trace_id, pid, tid, ts_ns,
+           sum(sum(dev_ns)) OVER (PARTITION BY trace_id, pid, tid ORDER BY ts_ns ROWS UNBOUNDED PRECEDING) AS cum
+    FROM owned
+    GROUP BY trace_id, pid, tid, ts_ns
+),
+dev_calls AS (  -- device total: what the events starting in [start, end) on the thread launched
+    SELECT n.trace_id, n.kh, dh.cum - coalesce(dl.cum, 0) AS dev_ns
+    FROM (SELECT * FROM narrow WHERE NOT leaf) n  -- a leaf's is its own
+    ASOF JOIN dev_cum dh ON dh.trace_id = n.trace_id AND dh.pid = n.pid AND dh.tid = n.tid AND n.end_ns > dh.ts_ns
+    ASOF LEFT JOIN dev_cum dl ON dl.trace_id = n.trace_id AND dl.pid = n.pid AND dl.tid = n.tid AND n.ts_ns > dl.ts_ns
+    WHERE dh.cum IS DISTINCT FROM dl.cum
+    UNION ALL
+    SELECT trace_id, kh, dev_ns FROM owned WHERE leaf
+),
+dev_key AS (
+    SELECT t.trace_id, t.kh, t.dev_ns, s.self_ns
+    FROM (SELECT trace_id, kh, sum(dev_ns) AS dev_ns FROM dev_calls GROUP BY ALL) t
+    LEFT JOIN (SELECT trace_id, kh, sum(dev_ns) AS self_ns FROM owned GROUP BY ALL) s USING (trace_id, kh)
+),
+flops_key AS (
+    {%- if group_by_stack %}
+    SELECT k.trace_id, k.kh, sum(f.flops) AS flops
+    FROM cpu_op_estimates f JOIN kept k ON k.trace_id = f.trace_id AND k.event_id = f.event_id
+    GROUP BY ALL
+    {%- else %}
+    -- per name (and shapes): the row key of a cpu_op
+    SELECT f.trace_id, hash(f.name, false{% if group_by_input_shape %}, c.input_dims::VARCHAR{% endif %}) AS kh,
+           sum(f.flops) AS flops
+    FROM cpu_op_estimates f
+    {%- if group_by_input_shape %}
+    JOIN cpu_ops c ON c.trace_id = f.trace_id AND c.event_id = f.event_id
+    {%- endif %}
+    WHERE TRUE {{ run_scope('f.') }}
+    GROUP BY ALL
+    {%- endif %}
+),
+host_keys AS (
+    SELECT b.trace_id, b.name,
+           {%- if group_by_input_shape %} b.input_shapes,{% endif %}
+           {%- if group_by_stack %} b.stack,{% endif %}
+           b.kind, b.first_top, b.count,
+           b.self_ns + coalesce(ms.self_ns, 0) AS self_ns, b.dur_ns,
+           coalesce(d.self_ns, 0) AS self_dev_ns, coalesce(d.dev_ns, 0) AS dev_ns,
+           coalesce(mo.cpu_mem, 0)::BIGINT AS cpu_mem, (coalesce(mo.cpu_mem, 0) - coalesce(mk.cpu_mem, 0))::BIGINT AS self_cpu_mem,
+           coalesce(mo.dev_mem, 0)::BIGINT AS dev_mem, (coalesce(mo.dev_mem, 0) - coalesce(mk.dev_mem, 0))::BIGINT AS self_dev_mem,
+           f.flops::BIGINT AS flops, false AS device_work
+    FROM base b
+    LEFT JOIN moved_self ms USING (trace_id, kh)
+    LEFT JOIN dev_key d USING (trace_id, kh)
+    LEFT JOIN mem_own mo USING (trace_id, kh)
+    LEFT JOIN mem_kids mk USING (trace_id, kh)
+    LEFT JOIN flops_key f USING (trace_id, kh)
+),
+device_keys AS (  -- device events (and device-side annotations): device time only
+    SELECT trace_id, name,
+           {%- if group_by_input_shape %} NULL::VARCHAR AS input_shapes,{% endif %}
+           {%- if group_by_stack %} NULL::VARCHAR AS stack,{% endif %}
+           arg_min(kind, (ts_ns, -end_ns)) AS kind, true AS first_top, count(*) AS count, 0 AS self_ns, 0 AS dur_ns,
+           sum(dur_ns) AS self_dev_ns, sum(dur_ns) AS dev_ns,
+           0::BIGINT AS cpu_mem, 0::BIGINT AS self_cpu_mem, 0::BIGINT AS dev_mem, 0::BIGINT AS self_dev_mem,
+           NULL::BIGINT AS flops, NOT annotation AS device_work
+    FROM (SELECT trace_id, kind, name, ts_ns, end_ns, dur_ns, false AS annotation FROM gpu_ops
+          UNION ALL
+          SELECT trace_id, 'gpu_user_annotation', name, ts_ns, end_ns, dur_ns, true FROM gpu_user_annotations)
+    WHERE TRUE {{ run_scope() }} AND dur_ns IS NOT NULL
+    GROUP BY trace_id, name, annotation
+),
+per_key AS (
+    SELECT * FROM host_keys
+    UNION ALL BY NAME
+    SELECT * FROM device_keys
+    UNION ALL BY NAME
+    SELECT trace_id, '[memory]' AS name, 'memory' AS kind, true AS first_top, count, 0 AS self_ns, 0 AS dur_ns,
+           0 AS self_dev_ns, 0 AS dev_ns, cpu_mem::BIGINT AS cpu_mem, cpu_mem::BIGINT AS self_cpu_mem,
+           dev_mem::BIGINT AS dev_mem, dev_mem::BIGINT AS self_dev_mem, NULL::BIGINT AS flops, false AS device_work
+    FROM loose_mem
+),
+report AS (
+    SELECT s.run, s.rank, k.trace_id, k.name,
+           {%- if group_by_input_shape %} k.input_shapes,{% endif %}
+           {%- if group_by_stack %} k.stack,{% endif %}
+           k.kind,
+           100.0 * k.self_ns / nullif(sum(k.self_ns) OVER t, 0) AS self_cpu_pct,
+           k.self_ns / 1e3 AS self_cpu_us,
+           100.0 * k.dur_ns / nullif(sum(k.self_ns) OVER t, 0) AS cpu_total_pct,
+           k.dur_ns / 1e3 AS cpu_total_us,
+           k.dur_ns / 1e3 / k.count AS cpu_avg_us,
+           k.self_dev_ns / 1e3 AS self_device_us,
+           100.0 * k.self_dev_ns / nullif(sum(k.self_dev_ns) FILTER (WHERE k.device_work) OVER t, 0) AS self_device_pct,
+           k.dev_ns / 1e3 AS device_total_us,
+           k.dev_ns / 1e3 / k.count AS device_avg_us,
+           k.count, k.flops,
+           k.cpu_mem AS cpu_mem_bytes, k.self_cpu_mem AS self_cpu_mem_bytes,
+           k.dev_mem AS device_mem_bytes, k.self_dev_mem AS self_device_mem_bytes,
+           k.first_top
+    FROM per_key k
+    JOIN scope s USING (trace_id)
+    WINDOW t AS (PARTITION BY k.trace_id)
+)
+SELECT * EXCLUDE (first_top) FROM report
+WHERE TRUE {% if top_level_only %}AND first_top{% endif %}
+{%- if limit %}
+QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY {{ order_by }}) <= $limit
+{%- endif %}
+ORDER BY run, rank NULLS LAST, trace_id, {{ order_by }}
+
+-- @notes
+WITH t AS (
+    SELECT f.trace_id, f.file_name FROM trace_files f WHERE TRUE {{ run_scope('f.') }}
+)
+SELECT note FROM (
+    SELECT 0 AS k, trace_id, file_name || ': no CPU operators or annotations in this trace' AS note
+    FROM t WHERE NOT EXISTS (SELECT 1 FROM cpu_ops c WHERE c.trace_id = t.trace_id)
+               AND NOT EXISTS (SELECT 1 FROM user_annotations a WHERE a.trace_id = t.trace_id)
+    UNION ALL
+    SELECT 1, t.trace_id, t.file_name || ': ' || format('{:,}', count(*)) || ' call(s) with negative self CPU time: '
+                          || 'their children overlap each other on the thread (torch subtracts every child''s '
+                          || 'duration, and so does duckprof; see README, report ops)'
+    FROM (SELECT trace_id FROM cpu_ops WHERE self_ns < 0
+          UNION ALL SELECT trace_id FROM user_annotations WHERE self_ns < 0
+          UNION ALL SELECT trace_id FROM python_functions WHERE self_ns < 0) n
+    JOIN t USING (trace_id)
+    GROUP BY t.trace_id, t.file_name
+    {%- if group_by_input_shape %}
+    UNION ALL
+    SELECT 2, trace_id, file_name || ': no input shapes recorded (record_shapes=False): one row per name'
+    FROM t WHERE NOT EXISTS (SELECT 1 FROM cpu_ops c WHERE c.trace_id = t.trace_id AND c.input_dims IS NOT NULL)
+    {%- endif %}
+    {%- if group_by_stack %}
+    UNION ALL
+    SELECT 3, trace_id, file_name || ': no Python stacks (with_stack=False): one row per name'
+    FROM t WHERE NOT EXISTS (SELECT 1 FROM python_functions p WHERE p.trace_id = t.trace_id)
+               AND NOT EXISTS (SELECT 1 FROM cpu_ops c WHERE c.trace_id = t.trace_id
+                               AND json_exists(c.args, '$."Call stack"'))
+    {%- endif %}
+)
+ORDER BY k, trace_id

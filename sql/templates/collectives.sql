@@ -1,0 +1,33 @@
+-- collectives: matching one collective across the ranks of a run.
+-- collective_arrivals(src): one row per (run, instance, trace) of the
+--   collective kernels in src (rows of the collectives view, or a subset:
+--   trace_id, ts_ns, process_group, seq, collective, occurrence), where an
+--   instance is one collective operation of a process group: its 'Seq' when
+--   the trace records it, else its type and occurrence (the n-th of that type
+--   in the process group on that rank). Columns: run, instance,
+--   process_group, collective, trace_id,
+--   arrival_ns (the rank's first kernel of the instance started: it arrived),
+--   ranks (traces that took part), first_ns, last_ns (the first and the last
+--   arrival), last_trace_id (the trace that arrived last), wait_ns (last_ns -
+--   arrival_ns: how long this rank waited for the last one). Instances seen
+--   on one rank only are left out (nothing to compare).
+{% macro collective_arrivals(src) -%}
+WITH per_rank AS (
+    SELECT f.run, c.process_group, c.collective,
+           coalesce(c.process_group, '?') || '/' || CASE WHEN c.seq IS NOT NULL THEN 'seq ' || c.seq
+                                                        ELSE c.collective || ' #' || c.occurrence END AS instance,
+           c.trace_id, min(c.ts_ns) AS arrival_ns
+    FROM {{ src }} c
+    JOIN trace_files f USING (trace_id)
+    GROUP BY f.run, c.process_group, c.collective, instance, c.trace_id
+),
+instances AS (
+    SELECT *, count(*) OVER w AS ranks, min(arrival_ns) OVER w AS first_ns, max(arrival_ns) OVER w AS last_ns,
+           arg_max(trace_id, arrival_ns) OVER w AS last_trace_id
+    FROM per_rank
+    WINDOW w AS (PARTITION BY run, instance)
+)
+SELECT run, instance, process_group, collective, trace_id, arrival_ns, ranks, first_ns, last_ns, last_trace_id, last_ns - arrival_ns AS wait_ns
+FROM instances
+WHERE ranks >= 2
+{%- endmacro %}

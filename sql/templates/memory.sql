@@ -1,0 +1,101 @@
+-- memory: how torch's key_averages counts the [memory] events of a call,
+-- written once for report ops and report memory --ops.
+-- call_bytes(calls, mem): a SELECT of (trace_id, kh, pkh, cpu_mem, dev_mem), one
+--   row per call that has some: the bytes of the [memory] events at times in
+--   [start, end] of the call, on any thread (torch's _parse_kineto_results:
+--   MemRecordsAcc.in_interval), CPU and device apart. calls: a relation with
+--   trace_id, ts_ns, end_ns and the call's row key kh and its parent's pkh
+--   (passed through); mem: a relation of trace_id, ts_ns, cpu_b, dev_b (the
+--   [memory] events' bytes). Cumulative sums looked up by two ASOF joins.
+-- memory_bytes(alias): cpu_b and dev_b of memory_events: the bytes of CPU
+--   (and MKLDNN, IDEEP) and of device (CUDA, HIP, XPU, PrivateUse1) events,
+--   as torch's _cpu_memory_usage / _device_memory_usage (c10::DeviceType).
+-- memory_levels(): CTE definitions (to follow WITH) ending in levels: every
+--   [memory] event of the traces in scope (import with context: the run option)
+--   with device (Device Id, -1 for the host), level (the allocator's Total
+--   Allocated after it, or when the trace has none the running sum of Bytes on
+--   its device from the trace's first event) and live (an allocation after which
+--   nothing more happens at its Addr on its device).
+-- device_kind(alias): the name of a c10::DeviceType number in device_type ('CPU', 'CUDA', ...).
+-- memory_notes(): the notes query of the memory reports: traces without
+--   [memory] events (printed instead of the table when no trace in scope has
+--   any), without Total Allocated, without addresses.
+{% from "templates/scope.sql" import run_scope with context %}
+
+{% macro memory_bytes(alias='') -%}
+CASE WHEN {{ alias }}device_type IN (0, 2, 5) THEN {{ alias }}bytes ELSE 0 END AS cpu_b,
+CASE WHEN {{ alias }}device_type IN (1, 6, 12, 20) THEN {{ alias }}bytes ELSE 0 END AS dev_b
+{%- endmacro %}
+
+{% macro call_bytes(calls, mem) -%}
+SELECT c.trace_id, c.kh, c.pkh,
+       hi.cpu_cum - coalesce(lo.cpu_cum, 0) AS cpu_mem, hi.dev_cum - coalesce(lo.dev_cum, 0) AS dev_mem
+FROM {{ calls }} c
+ASOF JOIN (
+    SELECT trace_id, ts_ns, sum(sum(cpu_b)) OVER w AS cpu_cum, sum(sum(dev_b)) OVER w AS dev_cum
+    FROM {{ mem }}
+    GROUP BY trace_id, ts_ns
+    WINDOW w AS (PARTITION BY trace_id ORDER BY ts_ns ROWS UNBOUNDED PRECEDING)
+) hi ON hi.trace_id = c.trace_id AND c.end_ns >= hi.ts_ns
+ASOF LEFT JOIN (
+    SELECT trace_id, ts_ns, sum(sum(cpu_b)) OVER w AS cpu_cum, sum(sum(dev_b)) OVER w AS dev_cum
+    FROM {{ mem }}
+    GROUP BY trace_id, ts_ns
+    WINDOW w AS (PARTITION BY trace_id ORDER BY ts_ns ROWS UNBOUNDED PRECEDING)
+) lo ON lo.trace_id = c.trace_id AND c.ts_ns > lo.ts_ns
+WHERE hi.cpu_cum IS DISTINCT FROM lo.cpu_cum OR hi.dev_cum IS DISTINCT FROM lo.dev_cum
+{%- endmacro %}
+
+{% macro memory_levels() -%}
+mem_events AS (
+    SELECT m.*, coalesce(m.device_id, -1) AS device
+    FROM memory_events m
+    WHERE m.device_type IS NOT NULL {{ run_scope('m.') }}
+),
+levels AS (
+    SELECT *,
+           coalesce(total_allocated_bytes,
+                    sum(coalesce(bytes, 0)) OVER (PARTITION BY trace_id, device_type, device ORDER BY ts_ns, event_id
+                                                  ROWS UNBOUNDED PRECEDING))::BIGINT AS level,
+           bytes > 0 AND addr IS NOT NULL
+               AND lead(event_id) OVER (PARTITION BY trace_id, device_type, device, addr ORDER BY ts_ns, event_id)
+                   IS NULL AS live
+    FROM mem_events
+)
+{%- endmacro %}
+
+{% macro device_kind(alias='') -%}
+CASE {{ alias }}device_type WHEN 0 THEN 'CPU' WHEN 1 THEN 'CUDA' WHEN 2 THEN 'MKLDNN' WHEN 5 THEN 'IDEEP'
+     WHEN 6 THEN 'HIP' WHEN 12 THEN 'XPU' WHEN 13 THEN 'MPS' WHEN 19 THEN 'MTIA' WHEN 20 THEN 'PrivateUse1'
+     ELSE 'type ' || {{ alias }}device_type END
+{%- endmacro %}
+
+{% macro memory_notes() -%}
+WITH t AS (
+    SELECT f.trace_id, f.file_name,
+           EXISTS (SELECT 1 FROM memory_events m WHERE m.trace_id = f.trace_id) AS has_mem,
+           EXISTS (SELECT 1 FROM memory_events m WHERE m.trace_id = f.trace_id
+                   AND m.total_allocated_bytes IS NOT NULL) AS has_total,
+           EXISTS (SELECT 1 FROM memory_events m WHERE m.trace_id = f.trace_id AND m.addr IS NOT NULL) AS has_addr
+    FROM trace_files f
+    WHERE TRUE {{ run_scope('f.') }}
+),
+any_mem AS (SELECT coalesce(bool_or(has_mem), false) AS yes FROM t)
+SELECT note, instead FROM (
+    SELECT 0 AS k, trace_id, file_name || ': no [memory] events in this trace (record with profile_memory=True)'
+                             AS note, false AS instead
+    FROM t WHERE NOT has_mem AND (SELECT yes FROM any_mem)
+    UNION ALL
+    SELECT 1, trace_id, file_name || ': no ''Total Allocated'' in its [memory] events (PyTorch before 1.10): '
+                        || 'allocated levels are the running sum of their bytes since the trace began', false
+    FROM t WHERE has_mem AND NOT has_total
+    UNION ALL
+    SELECT 2, trace_id, file_name || ': no addresses in its [memory] events: live allocations unknown', false
+    FROM t WHERE has_mem AND NOT has_addr
+    UNION ALL
+    SELECT 3, NULL, 'no [memory] events in this trace (record with profile_memory=True)'
+                    {%- if run is not none %} || ' (run ''' || $run || ''')'{% endif %}, true
+    WHERE NOT (SELECT yes FROM any_mem)
+)
+ORDER BY k, trace_id
+{%- endmacro %}

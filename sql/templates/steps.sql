@@ -1,0 +1,131 @@
+-- steps: what `report steps` measures in each profiler step, written once for
+-- its per-step table (reports/steps.sql) and its summary (reports/steps_summary.sql).
+-- Import with context (it reads the run option).
+--
+-- step_figures(rules): CTE definitions (to follow WITH) ending in `figures`,
+--   one row per trace and window: each ProfilerStep#N's host-side range, or the
+--   trace's whole profiled window (step NULL, window_id -1) when it has no steps.
+--   Columns: trace_id, step, window_id, ts_ns, end_ns, step_ns, busy_ns,
+--   kernel_ns, comm_ns, memcpy_ns, memset_ns, dataloader_ns, optimizer_ns,
+--   backward_ns, forward_ns, other_ns, top_categories.
+--   Device events (gpu_activity, categorized as kernel_categories or by the
+--   --rules file, sql/templates/categories.sql) belong to the window in which
+--   their launch call started (their own start without one); busy_ns is the
+--   part of the window with any device event running (every device of the
+--   trace together). The host time of the window is split by priority, each
+--   instant counted once: dataloader (enumerate(DataLoader)* /
+--   enumerate(DataPipe)* ranges), optimizer (Optimizer.step* /
+--   Optimizer.zero_grad*), backward (autograd::engine::evaluate_function: ...
+--   and *Backward* operators, on any thread), forward (the outermost
+--   operators (in no operator but a ProfilerStep#N) and the user annotations
+--   on the thread that runs the steps, or
+--   on any thread in a trace without steps), other (the rest: Python, waiting).
+{% from "templates/scope.sql" import run_scope with context %}
+{% from "templates/intervals.sql" import merged_intervals, covered_length, union_lengths %}
+{% from "templates/categories.sql" import categorized %}
+
+{% macro step_figures(rules) -%}
+scope AS (
+    SELECT trace_id, first_ts_ns, last_end_ns FROM trace_files WHERE TRUE {{ run_scope() }}
+),
+windows AS (
+    SELECT s.trace_id, s.step, s.event_id AS window_id, s.pid, s.tid, s.ts_ns, s.end_ns
+    FROM steps s JOIN scope USING (trace_id)
+    UNION ALL
+    SELECT t.trace_id, NULL::BIGINT, -1, NULL::BIGINT, NULL::BIGINT, t.first_ts_ns, t.last_end_ns
+    FROM scope t
+    WHERE NOT EXISTS (SELECT 1 FROM steps s WHERE s.trace_id = t.trace_id)
+),
+step_threads AS (
+    SELECT DISTINCT trace_id, pid, tid FROM windows WHERE window_id <> -1
+),
+cats AS (
+    {{ categorized(rules) | indent(4) }}
+),
+dev AS (
+    SELECT g.trace_id, g.kind, g.ts_ns, g.end_ns, g.dur_ns, coalesce(g.launch_ts_ns, g.ts_ns) AS at_ns, c.category
+    FROM gpu_activity g
+    JOIN scope USING (trace_id)
+    JOIN cats c ON c.kind = g.kind AND c.name = g.name
+),
+dev_placed AS (
+    SELECT d.*, w.window_id
+    FROM dev d ASOF JOIN windows w ON w.trace_id = d.trace_id AND d.at_ns >= w.ts_ns
+    WHERE d.at_ns < w.end_ns OR w.window_id = -1
+),
+dev_cat AS (
+    SELECT trace_id, window_id, category, sum(dur_ns) AS ns FROM dev_placed GROUP BY ALL
+),
+dev_sums AS (
+    SELECT trace_id, window_id,
+           coalesce(sum(dur_ns) FILTER (WHERE kind NOT IN ('memcpy', 'memset') AND category <> 'communication'), 0) AS kernel_ns,
+           coalesce(sum(dur_ns) FILTER (WHERE kind NOT IN ('memcpy', 'memset') AND category = 'communication'), 0) AS comm_ns,
+           coalesce(sum(dur_ns) FILTER (WHERE kind = 'memcpy'), 0) AS memcpy_ns,
+           coalesce(sum(dur_ns) FILTER (WHERE kind = 'memset'), 0) AS memset_ns
+    FROM dev_placed GROUP BY ALL
+),
+top_cats AS (
+    SELECT trace_id, window_id,
+           string_agg(category || ' ' || round(100.0 * ns / total, 1) || '%', ', ' ORDER BY ns DESC, category)
+               AS top_categories
+    FROM (SELECT *, sum(ns) OVER (PARTITION BY trace_id, window_id) AS total FROM dev_cat
+          QUALIFY row_number() OVER (PARTITION BY trace_id, window_id ORDER BY ns DESC, category) <= 3)
+    GROUP BY ALL
+),
+busy_intervals AS (
+    {{ merged_intervals('dev', ['trace_id']) | indent(4) }}
+),
+busy AS (
+    {{ covered_length('windows', 'busy_intervals', ['trace_id']) | indent(4) }}
+),
+host AS (  -- host ranges by priority: 1 dataloader, 2 optimizer, 3 backward, 4 forward
+    SELECT trace_id, ts_ns, end_ns,
+           CASE WHEN name LIKE 'enumerate(DataLoader)%' OR name LIKE 'enumerate(DataPipe)%' THEN 1
+                WHEN name LIKE 'Optimizer.step%' OR name LIKE 'Optimizer.zero_grad%' THEN 2
+                WHEN name LIKE 'autograd::engine::evaluate_function:%' OR name LIKE '%Backward%' THEN 3
+                ELSE 4 END AS r, pid, tid, outermost
+    FROM (SELECT trace_id, name, ts_ns, end_ns, pid, tid,
+                 op_event_id IS NULL OR op_event_id IN (SELECT window_id FROM windows) AS outermost
+          FROM cpu_ops
+          UNION ALL
+          SELECT trace_id, name, ts_ns, end_ns, pid, tid, true FROM user_annotations)
+    WHERE NOT starts_with(name, 'ProfilerStep#')
+      AND trace_id IN (SELECT trace_id FROM scope)
+),
+host_kept AS (
+    SELECT h.trace_id, h.ts_ns, h.end_ns, h.r
+    FROM host h
+    LEFT JOIN step_threads st ON st.trace_id = h.trace_id AND st.pid IS NOT DISTINCT FROM h.pid
+                             AND st.tid IS NOT DISTINCT FROM h.tid
+    WHERE h.r < 4
+       OR (h.outermost AND (st.trace_id IS NOT NULL
+                            OR h.trace_id NOT IN (SELECT trace_id FROM step_threads)))
+),
+host_clipped AS (
+    SELECT w.trace_id, w.window_id, greatest(h.ts_ns, w.ts_ns) AS ts_ns, least(h.end_ns, w.end_ns) AS end_ns, h.r
+    FROM host_kept h
+    JOIN windows w ON w.trace_id = h.trace_id AND h.ts_ns < w.end_ns AND h.end_ns > w.ts_ns
+),
+host_cum AS (
+    {{ union_lengths('host_clipped', ['trace_id', 'window_id'],
+                     sets={'u1_ns': 'r <= 1', 'u2_ns': 'r <= 2', 'u3_ns': 'r <= 3', 'u4_ns': 'r <= 4'})
+       | indent(4) }}
+),
+figures AS (
+    SELECT w.trace_id, w.step, w.window_id, w.ts_ns, w.end_ns, w.end_ns - w.ts_ns AS step_ns,
+           b.covered_ns AS busy_ns,
+           coalesce(d.kernel_ns, 0) AS kernel_ns, coalesce(d.comm_ns, 0) AS comm_ns,
+           coalesce(d.memcpy_ns, 0) AS memcpy_ns, coalesce(d.memset_ns, 0) AS memset_ns,
+           coalesce(h.u1_ns, 0) AS dataloader_ns,
+           coalesce(h.u2_ns - h.u1_ns, 0) AS optimizer_ns,
+           coalesce(h.u3_ns - h.u2_ns, 0) AS backward_ns,
+           coalesce(h.u4_ns - h.u3_ns, 0) AS forward_ns,
+           w.end_ns - w.ts_ns - coalesce(h.u4_ns, 0) AS other_ns,
+           t.top_categories
+    FROM windows w
+    JOIN busy b USING (trace_id, window_id)
+    LEFT JOIN dev_sums d USING (trace_id, window_id)
+    LEFT JOIN host_cum h USING (trace_id, window_id)
+    LEFT JOIN top_cats t USING (trace_id, window_id)
+)
+{%- endmacro %}

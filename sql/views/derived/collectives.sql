@@ -1,0 +1,141 @@
+-- collectives: one row per NCCL / RCCL kernel (a collective or point-to-point
+-- operation on one rank), with what the trace says about it: its type, process
+-- group, sequence number, group size, message size and algorithm.
+--
+-- A communication kernel is a kernel whose name starts with nccl or rccl
+-- (ncclKernel_*, ncclDevKernel_*; RCCL keeps NCCL's names): the rule of
+-- gpu_activity's work_class. Its facts come from the kernel's own args
+-- (Kineto copies them onto NCCL kernels since PyTorch 2.2: 'Collective name',
+-- 'Process Group Name', 'Seq', 'Group size', 'In msg nelems', 'Out msg
+-- nelems', 'dtype'), else from the record_param_comms operator that launched
+-- it (launches.op_event_id, or the cpu_op that encloses that one). The type is
+-- 'Collective name', else the c10d operator's name (c10d::allreduce_,
+-- c10d::_allgather_base_, ...), else the kernel's name (ncclKernel_AllReduce_*,
+-- ncclDevKernel_SendRecv, ...), in one vocabulary: all_reduce, all_gather,
+-- reduce_scatter, all_to_all, broadcast, reduce, send, recv, send_recv, gather,
+-- scatter, barrier. The group size is 'Group size', else the number of
+-- 'Process Group Ranks', else the trace's world_size.
+-- Message size (nccl-tests' convention): the larger of the input and the output
+-- buffer, elements x dtype size ('Float' 4 bytes, 'BFloat16' 2, ...): an
+-- all_gather's output, a reduce_scatter's input, an all_reduce's buffer.
+-- Bus bandwidth factor (nccl-tests, doc/PERFORMANCE.md): all_reduce 2(n-1)/n;
+-- all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, reduce, send,
+-- recv, send_recv, gather, scatter 1; barrier none.
+--
+-- requires: launches, kernels, cpu_ops, trace_files
+--
+-- Columns:
+-- trace_id        INTEGER  trace (one rank)
+-- event_id        BIGINT   kernels.event_id
+-- name            VARCHAR  kernel name
+-- device          INTEGER  GPU index
+-- stream          BIGINT   stream
+-- ts_ns           BIGINT   start on the GPU (the rank's arrival), ns since the epoch
+-- dur_ns          BIGINT   duration, ns (includes waiting for the other ranks)
+-- end_ns          BIGINT   ts_ns + dur_ns
+-- op_event_id     BIGINT   cpu_ops.event_id of the record_param_comms (or other) operator that launched it
+-- collective      VARCHAR  all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, ...
+-- process_group   VARCHAR  'Process Group Name' (or 'Process Group ID'), e.g. '0'; NULL: not recorded
+-- pg_desc         VARCHAR  'Process Group Description', e.g. 'default_pg'
+-- pg_ranks        VARCHAR  'Process Group Ranks' as written, e.g. '[0, 1]'
+-- seq             BIGINT   'Seq': the collective's number in its process group (NULL: not recorded)
+-- occurrence      BIGINT   1, 2, ... in start order among the trace's kernels of the same process group
+--                          and type
+-- group_size      INTEGER  ranks taking part (n)
+-- dtype           VARCHAR  'dtype' as written, e.g. 'Float'
+-- dtype_bytes     INTEGER  bytes per element of dtype (NULL: unknown)
+-- in_nelems       BIGINT   'In msg nelems'
+-- out_nelems      BIGINT   'Out msg nelems'
+-- msg_bytes       BIGINT   greatest(in_nelems, out_nelems) x dtype_bytes
+-- busbw_factor    DOUBLE   bus bandwidth / algorithm bandwidth for this type and n
+-- nccl_algorithm  VARCHAR  from the kernel name: RING, TREE, COLLNET_DIRECT, NVLS, PAT, ... (NULL: not named)
+-- nccl_protocol   VARCHAR  from the kernel name: LL, LL128 or SIMPLE (NULL: not named)
+{% macro collective_type(x) -%}
+CASE WHEN {{ x }} IS NULL THEN NULL
+     WHEN contains({{ x }}, 'allreduce') THEN 'all_reduce'
+     WHEN contains({{ x }}, 'reducescatter') THEN 'reduce_scatter'
+     WHEN contains({{ x }}, 'allgather') THEN 'all_gather'
+     WHEN contains({{ x }}, 'alltoall') THEN 'all_to_all'
+     WHEN contains({{ x }}, 'broadcast') THEN 'broadcast'
+     WHEN contains({{ x }}, 'sendrecv') THEN 'send_recv'
+     WHEN contains({{ x }}, 'send') THEN 'send'
+     WHEN contains({{ x }}, 'recv') THEN 'recv'
+     WHEN contains({{ x }}, 'barrier') THEN 'barrier'
+     WHEN contains({{ x }}, 'reduce') THEN 'reduce'
+     WHEN contains({{ x }}, 'gather') THEN 'gather'
+     WHEN contains({{ x }}, 'scatter') THEN 'scatter'
+END
+{%- endmacro %}
+{% macro squash(x) -%}
+regexp_replace(lower({{ x }}), '[^a-z0-9]', '', 'g')
+{%- endmacro %}
+CREATE OR REPLACE VIEW collectives AS
+WITH k AS (
+    SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, end_ns, op_event_id
+    FROM launches
+    WHERE kind = 'kernel' AND (name ILIKE 'nccl%' OR name ILIKE 'rccl%')
+),
+kargs AS (
+    SELECT trace_id, event_id, args FROM kernels WHERE name ILIKE 'nccl%' OR name ILIKE 'rccl%'
+),
+ops AS (
+    -- the launching op, its record_param_comms (itself, or the op it is inside) and the c10d op
+    SELECT k.trace_id, k.event_id, o.event_id AS op_event_id,
+           CASE WHEN o.name = 'record_param_comms' THEN o.args
+                WHEN p.name = 'record_param_comms' THEN p.args END AS rpc_args,
+           CASE WHEN o.name = 'record_param_comms' THEN p.name ELSE o.name END AS op_name
+    FROM k
+    LEFT JOIN cpu_ops o ON o.trace_id = k.trace_id AND o.event_id = k.op_event_id
+    LEFT JOIN cpu_ops p ON p.trace_id = o.trace_id AND p.event_id = o.op_event_id
+),
+facts AS (
+    SELECT k.*, o.op_event_id AS rpc_op_event_id,
+           {% for key, col in [('Collective name', 'coll_name'), ('Process Group Name', 'pg_name'),
+                               ('Process Group ID', 'pg_id'), ('Process Group Description', 'pg_desc'),
+                               ('Process Group Ranks', 'pg_ranks'), ('Seq', 'seq'), ('Group size', 'group_size'),
+                               ('In msg nelems', 'in_nelems'), ('Out msg nelems', 'out_nelems'),
+                               ('dtype', 'dtype')] %}
+           coalesce(json_extract_string(a.args, '$."{{ key }}"'),
+                    json_extract_string(o.rpc_args, '$."{{ key }}"')) AS {{ col }},
+           {% endfor %}
+           o.op_name
+    FROM k
+    LEFT JOIN kargs a USING (trace_id, event_id)
+    LEFT JOIN ops o USING (trace_id, event_id)
+),
+typed AS (
+    SELECT f.*,
+           coalesce({{ collective_type(squash('f.coll_name')) }},
+                    {{ collective_type(squash("regexp_replace(f.op_name, '^c10d::', '')")) }},
+                    {{ collective_type(squash("regexp_replace(f.name, '^[nr]ccl(Dev)?Kernel_', '')")) }},
+                    lower(regexp_extract(f.name, '^[nr]ccl(?:Dev)?Kernel_([A-Za-z]+)', 1)),
+                    'unknown') AS collective,
+           coalesce(try_cast(f.group_size AS INTEGER),
+                    nullif(len(string_split(regexp_replace(f.pg_ranks, '[\[\] ]', '', 'g'), ',')), 0)::INTEGER
+                        * (CASE WHEN regexp_matches(f.pg_ranks, '[0-9]') THEN 1 END),
+                    t.world_size) AS n,
+           CASE lower(f.dtype)
+                WHEN 'float' THEN 4 WHEN 'double' THEN 8 WHEN 'half' THEN 2 WHEN 'bfloat16' THEN 2
+                WHEN 'long' THEN 8 WHEN 'int' THEN 4 WHEN 'short' THEN 2 WHEN 'char' THEN 1 WHEN 'byte' THEN 1
+                WHEN 'bool' THEN 1 WHEN 'complexhalf' THEN 4 WHEN 'complexfloat' THEN 8
+                WHEN 'complexdouble' THEN 16 WHEN 'uint16' THEN 2 WHEN 'uint32' THEN 4 WHEN 'uint64' THEN 8
+                ELSE CASE WHEN lower(f.dtype) LIKE 'float8%' THEN 1 END END AS dtype_bytes
+    FROM facts f
+    LEFT JOIN trace_files t USING (trace_id)
+)
+SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, end_ns, rpc_op_event_id AS op_event_id,
+       collective, coalesce(pg_name, pg_id) AS process_group, pg_desc, pg_ranks,
+       try_cast(seq AS BIGINT) AS seq,
+       row_number() OVER (PARTITION BY trace_id, coalesce(pg_name, pg_id), collective ORDER BY ts_ns, event_id)
+           AS occurrence,
+       n AS group_size, dtype, dtype_bytes::INTEGER AS dtype_bytes,
+       try_cast(in_nelems AS BIGINT) AS in_nelems, try_cast(out_nelems AS BIGINT) AS out_nelems,
+       (greatest(try_cast(in_nelems AS BIGINT), try_cast(out_nelems AS BIGINT)) * dtype_bytes)::BIGINT AS msg_bytes,
+       CASE WHEN collective = 'all_reduce' THEN 2.0 * (n - 1) / n
+            WHEN collective IN ('all_gather', 'reduce_scatter', 'all_to_all') THEN 1.0 * (n - 1) / n
+            WHEN collective IN ('broadcast', 'reduce', 'send', 'recv', 'send_recv', 'gather', 'scatter') THEN 1.0
+       END AS busbw_factor,
+       nullif(regexp_extract(name, '_(RING|TREE|COLLNET_DIRECT|COLLNET_CHAIN|COLLNET|NVLS_TREE|NVLS|PAT)_', 1), '')
+           AS nccl_algorithm,
+       nullif(regexp_extract(name, '_(LL128|LL|SIMPLE)(?:_|\(|$)', 1), '') AS nccl_protocol
+FROM typed;

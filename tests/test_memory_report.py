@@ -1,0 +1,124 @@
+"""`report memory`: allocator peaks per device, per step, the operators that
+allocate the most, and what is still allocated at the end.
+
+fixtures/memory/memory.json (table in fixtures/memory/make_fixtures.py), by hand:
+CPU: 5 events, 3 allocations (100 + 50 + 30 = 180 B), frees 100 + 50 = 150 B; Total
+Allocated 100, 150, 50, 80, 30: peak 150 at t=36 (in ProfilerStep#1; the innermost
+operator then is the inner aten::empty [35,40]), end 30; addr 3 (30 B) never freed.
+CUDA 0: 3 events, allocated 1000 + 500, freed 1000; peak 1500 at t=130 in step 2
+during aten::mm; reserved 2048; end 500; addr 11 (500 B) live.
+By step: step 1 CPU: 3 events, +150 / -100, peak 150, end 50, grown 50 - 0 = 50;
+step 2 CPU: the event at t=160 (no operator spans it): +30, level 80, grown 30;
+step 2 CUDA: peak 1500 (aten::mm), end 500, grown 500. The free at t=250 is in no step.
+Operators, as torch counts them (bytes of the [memory] events in [start, end], any
+thread; self = minus the children's): aten::empty: 100 + 50 = 150 (self 150);
+aten::add [30,60]: +50 - 100 = -50, its child aten::empty 50 -> self -100; aten::mm:
+device +1000 + 500 - 1000 = 500; ProfilerStep*: CPU 50 (step 1) + 30 (step 2) = 80;
+step 1's children (aten::empty 100, aten::add -50) hold all its 50, step 2's child
+aten::mm no CPU bytes, so self 0 + 30 = 30; device 500, all aten::mm's: self 0.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from conftest import REPO, corpus_path, invoke, needs_corpus
+
+import duckprof
+
+MEM = REPO / "fixtures" / "memory" / "memory.json"
+
+
+@pytest.fixture(scope="module")
+def mem():
+    s = duckprof.connect()
+    s.load([str(MEM)], run="r")
+    yield s
+    s.close()
+
+
+def rows(s, **opts):
+    rel = s.report("memory", **opts)
+    return [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+
+
+def test_peaks_by_hand(mem):
+    cols = ["device_kind", "device", "events", "allocs", "allocated_bytes", "freed_bytes", "peak_allocated_bytes",
+            "peak_at_us", "peak_step", "peak_op", "peak_reserved_bytes", "end_allocated_bytes", "live_allocs",
+            "live_bytes"]
+    assert [tuple(r[c] for c in cols) for r in rows(mem)] == [
+        ("CPU", -1, 5, 3, 180, 150, 150, 36.0, 1, "aten::empty", 0, 30, 1, 30),
+        ("CUDA", 0, 3, 2, 1500, 1000, 1500, 130.0, 2, "aten::mm", 2048, 500, 1, 500),
+    ]
+
+
+def test_by_step_by_hand(mem):
+    cols = ["step", "device_kind", "events", "allocated_bytes", "freed_bytes", "peak_allocated_bytes", "peak_op",
+            "end_allocated_bytes", "grown_bytes"]
+    assert [tuple(r[c] for c in cols) for r in rows(mem, by_step=True)] == [
+        (1, "CPU", 3, 150, 100, 150, "aten::empty", 50, 50),
+        (2, "CPU", 1, 30, 0, 80, None, 80, 30),
+        (2, "CUDA", 3, 1500, 1000, 1500, "aten::mm", 500, 500),
+    ]
+
+
+def test_ops_by_hand(mem):
+    cols = ["name", "calls", "self_device_mem_bytes", "device_mem_bytes", "self_cpu_mem_bytes", "cpu_mem_bytes"]
+    assert [tuple(r[c] for c in cols) for r in rows(mem, ops=True)] == [
+        ("aten::mm", 1, 500, 500, 0, 0),
+        ("aten::empty", 2, 0, 0, 150, 150),
+        ("ProfilerStep*", 2, 0, 500, 30, 80),
+        ("aten::add", 1, 0, 0, -100, -50),
+    ]
+    # report ops counts the same, and the free during no event at all is torch's '[memory]' row
+    rel = mem.report("ops", limit=0)
+    ops = {r[3]: dict(zip(rel.columns, r)) for r in rel.fetchall()}
+    assert (ops["aten::add"]["cpu_mem_bytes"], ops["aten::add"]["self_cpu_mem_bytes"]) == (-50, -100)
+    assert (ops["[memory]"]["count"], ops["[memory]"]["cpu_mem_bytes"], ops["[memory]"]["self_cpu_us"]) == (1, -50, 0.0)
+
+
+def test_live_by_hand(mem):
+    got = [(r["device_kind"], r["bytes"], r["at_us"], r["step"], r["op"], r["addr"]) for r in rows(mem, live=True)]
+    assert got == [("CPU", 30, 160.0, 2, None, 3), ("CUDA", 500, 130.0, 2, "aten::mm", 11)]
+
+
+def test_memory_ops_equal_torchs_columns():
+    """On a torch-recorded profile_memory trace, report memory --ops holds torch's
+    own CPU Mem / Self CPU Mem for every operator and annotation
+    (fixtures/golden/ops, key_averages of the same run)."""
+    with gzip.open(REPO / "fixtures" / "golden" / "ops" / "train.key_averages.json.gz", "rt") as f:
+        gold = {(r["key"]): r for r in json.load(f)["plain"]}
+    with duckprof.connect() as s:
+        s.load([str(REPO / "fixtures" / "golden" / "ops" / "train.json.gz")], run="r")
+        got = rows(s, ops=True, limit=0)
+    assert len(got) >= 30
+    for r in got:
+        g = gold[r["name"]]
+        assert (r["cpu_mem_bytes"], r["self_cpu_mem_bytes"]) == (g["cpu_memory_usage"], g["self_cpu_memory_usage"]), \
+            r["name"]
+        assert r["calls"] == g["count"]
+
+
+def test_traces_without_memory_say_so(cli_app):
+    res = invoke(cli_app, "report", "memory", REPO / "fixtures" / "steps" / "three_steps.json")
+    assert res.exit_code == 0 and res.stdout.strip() == \
+        "no [memory] events in this trace (record with profile_memory=True)"
+
+
+@needs_corpus
+def test_2021_trace_without_totals_or_addresses():
+    """v100 resnet50 (2021): no Total Allocated, no Addr: levels are the running sum
+    of the bytes since the trace began; live allocations unknown (empty)."""
+    with duckprof.connect() as s:
+        s.load([str(corpus_path("v100_resnet50_workers0_2021.json.gz"))], run="r")
+        res = s.report_result("memory")
+        got = [dict(zip(res.relation.columns, r)) for r in res.relation.fetchall()]
+        running = s.sql("""SELECT device_type, max(run) FROM (SELECT device_type, sum(bytes) OVER (PARTITION BY
+                           device_type ORDER BY ts_ns, event_id) AS run FROM memory_events) GROUP BY 1 ORDER BY 1""")
+        peaks = running.fetchall()
+    assert [(r["device_kind"], r["peak_allocated_bytes"]) for r in got] == [("CPU", peaks[0][1]), ("CUDA", peaks[1][1])]
+    assert all(r["live_allocs"] is None and r["peak_reserved_bytes"] is None for r in got)
+    assert any("no 'Total Allocated'" in n for n in res.notes) and any("no addresses" in n for n in res.notes)

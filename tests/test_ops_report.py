@@ -1,0 +1,272 @@
+"""`report ops`: torch's key_averages().table() from a trace file.
+
+Parity: four CPU traces recorded with torch 2.13 (fixtures/golden/ops/record_ops.py:
+record_shapes, with_stack (verbose), with_flops, profile_memory; a training loop
+with a DataLoader and Adam, an op-heavy program (mm, bmm, addmm, conv2d, SDPA fp32
+and bf16), nested record_function labels with and without with_stack), and torch's
+own key_averages() of the same profiling run, plain, group_by_input_shape=True and
+group_by_stack_n=5. Every row torch has, duckprof has, with the same count, self and
+total CPU time (within 1 ns per call: the trace holds times to the ns), CPU memory
+and self CPU memory (exactly), FLOPs where torch counts them (exactly), and the
+top-level flag; the only differing rows are explained in
+test_tensorlist_shapes_are_finer_than_torchs.
+Device time (no GPU here) is compared with torch-tb-profiler's operator view on the
+two V100 resnet50 traces (test_steps.py has its step view).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+
+import pytest
+
+from conftest import REPO, corpus_path, invoke, needs_corpus
+
+import duckprof
+
+GOLD = REPO / "fixtures" / "golden" / "ops"
+TRACES = ["train", "ops", "labels", "labels_nostack"]
+GROUPINGS = {"plain": {}, "by_shape": {"group_by_input_shape": True}, "by_stack": {"group_by_stack": 5}}
+
+
+def golden(name):
+    with gzip.open(GOLD / f"{name}.key_averages.json.gz", "rt") as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def sessions():
+    out = {}
+    for name in TRACES:
+        s = duckprof.connect()
+        s.load([str(GOLD / f"{name}.json.gz")], run=name)
+        out[name] = s
+    yield out
+    for s in out.values():
+        s.close()
+
+
+def ours(s, **opts):
+    rel = s.report("ops", limit=0, **opts)
+    return [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+
+
+def torch_key(r, grouping):
+    k = (r["key"], r["is_user_annotation"])
+    if grouping == "by_shape":
+        k += (json.dumps(r["input_shapes"], separators=(",", ":")) if r["input_shapes"] else None,)
+    if grouping == "by_stack":
+        k += ("; ".join(r["stack"]),)
+    return k
+
+
+def our_key(r, grouping):
+    k = (r["name"], r["kind"] == "user_annotation")
+    if grouping == "by_shape":
+        k += (r["input_shapes"],)
+    if grouping == "by_stack":
+        k += (r["stack"],)
+    return k
+
+
+def tensorlist_as_torch(shapes):
+    """torch's input_shapes write a TensorList argument as []; the trace's Input
+    Dims hold the list of its shapes."""
+    if shapes is None:
+        return None
+    return json.dumps([[] if a and isinstance(a[0], list) else a for a in json.loads(shapes)], separators=(",", ":"))
+
+
+def assert_same_row(mine, theirs, where):
+    n = theirs["count"]
+    assert mine["count"] == n, where
+    assert mine["self_cpu_us"] == pytest.approx(theirs["self_cpu_time_total_us"], abs=1e-3 * n + 1e-6), where
+    assert mine["cpu_total_us"] == pytest.approx(theirs["cpu_time_total_us"], abs=1e-3 * n + 1e-6), where
+    assert mine["cpu_mem_bytes"] == theirs["cpu_memory_usage"], where
+    assert mine["self_cpu_mem_bytes"] == theirs["self_cpu_memory_usage"], where
+    assert mine["device_mem_bytes"] == theirs["device_memory_usage"] == 0, where
+    if theirs["flops"]:
+        assert mine["flops"] == theirs["flops"], where
+
+
+@pytest.mark.parametrize("grouping", GROUPINGS)
+@pytest.mark.parametrize("name", TRACES)
+def test_rows_equal_torchs_key_averages(sessions, name, grouping):
+    theirs = {torch_key(r, grouping): r for r in golden(name)[grouping]}
+    mine = {our_key(r, grouping): r for r in ours(sessions[name], **GROUPINGS[grouping])}
+    if grouping == "by_shape" and name == "train":  # explained below
+        mine = {k: r for k, r in mine.items() if tensorlist_as_torch(k[2]) == k[2]}
+        theirs = {k: r for k, r in theirs.items() if "[]" not in (k[2] or "") or k[0] not in TENSORLIST_OPS}
+    assert set(mine) == set(theirs)
+    for k, r in theirs.items():
+        assert_same_row(mine[k], r, (name, grouping, k))
+    total = sum(r["self_cpu_time_total_us"] for r in golden(name)["plain"])
+    assert total == pytest.approx(golden(name)["self_cpu_time_total_us"])
+    if grouping == "plain":  # the percentages' base: the sum of self CPU times
+        r = ours(sessions[name])[0]
+        assert r["self_cpu_pct"] == pytest.approx(100 * r["self_cpu_us"] / total, rel=1e-6)
+
+
+TENSORLIST_OPS = {"aten::cat", "aten::stack", "aten::broadcast_tensors"}
+
+
+def test_tensorlist_shapes_are_finer_than_torchs(sessions):
+    """The only rows that differ from torch's: an op with a TensorList argument
+    (aten::cat / stack of the DataLoader's collate, aten::broadcast_tensors of
+    mse_loss). torch's input_shapes write the list as [], so calls with lists of
+    different shapes share one row; duckprof groups by the trace's Input Dims, which
+    keep each list's shapes. Folded as torch writes them, duckprof's rows add up to
+    torch's exactly."""
+    theirs = {torch_key(r, "by_shape"): r for r in golden("train")["by_shape"]}
+    folded = {}
+    for r in ours(sessions["train"], group_by_input_shape=True):
+        if r["name"] not in TENSORLIST_OPS:
+            continue
+        k = (r["name"], False, tensorlist_as_torch(r["input_shapes"]))
+        f = folded.setdefault(k, {"count": 0, "self_cpu_us": 0.0, "cpu_total_us": 0.0, "cpu_mem_bytes": 0,
+                                  "self_cpu_mem_bytes": 0, "device_mem_bytes": 0, "flops": None, "rows": 0})
+        for c in ("count", "self_cpu_us", "cpu_total_us", "cpu_mem_bytes", "self_cpu_mem_bytes"):
+            f[c] += r[c]
+        f["rows"] += 1
+    assert sorted(folded) == sorted(k for k in theirs if k[0] in TENSORLIST_OPS)
+    assert sum(f["rows"] for f in folded.values()) > len(folded)  # finer: more rows than torch
+    for k, f in folded.items():
+        assert_same_row(f, theirs[k], k)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_top_level_only_as_torch(sessions, name):
+    """torch shows a key with top_level_events_only when its first call has no parent."""
+    want = {torch_key(r, "plain") for r in golden(name)["plain"] if r["top_level"]}
+    got = {our_key(r, "plain") for r in ours(sessions[name], top_level_only=True)}
+    assert got == want
+
+
+def test_duplicate_nested_labels_are_merged_as_torch(sessions):
+    """labels_nostack: outer > [inner, inner, outer > outer] per step. The innermost
+    'outer' is its parent's only child of the same name: torch merges it (3 steps x 2
+    'outer' rows, not 3 x 3), and its time is its parent's self time."""
+    r = {x["name"]: x for x in ours(sessions["labels_nostack"])}
+    assert r["outer"]["count"] == 6 and r["inner"]["count"] == 6
+    assert r["ProfilerStep*"]["count"] == 3
+    with duckprof.connect() as s:
+        s.load([str(GOLD / "labels_nostack.json.gz")], run="x")
+        raw = s.sql("SELECT count(*) FROM user_annotations WHERE name = 'outer'").fetchall()[0][0]
+    assert raw == 9
+
+
+def test_sort_limit_and_negative_self_note(sessions):
+    s = sessions["train"]
+    res = s.report_result("ops", sort="count", limit=3)
+    rows = res.relation.fetchall()
+    counts = [r[res.relation.columns.index("count")] for r in rows]
+    assert len(rows) == 3 and counts == sorted(counts, reverse=True)
+    assert counts[0] == max(r["count"] for r in ours(s))
+    assert [r for r in ours(s) if r["self_cpu_us"] < 0]  # Python frames that ProfilerStep#N starts in and outlives
+    neg = s.sql("SELECT count(*) FROM python_functions WHERE self_ns < 0").fetchall()[0][0]
+    assert neg > 0 and f"train.json.gz: {neg} call(s) with negative self CPU time" in res.notes[0]
+    names = [r["name"] for r in ours(s, sort="name")]
+    assert names == sorted(names)
+
+
+def test_no_stack_note_and_no_shapes_note(tmp_path):
+    cpu = REPO / "fixtures" / "cpu_small_model.json"
+    with duckprof.connect() as s:
+        s.load([str(cpu)], run="r")
+        res = s.report_result("ops", group_by_stack=3)
+        assert any("no Python stacks" in n for n in res.notes)
+        assert {r[res.relation.columns.index("stack")] for r in res.relation.fetchall()} == {""}
+
+
+# -- device time, against torch-tb-profiler's operator view --------------------------------
+
+@needs_corpus
+@pytest.mark.parametrize("stem", ["v100_resnet50_workers0_2021", "v100_resnet50_workers4_2021"])
+def test_operator_view_equals_tensorboards(stem):
+    """torch-tb-profiler 0.4.3's operator view (fixtures/golden/tb_profiler/): for every
+    operator it lists, the same calls, host total and self time, device total and self
+    time (kernels, memcpys, memsets its launches started, and its children's), to the
+    µs. The plugin's view leaves out the annotations ProfilerStep#N, Optimizer.step#...,
+    Optimizer.zero_grad#... and enumerate(DataLoader)#... that torch (and duckprof)
+    list as rows."""
+    theirs = {r["name"]: r for r in json.loads((REPO / "fixtures" / "golden" / "tb_profiler" / f"{stem}.json")
+                                               .read_text())["operators"]}
+    with duckprof.connect() as s:
+        s.load([str(corpus_path(f"{stem}.json.gz"))], run="r")
+        mine = {r["name"]: r for r in ours(s) if r["kind"] in ("cpu_op", "user_annotation")}
+    extra = set(mine) - set(theirs)
+    assert set(theirs) <= set(mine)
+    assert {n.split("#")[0] for n in extra} == {"ProfilerStep*", "Optimizer.step", "Optimizer.zero_grad",
+                                                "enumerate(DataLoader)"}
+    for name, t in theirs.items():
+        m = mine[name]
+        assert (m["count"], m["cpu_total_us"], m["self_cpu_us"], m["device_total_us"], m["self_device_us"]) == \
+            (t["calls"], t["host_duration_us"], t["self_host_duration_us"], t["device_duration_us"],
+             t["self_device_duration_us"]), name
+    assert sum(t["self_device_duration_us"] for t in theirs.values()) > 0
+
+
+# -- torch.compile graph nodes -----------------------------------------------------------------
+
+def graph_trace(tmp_path):
+    """Thread 1 (µs): '## compiled_fn_0.py ##' [0,100] holding '## 0 ##' [5,30]
+    (aten::mm [6,20] with aten::empty [7,8]; mm launches K1, 10 µs), '## 1 ##' [35,60]
+    (aten::relu [40,50], launches K2, 4 µs) and aten::add [70,80] in no node (K3, 6
+    µs); aten::other [110,120] outside the file; each launch call [1 µs] inside its op.
+    By hand: node 0: 2 ops, self: mm 14 - empty 1 - its launch 1 = 12, + empty 1 = 13;
+    CPU total of its outermost op (mm) 14; 1 kernel, 10 µs = 50% of 20; node 1: relu
+    self 10 - 1 = 9, total 10, 4 µs 20%; no node: add 9 / 10, 6 µs 30%."""
+    def x(cat, name, ts, end, tid=1, pid=1, **a):
+        return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": 1000 + ts, "dur": end - ts,
+                "args": a}
+    ev = [x("cpu_op", "## compiled_fn_0.py ##", 0, 100), x("cpu_op", "## 0 ##", 5, 30),
+          x("cpu_op", "aten::mm", 6, 20, **{"External id": 1}), x("cpu_op", "aten::empty", 7, 8),
+          x("cpu_op", "## 1 ##", 35, 60), x("cpu_op", "aten::relu", 40, 50, **{"External id": 2}),
+          x("cpu_op", "aten::add", 70, 80, **{"External id": 3}), x("cpu_op", "aten::other", 110, 120)]
+    for i, (rs, ext, ks, ke) in enumerate([(9, 1, 20, 30), (41, 2, 50, 54), (71, 3, 80, 86)]):
+        ev.append(x("cuda_runtime", "cudaLaunchKernel", rs, rs + 1, correlation=i + 1, **{"External id": ext}))
+        ev.append(x("kernel", f"K{i + 1}", ks, ke, pid=0, tid=7, device=0, stream=7, correlation=i + 1,
+                    **{"External id": ext}))
+    p = tmp_path / "graph.json"
+    p.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev}))
+    return p
+
+
+def test_by_graph_node_by_hand(tmp_path):
+    with duckprof.connect() as s:
+        s.load([str(graph_trace(tmp_path))], run="r")
+        rel = s.report("ops", by_graph_node=True)
+        got = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+        plain = {r["name"]: r for r in ours(s)}
+    cols = ["graph_file", "graph_node", "ops", "top_ops", "self_cpu_us", "cpu_total_us", "kernels", "device_us",
+            "device_pct"]
+    assert [tuple(r[c] for c in cols) for r in got] == [
+        ("compiled_fn_0.py", 0, 2, "aten::mm", 13.0, 14.0, 1, 10.0, 50.0),
+        ("compiled_fn_0.py", None, 1, "aten::add", 9.0, 10.0, 1, 6.0, 30.0),
+        ("compiled_fn_0.py", 1, 1, "aten::relu", 9.0, 10.0, 1, 4.0, 20.0),
+    ]
+    # the plain table: device time rolls up the op tree (the file marker holds all three kernels)
+    assert plain["## compiled_fn_0.py ##"]["device_total_us"] == 20.0
+    assert plain["aten::mm"]["self_device_us"] == 10.0 and plain["## 0 ##"]["device_total_us"] == 10.0
+    assert plain["K1"]["self_device_pct"] == 50.0
+
+
+def test_by_graph_node_note_without_markers(sessions):
+    res = sessions["ops"].report_result("ops", by_graph_node=True)
+    assert res.relation.fetchall() == []
+    assert res.notes == ["ops.json.gz: no torch.compile graph markers ('## <file>.py ##' cpu_ops) in this trace"]
+
+
+def test_cli_formats(cli_app, tmp_path):
+    trace = GOLD / "labels_nostack.json.gz"
+    res = invoke(cli_app, "report", "ops", trace, "--format", "csv", "--limit", "0")
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert res.exit_code == 0 and len(rows) == 11
+    selfs = [float(r["self_cpu_us"]) for r in rows]
+    assert selfs == sorted(selfs, reverse=True)  # the default order: self CPU time
+    res = invoke(cli_app, "report", "ops", trace, "--format", "json", "--group-by-input-shape")
+    doc = json.loads(res.stdout)
+    assert {"input_shapes", "self_cpu_us", "count"} <= set(doc[0])
