@@ -199,7 +199,7 @@ def _trend_params(options: dict) -> dict:
 REPORTS = [
     Report("kernels", prepare=_kernels_params),
     Report("gpu-time", variants={"by_step": "gpu_time_steps"}),
-    Report("idle"),
+    Report("idle", variants={"by": "idle_events"}),
     Report("queue"),
     Report("temporal"),
     Report("ops-by-step"),

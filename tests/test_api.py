@@ -23,7 +23,7 @@ FIXTURES = [REPO / "fixtures" / "diff" / "a.json", REPO / "fixtures" / "kernels"
 
 #: option sets that switch a report's structure (another file, other columns)
 VARIANTS = {"kernels": [{}, {"group_by_launch": True}], "gpu-time": [{}, {"by_step": True}, {"hta": True}],
-            "idle": [{}, {"hta": True}], "queue": [{}, {"hta": True}], "temporal": [{}, {"hta": True}],
+            "idle": [{}, {"hta": True}, {"by": "event"}], "queue": [{}, {"hta": True}], "temporal": [{}, {"hta": True}],
             "categories": [{}, {"by_step": True}, {"category": "gemm"}], "ops": [{}, {"group_by_input_shape": True}],
             "memory": [{}, {"by_step": True}, {"ops": True}, {"live": True}],
             "steps": [{}, {"summary": True}, {"breakdown": "tensorboard"}], "collectives": [{}, {"by_rank": True}],

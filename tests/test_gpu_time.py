@@ -220,10 +220,10 @@ def test_device_queue_depth_and_drains(two):
              {"t0": T0}) == [(30, 345, 6)]
 
 
-# -- idle ranking (BasicEvaluation) -----------------------------------------------
+# -- idle ranking (BasicEvaluation: report idle --by event) --------------------------
 
 def test_idle_ranking(two):
-    rows = as_dicts(two.report("idle", limit=0))
+    rows = as_dicts(two.report("idle", by="event", limit=0))
     by_op = {r["op"]: r for r in rows}
     # queue empty before 12, in [170,290), [305,322) and after 345
     expect = {  # op: (dur, self, idle)
@@ -251,7 +251,72 @@ def test_idle_ranking(two):
     assert by_op["aten::slow"]["source"] == "model.py(42): forward"
     assert by_op["aten::big"]["source"] == "train.py(10): step"
     # --limit is per trace and device
-    assert [r["op"] for r in as_dicts(two.report("idle", limit=2))] == ["aten::slow", "aten::tail"]
+    assert [r["op"] for r in as_dicts(two.report("idle", by="event", limit=2))] == ["aten::slow", "aten::tail"]
+
+
+# -- report idle: who starves the GPU (issue 13 item 10) ----------------------------
+
+def test_idle_by_name_who_starves_the_gpu():
+    """fixtures/gpu_time/who_starves.json (layout in make_fixtures.py): GPU window [20,1060],
+    busy [20,120] [445,460] [490,600] [850,900] [1040,1060], so idle gaps (µs)
+      [120,445]: main 10 | zoom 300 | _device.py 2 | aten::to 2 | copy_ 2 | cudaMemcpyAsync 4 | copy_ 5
+      [460,490]: copy_ 6 | aten::to 2 | _device.py 2 | main 10 | mm 2 | cudaLaunchKernel 2 | mm 6
+      [600,850]: main 10 | zoom 188 | main 2 | mm 2 | cudaLaunchKernel 2 | mm 16 | main 20 | step 10
+      [900,1040]: step 100 | step 10 | aten::late 2 | cudaLaunchKernel 2 | aten::late 16 | step 10
+    (the innermost host event at each instant; 'step': only a ProfilerStep, which is left
+    out: '(no host event)'). 745 µs in all, gpu-time's idle_us."""
+    with duckprof.connect() as s:
+        s.load([str(FIX / "who_starves.json")])
+        zoom, main = "scipy/ndimage/_interpolation.py(700): zoom", "train.py(10): main"
+        rows = as_dicts(s.report("idle", limit=0))
+        assert [(r["kind"], r["name"], r["calls"], r["idle_us"]) for r in rows] == [
+            ("python_function", zoom, 2, 488), ("none", "(no host event)", None, 130),
+            ("python_function", main, 1, 52), ("cpu_op", "aten::mm", 3, 26), ("cpu_op", "aten::late", 1, 18),
+            ("cpu_op", "aten::copy_", 1, 13), ("runtime", "cudaLaunchKernel", 4, 6), ("cpu_op", "aten::to", 1, 4),
+            ("python_function", "torch/utils/_device.py(104): __torch_function__", 1, 4),
+            ("runtime", "cudaMemcpyAsync", 1, 4)]
+        (dev,) = [r for r in as_dicts(s.report("gpu-time")) if r["scope"] == "device"]
+        assert sum(r["idle_us"] for r in rows) == dev["idle_us"] == 745
+        by = {r["name"]: r for r in rows}
+        assert by[zoom]["idle_share_pct"] == pytest.approx(100 * 488 / 745)
+        assert (by[zoom]["max_call_us"], by["aten::mm"]["max_call_us"]) == (300, 18)
+        # source: the innermost frame outside torch's files (not torch/utils/_device.py)
+        assert by["aten::copy_"]["source"] == by["aten::to"]["source"] == main
+        assert by[zoom]["source"] == zoom and by["aten::late"]["source"] is None
+        assert [r["name"] for r in as_dicts(s.report("idle", limit=2))] == [zoom, "(no host event)"]
+        # without the last step: window [20,900], idle 605; aten::late's idle was all after it
+        rows = as_dicts(s.report("idle", limit=0, exclude_last_step=True))
+        by = {r["name"]: r["idle_us"] for r in rows}
+        assert sum(by.values()) == 605 and by["(no host event)"] == 10 and "aten::late" not in by
+        assert by["cudaLaunchKernel"] == 4
+
+
+def test_idle_gaps_ended_by_unlaunched_work():
+    """unlaunched_start.json: gaps [10,15] (ended by the memset, no launch call), [20,40]
+    (ended by K1, launched by the host thread: nothing runs in [20,29), aten::mm [29,40)
+    but cudaLaunchKernel [30,31)) and [60,70] (ended by K2: aten::mm ended at 55)."""
+    with duckprof.connect() as s:
+        s.load([str(FIX / "unlaunched_start.json")])
+        rows = as_dicts(s.report("idle"))
+        assert [(r["kind"], r["name"], r["idle_us"]) for r in rows] == [
+            ("none", "(no host event)", 19), ("cpu_op", "aten::mm", 10), ("none", "(no launch call)", 5),
+            ("runtime", "cudaLaunchKernel", 1)]
+
+
+def test_idle_by_event_leaves_out_steps_and_the_last_step():
+    """--by event (BasicEvaluation's single calls): no ProfilerStep row; with
+    --exclude-last-step no op of the last step (its device work is gone, so it would
+    read 100% idle: issue 13 item 8); source outside torch's files."""
+    with duckprof.connect() as s:
+        s.load([str(FIX / "who_starves.json")])
+        rows = as_dicts(s.report("idle", by="event", limit=0))
+        assert sorted(r["op"] for r in rows) == ["aten::copy_", "aten::late", "aten::mm", "aten::mm", "aten::mm",
+                                                 "aten::to"]
+        assert {r["op"]: r["source"] for r in rows if r["op"] != "aten::late"} == {
+            "aten::copy_": "train.py(10): main", "aten::mm": "train.py(10): main", "aten::to": "train.py(10): main"}
+        rows = as_dicts(s.report("idle", by="event", limit=0, exclude_last_step=True))
+        assert "aten::late" not in {r["op"] for r in rows} and len(rows) == 5
+        assert "aten::late" not in {r["op"] for r in as_dicts(s.report("idle", by="event", limit=0, hta=True))}
 
 
 def _reference_drains(points):

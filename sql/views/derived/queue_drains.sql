@@ -1,7 +1,7 @@
 -- queue_drains: the intervals in which a device's queue drains from a peak of
 -- at least 4 down to 0: torch.profiler._utils.BasicEvaluation.rank_events'
 -- "decrease intervals", on the per-device series queue_depth(per_device := true).
--- CPU ops that overlap one are the candidates of `duckprof report idle`.
+-- CPU ops that overlap one are the candidates of `duckprof report idle --by event`.
 --
 -- BasicEvaluation's walk, reproduced without a loop: going backwards from each
 -- change point where the depth is 0 (an anchor), it takes the nearest earlier
