@@ -301,6 +301,12 @@ def test_idle_gaps_ended_by_unlaunched_work():
         assert [(r["kind"], r["name"], r["idle_us"]) for r in rows] == [
             ("none", "(no host event)", 19), ("cpu_op", "aten::mm", 10), ("none", "(no launch call)", 5),
             ("runtime", "cudaLaunchKernel", 1)]
+        # a device that never idles says so instead of an empty table
+        s.load([str(FIX / "no_launches.json")], run="one")
+        res = s.report_result("idle", run="one")
+        assert res.relation.fetchall() == []
+        assert "no_launches.json: device 0 was never idle in its GPU window (1 device event(s) back to back)" \
+            in res.notes
 
 
 def test_idle_by_event_leaves_out_steps_and_the_last_step():

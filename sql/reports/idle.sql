@@ -131,4 +131,15 @@ LEFT JOIN src s USING (trace_id, event_id)
 ORDER BY tr.run, tr.rank NULLS LAST, t.trace_id, t.device, t.idle_ns DESC, t.kind, t.name
 
 -- @notes
-{{ gpu_notes(need_launches=true, unlaunched=true) }}
+SELECT note, instead FROM (
+    SELECT 0 AS k, w.trace_id, w.device,
+           f.file_name || ': device ' || w.device || ' was never idle in its GPU window (' || w.events
+           || ' device event(s) back to back)' AS note, false AS instead
+    FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta) w
+    JOIN trace_files f USING (trace_id)
+    WHERE w.scope = 'device' {{ scope('w.') }}
+      AND NOT EXISTS (SELECT 1 FROM {{ result }} r WHERE r.trace_id = w.trace_id AND r.device = w.device)
+    UNION ALL
+    SELECT 1, NULL, NULL, note, instead FROM ({{ gpu_notes(need_launches=true, unlaunched=true) | indent(19) }})
+)
+ORDER BY k, trace_id, device
