@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from conftest import REPO, assert_one_line_error, cli_app, corpus_path, invoke, needs_corpus  # noqa: F401
+from conftest import REPO, assert_one_line_error, cli_app, corpus_path, invoke, needs_corpus, run_cli  # noqa: F401
 
 import duckprof
 from duckprof.augment import augment
