@@ -44,6 +44,8 @@ COMMANDS = {
     "report steps --breakdown tensorboard": ["report", "steps", "--breakdown", "tensorboard"],
     "report memory": ["report", "memory"],
     "report memory --ops": ["report", "memory", "--ops"],
+    "report patterns": ["report", "patterns"],
+    "report patterns --list": ["report", "patterns", "--list"],
     "runs": ["runs"],
     "query count(*) from cpu_ops by name": [
         "query", "select name, count(*), sum(self_ns) from cpu_ops group by 1 order by 3 desc limit 20"],

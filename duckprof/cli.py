@@ -1,5 +1,6 @@
 """The `duckprof` command line (typer). Every failure a user can cause prints
-one line naming the file and the problem and exits with code 2."""
+one error naming the file and the problem and exits with code 2 (130 for
+Ctrl-C or SIGTERM)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,36 @@ import os
 import tempfile
 from typing import List, Optional
 
+import duckdb
 import typer
 
-from . import cli_reports, render, sqlfiles
-from .cli_common import DbOpt, FormatOpt, LakeOpt, OutputOpt, Progress, check_format, fail, friendly_errors, open_data
-from .session import Session
+from . import __version__, cli_reports, interrupts, render, sqlfiles
+from .cli_common import (DbOpt, FormatOpt, LakeOpt, OutputOpt, Progress, QuietOpt, WaitOpt, check_format, fail,
+                         friendly_errors, open_data)
+from .errors import DuckprofError, Interrupted
+from .load import LoadReport
+from .session import Session, load_into
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+HELP = {"help_option_names": ["-h", "--help"]}
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, context_settings=HELP,
                   help="PyTorch profiler (Kineto) traces in DuckDB: load them, query them with SQL, "
                        "get standard reports.")
-report_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+report_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, context_settings=HELP,
                          help="Standard reports (each answers one question).")
 app.add_typer(report_app, name="report")
+
+
+def _version(value: bool):
+    if value:
+        typer.echo(f"duckprof {__version__} (DuckDB {duckdb.__version__})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
+                                       help="print duckprof's version and exit")):
+    """PyTorch profiler (Kineto) traces in DuckDB: load them, query them with SQL, get standard reports."""
+
 
 @app.command()
 @friendly_errors
@@ -28,20 +47,44 @@ def load(paths: List[str] = typer.Argument(..., help="trace files (.json, .json.
          salvage: bool = typer.Option(False, "--salvage", help="load the complete events of a truncated trace"),
          tag: Optional[List[str]] = typer.Option(None, "--tag", "-t", help="KEY=VALUE stored with the run "
                                                  "(repeatable; see `duckprof tag`)"),
-         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress line")):
-    """Load traces into a database (in memory without --db: a validity check).
+         wait: float = WaitOpt,
+         quiet: bool = QuietOpt):
+    """Load traces into a database (in memory without --db: a validity check). The traces
+    are parsed and checked before the database is opened for writing: queries on it run
+    meanwhile, and it is locked only while the run is inserted.
 
     Example: duckprof load job_42/ --db perf.duckdb --run job42 --tag commit=abc123 --tag batch=64
     """
     tags = parse_tags(tag)
     progress = Progress(quiet)
-    with Session(db) as s:
-        progress.attach(s.con)
-        try:
-            report = s.load(paths, run=run, salvage=salvage, progress=progress, tags=tags)
-        finally:
-            progress.done()
-    typer.echo(report.summary())
+    report = LoadReport(run=run)
+    try:
+        if db:
+            load_into(db, paths, run=run, salvage=salvage, progress=progress, wait=wait, report=report,
+                      tags=tags)
+        else:
+            with Session(None) as s:
+                progress.attach(s.con)
+                s.load(paths, run=run, salvage=salvage, progress=progress, report=report, tags=tags)
+        progress.done()
+        typer.echo(report.summary())
+    except BaseException as e:
+        progress.done()
+        if interrupts.is_interrupt(e):
+            raise Interrupted(_interrupted(report, db)) from None
+        raise
+
+
+def _interrupted(report: LoadReport, db: Optional[str]) -> str:
+    """What an interrupted load kept: it says whether the run was loaded."""
+    if report.committed:
+        n = len(report.loaded)
+        return (f"interrupted after the load had committed: run {report.run!r} is loaded into {db} "
+                f"({n} trace(s)); check with `duckprof runs --db {db}`" if db
+                else "interrupted after the load had finished")
+    if db:
+        return f"interrupted: nothing was loaded, {db} is as it was"
+    return "interrupted: nothing was loaded"
 
 
 @app.command()
@@ -51,27 +94,45 @@ def query(sql: str = typer.Argument(..., help="SQL over the tables and views (se
           db: Optional[str] = DbOpt, lake: Optional[str] = LakeOpt,
           fmt: str = FormatOpt, output: Optional[str] = OutputOpt,
           name_width: int = typer.Option(80, "--name-width", help="truncate long text cells in tables"),
-          salvage: bool = typer.Option(False, "--salvage", help="load the complete events of a truncated trace")):
+          salvage: bool = typer.Option(False, "--salvage", help="load the complete events of a truncated trace"),
+          allow_external: bool = typer.Option(False, "--allow-external",
+                                              help="let the SQL read and write other files (read_parquet, "
+                                                   "COPY TO, ...) and load extensions"),
+          wait: float = WaitOpt,
+          quiet: bool = QuietOpt):
     """Run SQL over traces (loaded into memory) or over a --db database (opened read-only).
+    The SQL reads the database, not the machine: file access (read_text, COPY TO, EXPORT
+    DATABASE, ATTACH) and extensions (INSTALL, LOAD) are refused unless --allow-external.
 
     Example: duckprof query "select name, count(*), sum(dur_ns)/1e6 as ms from kernels
     group by 1 order by 3 desc limit 10" --db runs.duckdb
     """
     check_format(fmt, output)
-    with open_data(traces, db, salvage=salvage, lake=lake) as s:
-        render.emit(s.sql(sql), fmt, output, name_width=name_width)
+    progress = Progress(quiet)
+    with open_data(traces, db, salvage=salvage, progress=progress, wait=wait, lake=lake) as s:
+        if not allow_external:
+            allowed = [output] if fmt == "parquet" and output else []
+            s.lock_down(allowed_paths=allowed, allowed_dirs=[s.lake] if getattr(s, "lake", None) else [])
+        try:
+            render.emit(s.sql(sql), fmt, output, name_width=name_width)
+        except (duckdb.PermissionException, duckdb.InvalidInputException) as e:
+            first = str(e).splitlines()[0]
+            if allow_external or ("disabled" not in first and "configuration has been locked" not in first):
+                raise
+            raise DuckprofError(f"refused: {first}. `duckprof query` reads the database, not the machine: "
+                                "pass --allow-external to let the SQL use other files or extensions") from None
 
 
 @app.command()
 @friendly_errors
 def runs(db: str = typer.Option(..., "--db", help="persistent DuckDB database file"),
-         fmt: str = FormatOpt, output: Optional[str] = OutputOpt):
+         fmt: str = FormatOpt, output: Optional[str] = OutputOpt, wait: float = WaitOpt):
     """List the runs in a database: traces, ranks, devices, steps, mean step time, GPU busy %, tags.
 
     Example: duckprof runs --db runs.duckdb
     """
     check_format(fmt, output)
-    with Session(db, read_only=True) as s:
+    with Session(db, read_only=True, wait=wait) as s:
         render.emit(s.runs(), fmt, output, documented=sqlfiles.view_headers()["runs"].columns)
 
 
@@ -91,7 +152,8 @@ def parse_tags(items) -> dict:
 def export(db: str = typer.Option(..., "--db", help="persistent DuckDB database file"),
            parquet: str = typer.Option(..., "--parquet", help="the lake directory (created if need be)"),
            run: Optional[List[str]] = typer.Option(None, "--run", "-r", help="only this run (repeatable)"),
-           quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress line")):
+           wait: float = WaitOpt,
+           quiet: bool = QuietOpt):
     """Write the database's runs into a Parquet lake, hive-partitioned by run (and rank), that
     Spark, Trino, Polars or DuckDB read with the same tables and columns; exporting again adds
     only the runs the lake does not have. `query`/`report --lake DIR` run duckprof's views over
@@ -101,7 +163,7 @@ def export(db: str = typer.Option(..., "--db", help="persistent DuckDB database 
     """
     from .lake import export_lake
     progress = Progress(quiet)
-    with Session(db, read_only=True) as s:
+    with Session(db, read_only=True, wait=wait) as s:
         try:
             rep = export_lake(s, parquet, runs=run or None, progress=progress)
         finally:
@@ -114,13 +176,14 @@ def export(db: str = typer.Option(..., "--db", help="persistent DuckDB database 
 def tag_run(run: str = typer.Argument(..., help="run label"),
             tags: Optional[List[str]] = typer.Argument(None, help="KEY=VALUE to set (replaces the key's value)"),
             db: str = typer.Option(..., "--db", help="persistent DuckDB database file"),
-            remove: Optional[List[str]] = typer.Option(None, "--remove", help="KEY to remove (repeatable)")):
+            remove: Optional[List[str]] = typer.Option(None, "--remove", help="KEY to remove (repeatable)"),
+            wait: float = WaitOpt):
     """Set or remove tags of a run (commit, batch size, anything) and print its tags.
 
     Example: duckprof tag job42 commit=abc123 batch=64 --db perf.duckdb
     """
     values = parse_tags(tags)
-    with Session(db, read_only=not (values or remove)) as s:
+    with Session(db, read_only=not (values or remove), wait=wait) as s:
         now = s.set_tags(run, values, remove=remove or ()) if values or remove else s.tags(run)
     typer.echo(f"run {run!r}: " + (", ".join(f"{k}={v}" for k, v in now.items()) or "no tags"))
 
@@ -128,12 +191,15 @@ def tag_run(run: str = typer.Argument(..., help="run label"),
 @app.command("rm")
 @friendly_errors
 def remove(run: str = typer.Argument(..., help="run label to delete"),
-           db: str = typer.Option(..., "--db", help="persistent DuckDB database file")):
+           db: str = typer.Option(..., "--db", help="persistent DuckDB database file"),
+           wait: float = WaitOpt):
     """Delete a run (all its traces) from a database.
 
     Example: duckprof rm baseline --db runs.duckdb
     """
-    with Session(db) as s:
+    if not os.path.exists(db):
+        fail(f"{db}: no such database")
+    with Session(db, wait=wait) as s:
         n = s.remove_run(run)
     if not n:
         fail(f"{db}: no run named {run!r}")
@@ -185,6 +251,7 @@ def migrate(db: str = typer.Option(..., "--db", help="persistent DuckDB database
     if not os.path.exists(db):
         fail(f"{db}: no such database")
     with Session(db) as s:
+        s.migrate()
         n = s.con.execute("SELECT count(*) FROM traces").fetchall()[0][0]
     typer.echo(f"{db}: schema version {SCHEMA_VERSION} ({n} trace(s))")
 
@@ -265,6 +332,7 @@ cli_reports.register(app, report_app)
 
 
 def main():
+    interrupts.terminate_as_interrupt()
     app()
 
 

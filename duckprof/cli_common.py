@@ -14,7 +14,7 @@ from typing import Optional
 import duckdb
 import typer
 
-from . import render
+from . import interrupts, render
 from .errors import DuckprofError, TraceError
 from .session import Session
 
@@ -25,6 +25,8 @@ LakeOpt = typer.Option(None, "--lake", help="a Parquet lake directory (duckprof 
                        "tables and views over its files, nothing imported")
 TracesArg = typer.Argument(None, help="trace files (.json, .json.gz), directories or globs to load into memory")
 QuietOpt = typer.Option(False, "--quiet", "-q", help="no progress line")
+WaitOpt = typer.Option(0.0, "--wait", min=0, metavar="SECONDS",
+                       help="while another process holds the database's lock, retry for up to SECONDS")
 NameWidthOpt = typer.Option(60, "--name-width", help="truncate long names in tables to this width")
 WideOpt = typer.Option(False, "--wide", "-w",
                        help="table: every column, none left out as constant or secondary, names in full width")
@@ -35,23 +37,43 @@ def fail(msg: str, code: int = 2):
     raise typer.Exit(code)
 
 
+def duckdb_message(e: Exception) -> str:
+    """DuckDB's error with its hints (`Did you mean "kernels"?`, candidate
+    bindings, the line and caret), as one block: continuation lines indented."""
+    lines = []
+    for line in str(e).splitlines():
+        if line.startswith("Traceback"):  # a Python error inside DuckDB's: its first line says it
+            break
+        if line.strip():
+            lines.append(line.rstrip())
+    return "\n".join(lines[:1] + ["  " + line for line in lines[1:12]])
+
+
 def friendly_errors(fn):
-    """Turn expected failures into one line on stderr and exit code 2."""
+    """Turn expected failures into one error (a line, or a block with DuckDB's
+    hints) on stderr and exit code 2; Ctrl-C / SIGTERM: one line, 130."""
     @functools.wraps(fn)
     def wrapper(*a, **kw):
         try:
             return fn(*a, **kw)
         except (TraceError, DuckprofError) as e:
-            fail(str(e))
+            fail(str(e), e.exit_code)
         except duckdb.Error as e:
-            fail(str(e).splitlines()[0])
+            if interrupts.is_interrupt(e):
+                fail("interrupted", 130)
+            fail(duckdb_message(e))
         except BrokenPipeError:  # output piped into `head` and closed: not an error
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0)
+        except MemoryError as e:
+            from .load import _out_of_memory
+            fail(str(_out_of_memory(None, "running (Python)", e, os.environ.get("DUCKPROF_LOAD_MEMORY"))))
         except (ValueError, OSError) as e:
             fail(str(e))
-        except KeyboardInterrupt:
-            fail("interrupted", 130)
+        except (KeyboardInterrupt, RuntimeError) as e:
+            if interrupts.is_interrupt(e):
+                fail("interrupted", 130)
+            raise
     return wrapper
 
 
@@ -118,7 +140,8 @@ def check_format(fmt: str, output: Optional[str]):
         raise DuckprofError("--format parquet needs --output FILE")
 
 
-def open_data(traces=None, db=None, run=None, salvage=False, progress=None, lake=None) -> Session:
+def open_data(traces=None, db=None, run=None, salvage=False, progress=None, wait: float = 0,
+              lake=None) -> Session:
     """Traces given -> an in-memory session with them loaded (run 'default',
     or `run`). A lake directory -> a session over its Parquet files.
     Otherwise a read-only session on `db`."""
@@ -133,17 +156,25 @@ def open_data(traces=None, db=None, run=None, salvage=False, progress=None, lake
                 s.close()
                 raise DuckprofError(f"{lake}: no run named {run!r} (runs: {', '.join(have) or 'none'})")
         return s
+    if traces and db:
+        raise DuckprofError(f"give trace files or --db, not both (to load them into {db} first: "
+                            f"`duckprof load TRACES --db {db}`, then leave out TRACES)")
     if traces:
         s = Session(None)
         try:
+            if progress is not None and hasattr(progress, "attach"):
+                progress.attach(s.con)
             s.load(list(traces), run=run or "default", salvage=salvage, progress=progress)
         except BaseException:
             s.close()
             raise
+        finally:
+            if progress is not None and hasattr(progress, "done"):
+                progress.done()
         return s
     if not db:
         raise DuckprofError("give trace files, or --db FILE")
-    s = Session(db, read_only=True)
+    s = Session(db, read_only=True, wait=wait)
     if run is not None:
         have = [r[0] for r in s.con.execute("SELECT DISTINCT run FROM trace_files ORDER BY 1").fetchall()]
         if run not in have:

@@ -14,8 +14,8 @@ import typer
 
 from . import render, reports
 from .augment import augment
-from .cli_common import (DbOpt, FormatOpt, LakeOpt, NameWidthOpt, OutputOpt, Progress, QuietOpt, TracesArg, WideOpt, check_format,
-                         friendly_errors, open_data)
+from .cli_common import (DbOpt, FormatOpt, LakeOpt, NameWidthOpt, OutputOpt, Progress, QuietOpt, TracesArg, WaitOpt,
+                         WideOpt, check_format, friendly_errors, open_data)
 from .diff import DiffResult, diff
 
 _PY_TYPES = {"INTEGER": int, "DOUBLE": float, "VARCHAR": str, "CHOICE": str, "FLAG": bool}
@@ -45,30 +45,34 @@ def report_command(report: reports.Report, after=None):
                inspect.Parameter("name_width", K, default=NameWidthOpt, annotation=int),
                inspect.Parameter("fmt", K, default=FormatOpt, annotation=str),
                inspect.Parameter("output", K, default=OutputOpt, annotation=Optional[str]),
-               inspect.Parameter("quiet", K, default=QuietOpt, annotation=bool)]
+               inspect.Parameter("quiet", K, default=QuietOpt, annotation=bool),
+               inspect.Parameter("wait", K, default=WaitOpt, annotation=float)]
 
     def command(**kw):
         traces, db, fmt, output = kw.pop("traces"), kw.pop("db"), kw.pop("fmt"), kw.pop("output")
         lake = kw.pop("lake")
-        name_width, quiet, wide = kw.pop("name_width"), kw.pop("quiet"), kw.pop("wide")
+        name_width, quiet, wide, wait = kw.pop("name_width"), kw.pop("quiet"), kw.pop("wide"), kw.pop("wait")
         check_format(fmt, output)
         progress = Progress(quiet)
         try:
-            with open_data(traces, db, run=kw.get("run"), progress=progress, lake=lake) as s:
+            with open_data(traces, db, run=kw.get("run"), progress=progress, wait=wait, lake=lake) as s:
                 progress.done()
                 res = reports.run(s.con, report.name, **kw)
                 if res.instead:
                     for line in res.instead:
                         typer.echo(line)
-                    return
-                render.emit(res.relation, fmt, output, name_width=name_width, documented=res.columns, wide=wide)
-                if after is not None and fmt == "table" and not output:
-                    after(res)
+                else:
+                    render.emit(res.relation, fmt, output, name_width=name_width, documented=res.columns,
+                                wide=wide)
+                    if after is not None and fmt == "table" and not output:
+                        after(res)
         finally:
             progress.done()
         sys.stdout.flush()  # the table before the notes, also when both go to one pipe
         for n in res.notes:
             typer.echo(f"note: {n}", err=True)
+        if res.exit_code:  # e.g. patterns --fail-on: findings at that severity
+            raise typer.Exit(res.exit_code)
 
     command.__signature__ = inspect.Signature(params)
     command.__annotations__ = {p.name: p.annotation for p in params}

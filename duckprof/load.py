@@ -6,6 +6,7 @@ Python only orchestrates: no loop here runs per event.
 
 from __future__ import annotations
 
+import errno
 import glob
 import json
 import os
@@ -14,13 +15,14 @@ import shutil
 import tempfile
 import threading
 import time
+import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import duckdb
 
-from . import estimators, sqlfiles
+from . import dbfile, estimators, interrupts, phase, sqlfiles
 from .errors import DuckprofError, NotATraceError, TraceError
 from .split import CONTENT_HASH, LEGACY_CONTENT_HASH, split_trace
 
@@ -45,6 +47,9 @@ class FileReport:
 class LoadReport:
     run: str
     files: list[FileReport] = field(default_factory=list)
+    committed: bool = False      # the load's transaction committed: the run is in the database
+    commit_failed: bool = False  # COMMIT itself failed: whether it took effect is checked after
+    tags_set: bool = False       # the run's tags were written in the load's transaction
 
     @property
     def loaded(self):
@@ -206,9 +211,35 @@ def _batches(prepared):
         yield batch
 
 
-def _out_of_memory(path, doing: str, e: Exception) -> DuckprofError:
-    return DuckprofError(f"{path}: out of memory while {doing} ({str(e).splitlines()[0]}); "
-                         "raise DUCKPROF_LOAD_MEMORY or free memory")
+def _address_space_limit() -> int | None:
+    """The process's address-space limit (ulimit -v) in bytes, None if unlimited."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def _out_of_memory(path, doing: str, e: BaseException, memory_limit: str | None) -> DuckprofError:
+    """DuckDB (or Python) ran out of memory. Under DuckDB's own memory_limit
+    the cure is a higher limit or more free memory. Under a process limit
+    (ulimit -v) allocations fail before DuckDB's limit is reached (it also
+    reserves address space for parse buffers and threads): the cure is a
+    lower DUCKPROF_LOAD_MEMORY, so that DuckDB spills to disk sooner, or a
+    higher process limit."""
+    first = (str(e).splitlines() or [""])[0] or type(e).__name__
+    where = f"{path}: " if path else ""
+    cap = _address_space_limit()
+    if cap is not None:
+        return DuckprofError(f"{where}out of memory while {doing} ({first}): this process may use at most "
+                             f"{cap / 2**30:.1f} GiB of address space (ulimit -v), which DuckDB reaches before "
+                             f"its own memory limit (DUCKPROF_LOAD_MEMORY={memory_limit or 'unset'}); lower "
+                             f"DUCKPROF_LOAD_MEMORY to a third of the process limit or less (e.g. "
+                             f"{max(cap // 3, 64 << 20) >> 20}MB) so that DuckDB spills to disk sooner, "
+                             "or raise the limit")
+    return DuckprofError(f"{where}out of memory while {doing} ({first}); raise DUCKPROF_LOAD_MEMORY "
+                         f"(now {memory_limit or 'unset'}) or free memory")
 
 
 class _ChunkStager:
@@ -297,18 +328,134 @@ class _Batch:
         return f" (inserted together with {n} other file(s))" if n else ""
 
 
+class Target:
+    """Where a load writes, and how it takes the right to: the loading
+    connection's own database (a session in memory, or a database file the
+    session holds open). session.load_into gives a database file that is
+    opened for writing only for the write phase (DatabaseTarget).
+
+    snapshot: before parsing, and again once write access is held: the
+    content hashes loaded into the run and the next trace_id (nesting needs
+    the ids: when another process loaded meanwhile, the load nests again).
+    acquire: take write access (after parsing). prepare: inside the load's
+    transaction, before the first insert (schema, views). complete: in the
+    transaction after the inserts (derived tables, tags). finish: after
+    COMMIT (a checkpoint). release: always, last.
+    """
+
+    label = "in-memory database"
+    run = None  # the run being loaded (set by Loader.load)
+
+    def snapshot(self, con, run: str) -> tuple[set, int]:
+        known = {h for (h,) in con.execute(sqlfiles.read("load/known_hashes.sql"), {"run": run}).fetchall()}
+        return known, con.execute(sqlfiles.read("load/next_trace_id.sql")).fetchall()[0][0]
+
+    def acquire(self, con):
+        pass
+
+    def prepare(self, con):
+        pass
+
+    def complete(self, con, report):
+        pass
+
+    def finish(self, con):
+        pass
+
+    def release(self, con, committed: bool):
+        pass
+
+
+MAX_RUN_NAME = 256
+# in an error after a COMMIT that failed: the caller replaces it with what it finds
+COMMIT_OUTCOME_PENDING = "whether the run was committed is checked next"
+
+
+def check_run_name(run) -> str:
+    """A run name is the label a user types and reads back: some visible
+    text, one line, not a paragraph."""
+    if not isinstance(run, str) or not run.strip():
+        raise DuckprofError(f"run name {run!r} is empty; give one with --run NAME")
+    if len(run) > MAX_RUN_NAME:
+        raise DuckprofError(f"run name is {len(run):,} characters long; at most {MAX_RUN_NAME}")
+    if any(unicodedata.category(c) == "Cc" for c in run):
+        raise DuckprofError(f"run name {run[:60]!r} contains a control character (a newline or tab)")
+    return run
+
+
+def temp_dir() -> str:
+    """The load's private directory for chunk files, under $TMPDIR. When
+    TMPDIR is set but unusable that is an error naming it: Python's tempfile
+    would quietly use another directory."""
+    base = os.environ.get("TMPDIR") or tempfile.gettempdir()
+    try:
+        return tempfile.mkdtemp(prefix="duckprof-", dir=base)
+    except OSError as e:
+        raise DuckprofError(f"TMPDIR={base}: cannot create duckprof's temp directory there ({e.strerror}); "
+                            "set TMPDIR to a writable directory with room for the traces' JSON") from None
+
+
+def _temp_space_error(e: OSError, tmp: str, path: str) -> Exception:
+    """Writing chunk files failed: say where (Python's message names no path)."""
+    if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES):
+        return e
+    problem = {errno.ENOSPC: "no space left", errno.EDQUOT: "disk quota exceeded",
+               errno.EFBIG: "file size limit reached (ulimit -f)"}.get(e.errno, e.strerror)
+    return DuckprofError(f"{os.path.dirname(tmp)}: {problem} in the temp directory (TMPDIR) while copying "
+                         f"{path} into chunk files (they take up to the trace's uncompressed size); "
+                         "free space there, or set TMPDIR to a directory with room")
+
+
+_MAX_OBJECT = 32 << 20  # stage_events.sql's maximum_object_size
+_TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+
+
+def _count_trace_events_keys(path) -> int:
+    """How often a traceEvents array starts in the file (a diagnosis on an
+    error path: the file is read once more, decompressed if needed)."""
+    import gzip
+    n, tail, keep = 0, b"", 64
+    try:
+        with open(path, "rb") as raw:
+            gz = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            f = gzip.GzipFile(fileobj=raw) if gz else raw
+            while True:
+                block = f.read(8 << 20)
+                data = tail + block
+                last = not block
+                # a match starting in the kept tail is counted with the next block
+                n += sum(1 for m in _TRACE_EVENTS_KEY.finditer(data) if last or m.start() < len(data) - keep)
+                if last:
+                    return n
+                tail = data[-keep:]
+    except (OSError, EOFError):
+        return n
+
+
+def _quietly(fn):
+    """A cleanup step that must not hide the error being raised (the
+    connection may be unusable after a fatal DuckDB error)."""
+    try:
+        fn()
+    except duckdb.Error:
+        pass
+
+
 class Loader:
     """Loads files into one connection, atomically.
 
-    Phase 1 (the database's tables are not touched): split each file into
-    chunk files, parse them into tables of an attached in-memory database
-    (_ChunkStager, stage_events.sql) and check them (validate.sql). Bad input
-    fails here with a clear TraceError; the few recoverable problems (invalid
-    UTF-8, raw control characters, a chunk cut inside a nested object) are
-    retried here. Phase 2: one transaction normalises every staged file into
-    the main tables (insert_events.sql, nesting, estimates). A DuckDB rollback
-    does not restore a database *file* byte for byte (it has already written
-    row groups), which is why bad input must be caught in phase 1. Phase 1 ends
+    Phase 1 (nothing is written to the target, which is not even open for
+    writing): split each file into chunk files, parse them into tables of an
+    attached in-memory database (_ChunkStager, stage_events.sql), check them
+    (validate.sql) and nest them (nesting.sql, into staging tables). Bad
+    input fails here with a clear TraceError; the few recoverable problems
+    (invalid UTF-8, raw control characters, a chunk cut inside a nested
+    object) are retried here. Phase 2: the target is opened for writing
+    (Target.acquire), and one transaction normalises every staged file into
+    the main tables (insert_events.sql, estimates). A DuckDB rollback does not
+    restore a database *file* byte for byte (it has already written row
+    groups), which is why bad input must be caught in phase 1. Phase 1 ends
     before the transaction begins: a transaction sees the staged tables that
     existed when it first read dp_stage, and may not write to two databases.
     """
@@ -321,18 +468,26 @@ class Loader:
         # benchmarks/README.md). None: no cap.
         self.memory_limit = memory_limit
         self.hash_name = CONTENT_HASH
+        self.phase = ""
 
-    def load(self, paths, run: str = "default", salvage: bool = False) -> LoadReport:
-        if not run or not isinstance(run, str):
-            raise ValueError("run must be a non-empty string")
+    def _phase(self, name: str):
+        self.phase = name
+        phase.mark(name)  # for tests (duckprof/phase.py)
+
+    def load(self, paths, run: str = "default", salvage: bool = False, target: Target | None = None,
+             report: LoadReport | None = None) -> LoadReport:
+        """Load `paths` as (part of) `run` into `target` (default: this
+        connection's database). `report`, when given, is filled in as the
+        load goes: after an interrupt its `committed` says whether the run
+        was loaded."""
+        check_run_name(run)
+        target = target or Target()
+        target.run = run
         files = expand_paths(paths)
-        # files named on their own must be traces; the others (found in a
-        # directory or by a pattern) may be a config or metrics JSON: skipped
-        named = {os.path.abspath(p) for p in _path_list(paths) if os.path.isfile(p)}
-        not_traces = []
-        report = LoadReport(run=run)
+        report = report if report is not None else LoadReport(run=run)
+        report.run = run
         con = self.con
-        tmp = tempfile.mkdtemp(prefix="duckprof-")
+        tmp = temp_dir()
         threads = int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
         old_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
         if self.memory_limit:
@@ -341,101 +496,205 @@ class Loader:
         stager = _ChunkStager(con, threads)
         done = False
         try:
-            known = {h for (h,) in con.execute(sqlfiles.read("load/known_hashes.sql"), {"run": run}).fetchall()}
+            self._phase("reading")
+            known, next_id = target.snapshot(con, run)
             # a run loaded by an older duckprof keeps its hash (see split.CONTENT_HASH)
             self.hash_name = LEGACY_CONTENT_HASH if any(len(h) == 32 for h in known) else CONTENT_HASH
-            # split every file first (their chunks parse in the background), then
-            # wait for and check each one in turn
-            pending = []
-            for i, path in enumerate(files):
-                fr = FileReport(path=path)
-                report.files.append(fr)
-                self.progress(f"[{i + 1}/{len(files)}] reading {os.path.basename(path)}")
-                t0 = time.perf_counter()
-                p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}")
-                try:
-                    p.split = self._split(p, tmp, stager, chunks=max(2, 2 * threads), salvage=salvage)
-                except NotATraceError as e:
-                    if path in named:
-                        raise
-                    fr.skipped = f"{e.problem}; skipped"
-                    not_traces.append(str(e))
-                    continue
-                fr.seconds = time.perf_counter() - t0
-                pending.append((p, fr))
-            if files and len(not_traces) == len(files):
-                raise TraceError(", ".join(map(os.fspath, _path_list(paths))),
-                                 f"no trace among {len(files)} JSON file(s); {not_traces[0]}")
-            prepared = []
-            for i, (p, fr) in enumerate(pending):
-                self.progress(f"[{i + 1}/{len(files)}] parsing {os.path.basename(p.path)}")
-                t0 = time.perf_counter()
-                if p.split.content_hash in known:
-                    fr.skipped = f"already loaded in run '{run}' (same content); skipped"
-                    self._discard(p, stager)
-                    continue
-                known.add(p.split.content_hash)
-                self._finish(p, tmp, stager, salvage)
-                fr.seconds += time.perf_counter() - t0
-                prepared.append((p, fr))
-            next_id = con.execute(sqlfiles.read("load/next_trace_id.sql")).fetchall()[0][0]
-            # Nesting (and exact timestamps) are computed from the staged
-            # events before the transaction, into staging tables that the
-            # insert joins: a transaction may not write to two databases.
-            batches = []
-            for k, batch in enumerate(_batches(prepared)):
-                batches.append(_Batch(batch, next_id, f"{STAGE_DB}.nest_{k}",
-                                      [_int_or_none(p.split.metadata.get("baseTimeNanoseconds")) or 0
-                                       for p, _ in batch]))
-                next_id += len(batch)
-            done_files = 0
-            for b in batches:
-                say = self._say(b, done_files, len(prepared))
-                t0 = time.perf_counter()
-                try:
-                    self._nest(b, tmp, say)
-                except duckdb.OutOfMemoryException as e:
-                    raise _out_of_memory(b.files[0][0].path, "nesting", e) from None
-                except duckdb.Error as e:
-                    raise TraceError(b.files[0][0].path, self._describe(e, b.files[0][0].split)
-                                     + b.together()) from None
-                b.seconds = time.perf_counter() - t0
-                done_files += len(b.files)
-            con.execute("BEGIN TRANSACTION")
-            try:
-                done_files = 0
-                for b in batches:
-                    p0 = b.files[0][0]
-                    t0 = time.perf_counter()
-                    try:
-                        self._insert(b, run, self._say(b, done_files, len(prepared)))
-                    except duckdb.OutOfMemoryException as e:
-                        raise _out_of_memory(p0.path, "loading", e) from None
-                    except duckdb.Error as e:
-                        # validation should have caught it: still name the file(s)
-                        raise TraceError(p0.path, self._describe(e, p0.split) + b.together()) from None
-                    # the batch's time, shared out by size
-                    seconds = b.seconds + time.perf_counter() - t0
-                    total = sum(p.split.json_bytes for p, _ in b.files) or 1
-                    for k, (p, fr) in enumerate(b.files):
-                        fr.trace_id = b.first + k
-                        fr.seconds += seconds * p.split.json_bytes / total
-                    done_files += len(b.files)
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+            pending = self._split_all(paths, files, report, tmp, stager, salvage, threads)
+            prepared = self._parse_all(pending, known, run, len(files), tmp, stager, salvage)
+            if not prepared:  # every file is in the run already: nothing to write, no lock to take
+                done = True
+                return report
+            batches = self._nest_all(prepared, next_id, tmp)
+            self._phase("locking")
+            target.acquire(con)
+            known_now, next_now = target.snapshot(con, run)
+            if next_now != next_id or known_now != known:
+                # another process loaded into the database while this one parsed
+                prepared = self._skip_known(prepared, known_now, run, stager)
+                stager.drop([b.nest for b in batches] + [t for b in batches for t in b.exact.values()])
+                batches = self._nest_all(prepared, next_now, tmp)
+            self._write(batches, run, len(prepared), target, report)
+            self._phase("checkpoint")
+            target.finish(con)
             done = True
+        except MemoryError as e:  # Python's side: reading, hashing, metadata
+            raise _out_of_memory(None, f"{self.phase} (Python)", e, self.memory_limit) from None
         finally:
-            stager.close(abort=not done)
-            con.execute("RESET preserve_insertion_order")
-            con.execute(f"DETACH DATABASE IF EXISTS {STAGE_DB}")
-            shutil.rmtree(tmp, ignore_errors=True)
-            if self.memory_limit:
-                con.execute("SET memory_limit = $m", {"m": old_limit})
+            with interrupts.deferred():
+                stager.close(abort=not done)
+                _quietly(lambda: con.execute("RESET preserve_insertion_order"))
+                _quietly(lambda: con.execute(f"DETACH DATABASE IF EXISTS {STAGE_DB}"))
+                shutil.rmtree(tmp, ignore_errors=True)
+                if self.memory_limit:
+                    _quietly(lambda: con.execute("SET memory_limit = $m", {"m": old_limit}))
+                target.release(con, report.committed or report.commit_failed)
+        self._phase("done")
         return report
 
-    def _split(self, p: _Prepared, tmp, stager, chunks, salvage, sanitize=False, spaces=False):
+    def _split_all(self, paths, files, report, tmp, stager, salvage, threads) -> list:
+        """Split every file (their chunks parse in the background); files
+        found in a directory or by a pattern that are no trace are skipped."""
+        # files named on their own must be traces; the others (found in a
+        # directory or by a pattern) may be a config or metrics JSON: skipped
+        named = {os.path.abspath(p) for p in _path_list(paths) if os.path.isfile(p)}
+        not_traces, pending = [], []
+        for i, path in enumerate(files):
+            fr = FileReport(path=path)
+            report.files.append(fr)
+            self.progress(f"[{i + 1}/{len(files)}] reading {os.path.basename(path)}")
+            t0 = time.perf_counter()
+            p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}")
+            try:
+                p.split = self._split(p, tmp, stager, chunks=max(2, 2 * threads), salvage=salvage)
+            except NotATraceError as e:
+                if path in named:
+                    raise
+                fr.skipped = f"{e.problem}; skipped"
+                not_traces.append(str(e))
+                continue
+            fr.seconds = time.perf_counter() - t0
+            pending.append((p, fr))
+        if files and len(not_traces) == len(files):
+            raise TraceError(", ".join(map(os.fspath, _path_list(paths))),
+                             f"no trace among {len(files)} JSON file(s); {not_traces[0]}")
+        return pending
+
+    def _parse_all(self, pending, known, run, n_files, tmp, stager, salvage) -> list:
+        """Wait for each file's chunks to be parsed and check them; a file
+        already loaded into the run is skipped."""
+        self._phase("parsing")
+        prepared = []
+        for i, (p, fr) in enumerate(pending):
+            self.progress(f"[{i + 1}/{n_files}] parsing {os.path.basename(p.path)}")
+            t0 = time.perf_counter()
+            if p.split.content_hash in known:
+                fr.skipped = f"already loaded in run '{run}' (same content); skipped"
+                self._discard(p, stager)
+                continue
+            known = known | {p.split.content_hash}
+            self._finish(p, tmp, stager, salvage)
+            fr.seconds += time.perf_counter() - t0
+            prepared.append((p, fr))
+        return prepared
+
+    def _skip_known(self, prepared, known, run, stager) -> list:
+        keep = []
+        for p, fr in prepared:
+            if p.split.content_hash in known:
+                fr.skipped = f"already loaded in run '{run}' (same content, by another process meanwhile); skipped"
+                self._discard(p, stager)
+            else:
+                keep.append((p, fr))
+        return keep
+
+    def _nest_all(self, prepared, next_id: int, tmp) -> list:
+        """Batches of the prepared files as traces next_id, next_id + 1, ...,
+        nested. Nesting (and exact timestamps) are computed from the staged
+        events before the transaction, into staging tables that the insert
+        joins: a transaction may not write to two databases."""
+        self._phase("nesting")
+        batches = []
+        for k, batch in enumerate(_batches(prepared)):
+            batches.append(_Batch(batch, next_id, f"{STAGE_DB}.nest_{k}",
+                                  [_int_or_none(p.split.metadata.get("baseTimeNanoseconds")) or 0
+                                   for p, _ in batch]))
+            next_id += len(batch)
+        done_files = 0
+        for b in batches:
+            say = self._say(b, done_files, len(prepared))
+            t0 = time.perf_counter()
+            try:
+                self._nest(b, tmp, say)
+            except duckdb.Error as e:
+                raise self._stage_error(e, b.files[0][0], "nesting", b.together()) from None
+            b.seconds = time.perf_counter() - t0
+            done_files += len(b.files)
+        return batches
+
+    def _write(self, batches, run, total, target, report):
+        """Phase 2: one transaction inserts every batch; report.committed is
+        set together with the COMMIT (signals wait for both)."""
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            target.prepare(con)
+            done_files = 0
+            for b in batches:
+                p0 = b.files[0][0]
+                t0 = time.perf_counter()
+                self._phase("inserting")
+                try:
+                    self._insert(b, run, self._say(b, done_files, total))
+                except duckdb.Error as e:
+                    raise self._write_error(e, target, p0, b.together()) from None
+                # the batch's time, shared out by size
+                seconds = b.seconds + time.perf_counter() - t0
+                size = sum(p.split.json_bytes for p, _ in b.files) or 1
+                for k, (p, fr) in enumerate(b.files):
+                    fr.trace_id = b.first + k
+                    fr.seconds += seconds * p.split.json_bytes / size
+                done_files += len(b.files)
+            target.complete(con, report)
+            self._phase("committing")
+            with interrupts.deferred():
+                try:
+                    con.execute("COMMIT")
+                except duckdb.Error as e:
+                    self._after_failed_commit(con, report)
+                    raise self._write_error(e, target, None, "", report) from None
+                report.committed = True
+        except BaseException:
+            if not report.committed:
+                _quietly(lambda: con.execute("ROLLBACK"))
+            raise
+        self._phase("committed")
+
+    def _stage_error(self, e, p, doing: str, together: str = "") -> Exception:
+        """What a DuckDB error before the transaction means (phase 1)."""
+        if isinstance(e, duckdb.OutOfMemoryException):
+            return _out_of_memory(p.path, doing, e, self.memory_limit)
+        if dbfile.disk_full(e):
+            spill = self.con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]
+            return DuckprofError(f"{os.path.abspath(spill)}: {dbfile.space_problem(e)} in DuckDB's temp directory "
+                                 f"(where it spills what does not fit in memory) while {doing} {p.path}; "
+                                 "free space there, or load fewer files at once")
+        return TraceError(p.path, self._describe(e, p.split) + together)
+
+    @staticmethod
+    def _after_failed_commit(con, report):
+        """Whether a COMMIT that raised took effect: asked on the same
+        connection (the write lock is still held). Unknown when DuckDB has
+        invalidated the database: report.commit_failed stays set."""
+        _quietly(lambda: con.execute("ROLLBACK"))
+        ids = [f.trace_id for f in report.files if f.trace_id is not None]
+        try:
+            n = con.execute("SELECT count(*) FROM traces WHERE list_contains($ids, trace_id)",
+                            {"ids": ids}).fetchall()[0][0]
+        except duckdb.Error:
+            report.commit_failed = True
+            return
+        report.committed = bool(ids) and n == len(ids)
+
+    def _write_error(self, e, target, p, together: str, report=None) -> Exception:
+        """What a DuckDB error inside the transaction means (rolled back)."""
+        if report is not None and report.committed:
+            return DuckprofError(f"{target.label}: the load's commit reported an error "
+                                 f"({str(e).splitlines()[0]}), but run {target.run!r} was committed")
+        outcome = (COMMIT_OUTCOME_PENDING if report is not None and report.commit_failed
+                   else "nothing was loaded (rolled back)")
+        if dbfile.disk_full(e):
+            return DuckprofError(f"{target.label}: {dbfile.space_problem(e)} on the device that holds the database "
+                                 f"while loading; {outcome}")
+        if p is None:
+            return DuckprofError(f"{target.label}: the load's commit failed ({str(e).splitlines()[0]}); {outcome}")
+        if isinstance(e, duckdb.OutOfMemoryException):
+            return _out_of_memory(p.path, "loading", e, self.memory_limit)
+        # validation should have caught it: still name the file(s)
+        return TraceError(p.path, self._describe(e, p.split) + together)
+
+    def _split(self, p: _Prepared, tmp, stager, chunks, salvage, sanitize=False, spaces=False,
+               exact_salvage=False):
         """Split p's file; each chunk starts parsing as soon as it is written."""
         def on_chunk(chunk):
             table = f"{p.name}_{len(p.tables)}"
@@ -443,7 +702,11 @@ class Loader:
             p.futures.append(stager.submit(table, chunk))
         try:
             return split_trace(p.path, tmp, chunks=chunks, salvage=salvage, sanitize=sanitize,
-                               spaces=spaces, on_chunk=on_chunk, hash_name=self.hash_name)
+                               spaces=spaces, on_chunk=on_chunk, hash_name=self.hash_name,
+                               exact_salvage=exact_salvage)
+        except OSError as e:
+            self._discard(p, stager)
+            raise _temp_space_error(e, tmp, p.path) from None
         except BaseException:
             self._discard(p, stager)
             raise
@@ -481,24 +744,30 @@ class Loader:
                 counts = self._wait(p)
                 break
             except duckdb.OutOfMemoryException as e:
-                raise _out_of_memory(p.path, "parsing", e) from None
+                raise _out_of_memory(p.path, "parsing", e, self.memory_limit) from None
             except duckdb.Error as e:
+                if dbfile.disk_full(e):
+                    raise self._stage_error(e, p, "parsing") from None
                 msg, split = str(e), p.split
                 self._discard(p, stager)
                 attempts += 1
                 if attempts > 3:
-                    raise TraceError(p.path, self._describe(e, split)) from None
+                    raise TraceError(p.path, self._parse_problem(e, p, split)) from None
                 if "control character" in msg and split.sanitized:
                     if split.spaces:
-                        raise TraceError(p.path, self._describe(e, split)) from None
+                        raise TraceError(p.path, self._parse_problem(e, p, split)) from None
                     kw = dict(sanitize=True, spaces=True)
                 elif ("control character" in msg or "UTF-8" in msg or "surrogate" in msg) and not split.sanitized:
                     kw = dict(sanitize=True)
+                elif split.salvaged and not split.exact_salvage and "Malformed JSON" in msg:
+                    # the quick --salvage cut fell inside an event: cut exactly
+                    kw = dict(sanitize=split.sanitized, spaces=split.spaces, exact_salvage=True)
                 elif len(split.chunks) > 1 and "Malformed JSON" in msg:
                     # a chunk cut inside a nested object: parse the array whole
                     kw = dict(sanitize=split.sanitized, spaces=split.spaces)
                 else:
-                    raise TraceError(p.path, self._describe(e, split)) from None
+                    raise TraceError(p.path, self._parse_problem(e, p, split)) from None
+                kw.setdefault("exact_salvage", split.exact_salvage)
                 p.split = self._split(p, tmp, stager, chunks=1, salvage=salvage, **kw)
         # event_id = position in traceEvents: each chunk is numbered from 1
         offsets = [sum(counts[:k]) for k in range(len(counts))]
@@ -577,15 +846,56 @@ class Loader:
         (exact_ts.sql). Its chunk files were removed once staged: split the
         file again (into one chunk)."""
         old = p.split
-        tmp = tempfile.mkdtemp(prefix="duckprof-")
+        tmp = temp_dir()
         try:
-            again = split_trace(p.path, tmp, chunks=1, salvage=bool(old.salvaged_bytes),
-                                sanitize=old.sanitized, spaces=old.spaces, hash_name=self.hash_name)
+            try:
+                again = split_trace(p.path, tmp, chunks=1, salvage=old.salvaged, sanitize=old.sanitized,
+                                    spaces=old.spaces, hash_name=self.hash_name, exact_salvage=old.exact_salvage)
+            except OSError as e:
+                raise _temp_space_error(e, tmp, p.path) from None
             if again.content_hash != old.content_hash:
                 raise TraceError(p.path, "the file changed while it was being loaded")
             self.con.execute(sqlfiles.render("load/exact_ts.sql", table=table), {"files": again.chunks})
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+    # how far the diagnosis of an event that does not end reads (the whole
+    # array is held in one buffer)
+    DIAGNOSE_BYTES = 512 << 20
+
+    def _parse_problem(self, e, p: _Prepared, split) -> str:
+        """_describe, and for the two parse errors that say nothing about
+        where the file is damaged, a second look that does."""
+        msg = str(e)
+        if "maximum_object_size" in msg:
+            where = self._find_malformed_event(p, split)
+            return ("not valid JSON inside traceEvents: an event does not end where it should (a bracket, "
+                    f"comma or quote is missing or extra, so DuckDB read on past {_MAX_OBJECT >> 20} MB "
+                    "looking for its end)" + (f"; the JSON breaks in {where}" if where else ""))
+        if "Malformed JSON" in msg and _count_trace_events_keys(p.path) > 1:
+            return ("not a trace: 'traceEvents' appears twice at the top level (a trace has one array of "
+                    "events; was the file written twice, or two traces joined?)")
+        return self._describe(e, split)
+
+    def _find_malformed_event(self, p: _Prepared, split) -> str | None:
+        if split.json_bytes > self.DIAGNOSE_BYTES:
+            return None
+        tmp = temp_dir()
+        try:
+            again = split_trace(p.path, tmp, chunks=1, salvage=split.salvaged, sanitize=split.sanitized,
+                                spaces=split.spaces, hash_name=self.hash_name, exact_salvage=split.exact_salvage)
+            size = sum(os.path.getsize(c) for c in again.chunks)
+            self.con.execute(sqlfiles.read("load/find_malformed_event.sql"),
+                             {"files": again.chunks, "max_bytes": size + 1}).fetchall()
+        except duckdb.Error as e:
+            m = re.search(r"at byte (\d+) in record/value (\d+): ([^.]*)", str(e))
+            if m:
+                return f"event {int(m.group(2)):,} of traceEvents ({m.group(3)} at its byte {m.group(1)})"
+        except (TraceError, OSError):
+            pass
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return None
 
     @staticmethod
     def _describe(e, split) -> str:

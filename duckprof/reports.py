@@ -23,10 +23,26 @@ The notes query returns one row per note: note VARCHAR, and optionally
 instead BOOLEAN (true: print the note instead of the table, e.g. "no GPU
 activity in this trace"); it sees the report's rows as the table named by
 the Jinja variable `result`.
+
+A report composed of rules (Report.rules, e.g. `report patterns`) has one more
+SQL file per rule in a folder of sql/reports/ (sql/reports/patterns/*.sql).
+A rule file has the same header (its name, what it detects, `severity:`,
+`fix:`, `method:`, `needs:`, its own `option:` lines for its thresholds,
+`requires:`, Columns) and two queries: the matches, one row per matched event
+in the columns RULE_COLUMNS below, and after a line `-- @skipped` the traces
+it cannot run on (trace_id, reason). The runner runs the rules chosen by
+--only (default: all) and gives the report's SQL three temp tables, named
+after the Jinja variable `result`: {{ result }}_rules (one row per rule: its
+header fields), {{ result }}_skipped (rule, trace_id, reason) and
+{{ result }}_hits (rule + the rule columns; made only when the report's SQL
+reads it). The rules' options are the report's options. The views the
+report's header lists as `shared:` are computed once for all the rules that
+read them (one statement runs every rule).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -101,6 +117,8 @@ def parse_option(line: str, where: str) -> Option:
 SHARED = {
     "run": [Option("run", "--run", "-r", "VARCHAR", None, "only this run of the database")],
     "device": [Option("device", "--device", "-d", "INTEGER", None, "only this GPU index")],
+    "rules": [Option("only", "--only", None, "VARCHAR", None,
+                     "only these rules, comma-separated (names as --list shows them)")],
     "gpu_window": [
         Option("exclude_last_step", "--exclude-last-step", None, "FLAG", False,
                "drop device work launched after the last ProfilerStep began (HTA's default; "
@@ -116,11 +134,16 @@ SHARED = {
 class Report:
     """One registry entry: a report's name (its file is sql/reports/<name with
     _ for ->.sql), the option that switches to another file of the same report
-    (variants: {option: file stem}), and an optional Python step that turns
-    option values into more bound parameters (prepare)."""
+    (variants: {option: file stem}), an optional Python step that turns
+    option values into more bound parameters (prepare), the folder of its rule
+    files when it is composed of rules (rules: sql/reports/<rules>/*.sql), and
+    an optional exit code for the CLI computed from its result and option
+    values (exit_code: e.g. --fail-on for CI)."""
     name: str
     variants: dict[str, str] = field(default_factory=dict)
     prepare: Callable[[dict], dict] | None = None
+    rules: str | None = None
+    exit_code: Callable[["ReportResult", dict], int] | None = None
 
     @property
     def file(self) -> str:
@@ -137,11 +160,129 @@ class Report:
             if u not in SHARED or u == "run":
                 raise ValueError(f"sql/{h.path}: uses {u!r}, not an option group ({', '.join(SHARED)})")
         own = [parse_option(o, f"sql/{h.path}") for o in h.options]
+        if self.rules:
+            flags = {o.flag for o in own}
+            for rule in rules_of(self):
+                for o in rule.options():
+                    if o.flag in flags:
+                        raise ValueError(f"sql/{rule.header.path}: option {o.flag} is declared twice")
+                    flags.add(o.flag)
+                    own.append(o)
         return SHARED["run"] + [o for u in uses for o in SHARED[u]] + own
 
 
 def _header(rel: str) -> sqlfiles.Header:
     return sqlfiles.parse_header(rel)
+
+
+# -- rules: the units of a report composed of rules -----------------------------------
+
+#: the columns every rule returns, one row per matched event
+RULE_COLUMNS = [("trace_id", "INTEGER"), ("event_id", "BIGINT"), ("name", "VARCHAR"), ("ts_ns", "BIGINT"),
+                ("dur_ns", "BIGINT"), ("at_stake_ns", "BIGINT"), ("detail", "VARCHAR"), ("pid", "BIGINT"),
+                ("tid", "BIGINT"), ("host_ts_ns", "BIGINT"), ("op_event_id", "BIGINT")]
+SEVERITIES = ("low", "medium", "high")
+
+
+@dataclass
+class Rule:
+    """One rule file: sql/<header.path>, named by its header (e.g. 'sync')."""
+    header: sqlfiles.Header
+
+    @property
+    def name(self) -> str:
+        return self.header.name
+
+    def field(self, key: str) -> str:
+        return self.header.fields.get(key, "")
+
+    def options(self) -> list[Option]:
+        return [parse_option(o, f"sql/{self.header.path}") for o in self.header.options]
+
+
+def rules_of(report: Report) -> list[Rule]:
+    """The rule files of a report, in file-name order (checked: each is named
+    after its file, declares a severity and a fix)."""
+    out = []
+    for rel in sqlfiles.list_dir(f"reports/{report.rules}"):
+        h = _header(rel)
+        stem = rel.rsplit("/", 1)[-1][:-4]
+        if h.name.replace("-", "_") != stem or not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", h.name):
+            raise ValueError(f"sql/{rel} defines the rule {h.name!r}: a rule's file is named after it")
+        if h.fields.get("severity") not in SEVERITIES or not h.fields.get("fix"):
+            raise ValueError(f"sql/{rel}: a rule declares 'severity: {'|'.join(SEVERITIES)}' and 'fix: ...'")
+        out.append(Rule(h))
+    return out
+
+
+def chosen_rules(report: Report, only: str | None) -> list[Rule]:
+    """The rules --only names (all when None), in file order."""
+    rules = rules_of(report)
+    if only is None:
+        return rules
+    names = [n.strip() for n in only.split(",") if n.strip()]
+    known = {r.name for r in rules}
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise DuckprofError(f"--only: no rule named {', '.join(map(repr, unknown)) or '(none given)'}; "
+                            f"rules: {', '.join(r.name for r in rules)}")
+    return [r for r in rules if r.name in names]
+
+
+def _run_rules(con, report: Report, values: dict, params: dict, table: str, need_hits: bool):
+    """Create the temp tables {table}_rules, {table}_skipped and (need_hits)
+    {table}_hits from the chosen rule files (see the module docstring)."""
+    rules = chosen_rules(report, values.get("only"))
+    meta = {"rule": [r.name for r in rules], "position": list(range(1, len(rules) + 1)),
+            "summary": [r.header.summary for r in rules], "severity": [r.field("severity") for r in rules],
+            "fix": [r.field("fix") for r in rules], "method": [r.field("method") for r in rules],
+            "needs": [r.field("needs") for r in rules], "torch": [r.field("torch") or None for r in rules],
+            "options": [", ".join(f"{o.flag}={o.default}" for o in r.options()) or None for r in rules]}
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table}_rules AS SELECT "
+                + ", ".join(f"unnest(${k}::{'INTEGER' if k == 'position' else 'VARCHAR'}[]) AS {k}" for k in meta),
+                meta)
+    skipped, hits = [], []
+    for r in rules:
+        sections = _sections(sqlfiles.render(r.header.path, **values))
+        rule = f"'{r.name}'"  # a checked name ([a-z0-9-]), not a value
+        if sections.get("skipped", "").strip():
+            skipped.append(f"SELECT {rule} AS rule, trace_id::INTEGER AS trace_id, reason::VARCHAR AS reason "
+                           f"FROM (\n{sections['skipped']}\n)")
+        hits.append(f"SELECT {rule} AS rule, * FROM (\n{sections['']}\n)")
+    empty = "SELECT NULL::VARCHAR AS rule, NULL::INTEGER AS trace_id, NULL::VARCHAR AS reason WHERE false"
+    sql = "\nUNION ALL\n".join(skipped or [empty])
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table}_skipped AS\n{sql}", _bind(sql, params))
+    if need_hits:
+        sql = _shared_views(report, rules, values) + "\nUNION ALL\n".join(hits)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table}_hits AS\n{sql}", _bind(sql, params))
+
+
+@contextlib.contextmanager
+def _asof_joins_stay(con):
+    """DuckDB runs an ASOF join as a nested loop when it estimates its left
+    side small (asof_loop_join_threshold), and it often estimates a CTE at 1
+    row: the loop then compares every pair (seconds on a big trace, for the
+    rules' joins of matches with steps). A report of rules runs with the
+    threshold at 0, then restores it."""
+    old = con.execute("SELECT current_setting('asof_loop_join_threshold')").fetchone()[0]
+    con.execute("SET asof_loop_join_threshold = 0")
+    try:
+        yield
+    finally:
+        con.execute(f"SET asof_loop_join_threshold = {int(old)}")
+
+
+def _shared_views(report: Report, rules: list[Rule], values: dict) -> str:
+    """A WITH clause computing once each view the report's header lists as
+    `shared:` that two or more of the rules read (a CTE of the view's own
+    name, so the rules' SQL reads it unchanged), for the traces of --run."""
+    shared = [v.strip() for v in report.header().fields.get("shared", "").split(",") if v.strip()]
+    reads = [v for v in shared if sum(v in r.header.requires for r in rules) >= 2]
+    if not reads:
+        return ""
+    scope = (" WHERE trace_id IN (SELECT trace_id FROM trace_files WHERE run = $run)"
+             if values.get("run") is not None else "")
+    return "WITH " + ",\n".join(f"{v} AS MATERIALIZED (SELECT * FROM {v}{scope})" for v in reads) + "\n"
 
 
 # -- kernels: --dtype in torch's or duckprof's spelling -> the peak column ------------
@@ -210,6 +351,8 @@ REPORTS = [
     Report("collectives"),
     Report("ranks"),
     Report("trend", prepare=_trend_params),
+    Report("patterns", variants={"list": "patterns_list", "events": "patterns_events"}, rules="patterns",
+           exit_code=lambda res, values: 0 if values.get("list") else fail_on(res, values.get("fail_on"))),
 ]
 BY_NAME = {r.name: r for r in REPORTS}
 
@@ -223,14 +366,27 @@ class ReportResult:
     notes: list[str]                    # what the data cannot support, one line each
     instead: list[str]                  # printed instead of the table (nothing to show)
     columns: list[sqlfiles.Column]      # the documented columns, in order
+    exit_code: int = 0                  # for the CLI (Report.exit_code; 0 unless it says otherwise)
+
+
+def fail_on(res: ReportResult, severity: str | None) -> int:
+    """--fail-on SEVERITY (report patterns): 1 when a row of the result has that
+    severity or a higher one (low < medium < high), else 0."""
+    if severity is None or "severity" not in res.relation.columns:
+        return 0
+    at_least = [s for s in SEVERITIES if SEVERITIES.index(s) >= SEVERITIES.index(severity)]
+    found = res.relation.filter(f"severity IN ({', '.join(repr(s) for s in at_least)})").limit(1).fetchall()
+    return 1 if found else 0
 
 
 _results = itertools.count(1)
 
 
-def _split_notes(text: str) -> tuple[str, str | None]:
-    parts = re.split(r"^-- @notes[ \t]*$", text, maxsplit=1, flags=re.M)
-    return parts[0], (parts[1] if len(parts) > 1 else None)
+def _sections(text: str) -> dict[str, str]:
+    """A rendered report or rule file split at its '-- @name' lines: {'': the
+    main query, 'notes': ..., 'skipped': ...}."""
+    parts = re.split(r"^-- @([a-z]+)[ \t]*$", text, flags=re.M)
+    return {"": parts[0], **{parts[i]: parts[i + 1] for i in range(1, len(parts), 2)}}
 
 
 def _bind(sql: str, params: dict) -> dict:
@@ -263,8 +419,12 @@ def run(con: duckdb.DuckDBPyConnection, name: str, /, **given) -> ReportResult:
             rel = f"reports/{stem}.sql"
     table = f"duckprof_report_{next(_results)}"
     text = sqlfiles.render(rel, **values, result=table)
-    main_sql, notes_sql = _split_notes(text)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS\n{main_sql}", _bind(main_sql, params))
+    sections = _sections(text)
+    main_sql, notes_sql = sections[""], sections.get("notes")
+    with _asof_joins_stay(con) if report.rules else contextlib.nullcontext():
+        if report.rules:
+            _run_rules(con, report, values, params, table, need_hits=f"{table}_hits" in text)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS\n{main_sql}", _bind(main_sql, params))
     notes, instead = [], []
     if notes_sql and notes_sql.strip():
         cur = con.execute(notes_sql, _bind(notes_sql, params))
@@ -274,7 +434,10 @@ def run(con: duckdb.DuckDBPyConnection, name: str, /, **given) -> ReportResult:
             if r.get("note") is None:
                 continue
             (instead if r.get("instead") else notes).append(r["note"])
-    return ReportResult(name, con.sql(f"SELECT * FROM {table}"), notes, instead, _header(rel).columns)
+    res = ReportResult(name, con.sql(f"SELECT * FROM {table}"), notes, instead, _header(rel).columns)
+    if report.exit_code:
+        res.exit_code = report.exit_code(res, values)
+    return res
 
 
 def query(con: duckdb.DuckDBPyConnection, stem: str, params: dict, **structure) -> duckdb.DuckDBPyRelation:

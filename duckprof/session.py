@@ -1,79 +1,104 @@
-"""A duckprof session: one DuckDB connection with the duckprof schema and views."""
+"""A duckprof session: one DuckDB connection with the duckprof schema and views.
+
+A database file is opened as dbfile.py describes (file checks, locks with
+--wait, the checks that keep its SQL from running). Views: a session on an
+existing file runs the packaged views, never the file's own: unless the
+file's are exactly the packaged ones (views_current), the packaged ones are
+created as TEMP objects; every write transaction (a load, `rm`, `migrate`)
+re-creates the stored ones that differ, so a plain DuckDB client sees
+duckprof's views too (refresh_stored). `load_into` loads into a database file that it opens for
+writing only once the traces are parsed and checked.
+"""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
 import re
+from pathlib import Path
 
 import duckdb
 
-from . import sqlfiles
+from . import dbfile, estimators, sqlfiles
+from .estimators.store import estimates as op_estimates
 from .errors import DuckprofError
-from .load import Loader, LoadReport
+from .load import COMMIT_OUTCOME_PENDING as PENDING, Loader, LoadReport, Target
 from .peaks import packaged_digest, seed_interconnects, seed_peaks
 
+
 def views_digest() -> str:
-    """A hash of the packaged view sources (sql/views and the macros they use):
-    stored in duckprof_meta, so a database whose views another duckprof made
-    is noticed. Hashing the sources, not the rendered SQL, costs no rendering."""
+    """A hash of the packaged view sources (sql/views and the macros they
+    use), stored in duckprof_meta: which duckprof version last wrote the
+    stored views (informative: what a session runs is decided by
+    views_current). Hashing the sources, not the rendered SQL, costs no
+    rendering."""
     h = hashlib.blake2b(digest_size=8)
     for rel in sqlfiles.list_dir("views") + sqlfiles.list_dir("templates"):
         h.update(rel.encode() + b"\0" + sqlfiles.read(rel).encode() + b"\0")
     return h.hexdigest()
 
 
-_FINGERPRINT_SQL = """
-    SELECT 'view', view_name, sql FROM duckdb_views()
-    WHERE NOT internal AND schema_name = 'main' AND database_name = current_database()
-      AND list_contains($names, view_name)
-    UNION ALL
-    SELECT 'macro', function_name, parameters::VARCHAR || ' ' || macro_definition FROM duckdb_functions()
-    WHERE NOT internal AND schema_name = 'main' AND database_name = current_database()
-      AND function_type = 'table_macro' AND list_contains($names, function_name)
-    ORDER BY 1, 2"""
+_VIEWS_SQL = """
+    SELECT 'view', view_name, sql FROM system.main.duckdb_views()
+    WHERE NOT internal AND schema_name = 'main' AND database_name = $db AND list_contains($names, view_name)"""
 
 
-def views_fingerprint(con) -> str:
-    """A hash of the view and table-macro definitions a database holds under
-    duckprof's names, as DuckDB stores them (normalised SQL)."""
-    names = list(sqlfiles.view_headers())
+def views_fingerprint(con, catalog: str | None = None, macros=None) -> str:
+    """A hash of the views and macros (scalar and table) the database
+    `catalog` (default: the current one) holds in its main schema under
+    duckprof's names, as DuckDB stores them (normalised SQL). macros:
+    dbfile.file_macros(con, catalog), when the caller has it already."""
+    if catalog is None:
+        catalog = con.execute("SELECT system.main.current_database()").fetchall()[0][0]
+    names = set(sqlfiles.view_headers())
+    if macros is None:
+        macros = dbfile.file_macros(con, catalog)
+    rows = con.execute(_VIEWS_SQL, {"names": sorted(names), "db": catalog}).fetchall()
+    rows += [(kind, name, text) for kind, name, text, _, in_main in macros if in_main and name in names]
     h = hashlib.blake2b(digest_size=16)
-    for row in con.execute(_FINGERPRINT_SQL, {"names": names}).fetchall():
+    for row in sorted(rows, key=lambda r: tuple(map(str, r))):
         h.update("\0".join(map(str, row)).encode() + b"\1")
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
 def packaged_views_fingerprint() -> str:
     """views_fingerprint of the packaged views, as this DuckDB stores them:
     worked out once in an empty in-memory database, and kept in the user's
-    cache directory (per view sources and DuckDB version), since a reader
-    compares it with every database it opens."""
-    key = f"views-{views_digest()}-duckdb-{duckdb.__version__}"
-    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-                         "duckprof", key)
-    try:
-        with open(cache, encoding="utf-8") as f:
-            return f.read().strip()
-    except OSError:
-        pass
-    con = duckdb.connect(":memory:")
-    try:
-        con.execute(sqlfiles.read("schema.sql"))
-        for v in sqlfiles.views_in_order():
-            con.execute(sqlfiles.view_sql(v))
-        fingerprint = views_fingerprint(con)
-    finally:
-        con.close()
-    try:  # best effort: without a cache it is worked out each time
-        os.makedirs(os.path.dirname(cache), exist_ok=True)
-        tmp = f"{cache}.{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(fingerprint)
-        os.replace(tmp, cache)
-    except OSError:
-        pass
-    return fingerprint
+    cache directory (per view sources, recipe and DuckDB version), since
+    every open compares it with the database's."""
+    def compute() -> str:
+        con = duckdb.connect(":memory:")
+        try:
+            con.execute(sqlfiles.read("schema.sql"))
+            create_views(con)
+            return views_fingerprint(con)
+        finally:
+            con.close()
+    recipe = dbfile.digest(_VIEWS_SQL, dbfile._FUNCTIONS, "fingerprint-2")
+    got = dbfile.user_cache(f"views-{views_digest()}-{recipe}-duckdb-{duckdb.__version__}", compute).strip()
+    return got if re.fullmatch(r"[0-9a-f]{32}", got) else compute()
+
+
+def views_current(con, catalog: str | None = None, macros=None) -> bool:
+    """The database's views and macros under duckprof's names are exactly the
+    packaged ones (so running them runs only SQL duckprof wrote)."""
+    return views_fingerprint(con, catalog, macros) == packaged_views_fingerprint()
+
+
+@functools.lru_cache(maxsize=1)
+def estimators_digest() -> str:
+    """A hash of the code that computes op_estimates (the estimators package
+    and the operator schemas it reads): stored in duckprof_meta, so estimates
+    an older duckprof computed are recomputed by the next write."""
+    pkg = Path(estimators.__file__).resolve().parent
+    h = hashlib.blake2b(digest_size=8)
+    files = sorted(pkg.glob("*.py")) + [pkg.parent / "data" / "aten_schemas.json"]
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
 
 
 # Bump when tables change incompatibly, and add the step that migrates a
@@ -86,6 +111,86 @@ SCHEMA_VERSION = 2
 MIGRATIONS = {1: "migrate/v1_to_v2.sql"}
 
 
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def read_version(con, catalog: str, label: str, macros=None) -> int | None:
+    """The schema version of the database `catalog` (None: empty), after
+    checking that nothing in it replaces DuckDB's own functions (macros:
+    dbfile.file_macros, when the caller has it). Raises when it is not a
+    duckprof database this duckprof can use."""
+    dbfile.verify_functions(con, catalog, label, macros)
+    kinds = dbfile.table_kinds(con, catalog)
+    if "duckprof_meta" not in kinds:
+        if kinds:
+            raise DuckprofError(f"{label}: not a duckprof database (it has other tables: "
+                                f"{', '.join(sorted(kinds)[:5])})")
+        return None
+    if kinds["duckprof_meta"] != "table":
+        raise DuckprofError(f"{label}: refusing to use this database: 'duckprof_meta' is a view, "
+                            "not duckprof's table")
+    # fetchall, not fetchone: DuckDB 2 refuses later relation queries on a
+    # connection whose last result was not read to the end
+    got = con.execute(f"SELECT value FROM {_ident(catalog)}.main.duckprof_meta "
+                      "WHERE key = 'schema_version'").fetchall()
+    if not got or got[0][0] is None:
+        raise DuckprofError(f"{label}: not a duckprof database it can read (duckprof_meta holds no "
+                            "schema_version)")
+    try:
+        found = int(got[0][0])
+    except ValueError:
+        raise DuckprofError(f"{label}: not a duckprof database it can read (its schema_version "
+                            f"is {str(got[0][0])[:40]!r}, not a number)") from None
+    if found > SCHEMA_VERSION:
+        raise DuckprofError(f"{label}: written by a newer duckprof (database schema version {found}; this "
+                            f"duckprof reads version {SCHEMA_VERSION}): upgrade duckprof "
+                            "(pip install -U duckprof)")
+    if found < SCHEMA_VERSION and found not in MIGRATIONS:
+        raise DuckprofError(f"{label}: database schema version {found}, but this duckprof uses version "
+                            f"{SCHEMA_VERSION} and cannot migrate it; load the traces into a new database")
+    return found
+
+
+def zstd_supported(con, catalog: str) -> bool:
+    """False for a database file in a storage format older than DuckDB 1.2
+    (storage_compatibility_version), which cannot compress with zstd. Found
+    out with EXPLAIN, which has no effect; outside a transaction, as the error
+    would abort it."""
+    try:
+        con.execute(f"EXPLAIN CREATE TABLE {_ident(catalog)}.main.dp_zstd_probe "
+                    "(x VARCHAR USING COMPRESSION zstd)").fetchall()
+    except duckdb.BinderException as e:
+        if "ZSTD" not in str(e):
+            raise
+        return False
+    return True
+
+
+def create_schema(con, zstd: bool = True):
+    """The tables, packaged peaks, meta rows and views of a new database, in
+    the caller's transaction (zstd: see zstd_supported)."""
+    schema = sqlfiles.read("schema.sql")
+    if not zstd:
+        schema = schema.replace(" USING COMPRESSION zstd", "")
+    con.execute(schema)
+    seed_peaks(con)  # datasheet peaks: stored in the file, users may add rows
+    seed_interconnects(con)
+    con.execute("INSERT INTO duckprof_meta VALUES ('schema_version', $v), ('created_by', 'duckprof'), "
+                "('views_hash', $h), ('peaks_hash', $p), ('estimators_hash', $e)",
+                {"v": str(SCHEMA_VERSION), "h": views_digest(), "p": packaged_digest(), "e": estimators_digest()})
+    create_views(con)
+
+
+def create_views(con, temp: bool = False):
+    """Create every view and macro in sql/views/, each after those it requires."""
+    for v in sqlfiles.views_in_order():
+        sql = sqlfiles.view_sql(v)
+        if temp:
+            sql = re.sub(r"CREATE OR REPLACE (VIEW|MACRO)", r"CREATE OR REPLACE TEMP \1", sql)
+        con.execute(sql)
+
+
 def fill_trace_facts(con) -> None:
     """Store the trace_summary figures of every trace that has none in
     trace_facts (sql/load/trace_facts.sql): the traces just loaded, and any a
@@ -96,29 +201,126 @@ def fill_trace_facts(con) -> None:
         con.execute(sqlfiles.read("load/trace_facts.sql"), {"trace_ids": missing})
 
 
+def migrate(con, found: int):
+    """Bring a database of an older schema version up to SCHEMA_VERSION, in
+    the caller's transaction (each step a file in sql/migrate/)."""
+    # the old views may read what a step drops: the new ones replace them
+    for kind, obj in con.execute("""
+            SELECT 'VIEW', view_name FROM duckdb_views() WHERE NOT internal AND NOT temporary
+              AND schema_name = 'main' AND database_name = current_database()
+            UNION ALL
+            SELECT DISTINCT 'MACRO TABLE', function_name FROM duckdb_functions()
+            WHERE function_type = 'table_macro' AND schema_name = 'main' AND NOT internal
+              AND database_name = current_database()""").fetchall():
+        con.execute(f"DROP {kind} IF EXISTS {_ident(obj)}")
+    for version in range(found, SCHEMA_VERSION):
+        con.execute(sqlfiles.read(MIGRATIONS[version]))
+    con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('schema_version', $v)", {"v": str(SCHEMA_VERSION)})
+
+
+def stale(con) -> bool:
+    """Whether refresh_stored has anything to do."""
+    stored = dict(con.execute("SELECT key, value FROM duckprof_meta").fetchall())
+    return (not views_current(con) or stored.get("peaks_hash") != packaged_digest()
+            or stored.get("estimators_hash") != estimators_digest())
+
+
+def refresh_stored(con) -> bool:
+    """In a write transaction: the stored views and macros become the packaged
+    ones where they differ (whatever the file held under their names is
+    replaced), the devices new in the packaged peaks table are added, and
+    op_estimates computed by other estimator code is recomputed, so old and
+    new numbers never mix. Returns whether anything was written."""
+    stored = dict(con.execute("SELECT key, value FROM duckprof_meta").fetchall())
+    changed = False
+    if not views_current(con):
+        # tables a newer duckprof added to this schema version (all IF NOT EXISTS;
+        # without zstd, which an older storage format refuses even then)
+        con.execute(sqlfiles.read("schema.sql").replace(" USING COMPRESSION zstd", ""))
+        # whatever holds a duckprof name goes (a scalar macro or a view where
+        # duckprof has a table macro would stay beside the packaged one)
+        for kind, obj in con.execute("""
+                SELECT 'VIEW', view_name FROM system.main.duckdb_views() WHERE NOT internal AND NOT temporary
+                  AND schema_name = 'main' AND database_name = current_database() AND list_contains($names, view_name)
+                UNION ALL
+                SELECT DISTINCT CASE function_type WHEN 'table_macro' THEN 'MACRO TABLE' ELSE 'MACRO' END,
+                       function_name FROM system.main.duckdb_functions()
+                WHERE function_type IN ('macro', 'table_macro') AND schema_name = 'main' AND NOT internal
+                  AND database_name = current_database() AND list_contains($names, function_name)""",
+                {"names": list(sqlfiles.view_headers())}).fetchall():
+            con.execute(f"DROP {kind} IF EXISTS {_ident(obj)}")
+        create_views(con)
+        changed = True
+    if stored.get("peaks_hash") != packaged_digest():
+        seed_peaks(con)
+        seed_interconnects(con)
+        changed = True
+    if stored.get("estimators_hash") != estimators_digest():
+        recompute_estimates(con)
+        changed = True
+    if changed:
+        con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('views_hash', $h), ('peaks_hash', $p), "
+                    "('estimators_hash', $e)", {"h": views_digest(), "p": packaged_digest(),
+                                                "e": estimators_digest()})
+    return changed
+
+
+def recompute_estimates(con) -> int:
+    """Recompute every stored operator signature's estimates with this duckprof's estimators."""
+    rows = con.execute("SELECT sig, name, input_dims, input_types, concrete_inputs FROM op_estimates").fetchall()
+    if rows:
+        data = [[str(sig), *op_estimates(n, d, t, c)] for sig, n, d, t, c in rows]
+        con.execute(sqlfiles.read("load/refresh_estimates.sql"), {"data": json.dumps(data)})
+    return len(rows)
+
+
+def checkpoint_without_vacuum(con, label: str, run: str | None = None):
+    """Write a load to the database file now, leaving row groups as they
+    are. Each trace ends in a partly filled row group, and DuckDB's
+    checkpoint would merge them by rewriting (8 ranks of 100 MB: 1.1 s when
+    the database closed, and a file of 248 instead of 156 MB, the old blocks
+    left free). Deleted rows (`rm`) are still vacuumed by later checkpoints.
+    A full disk here leaves the committed load in the WAL: say so."""
+    con.execute("SET max_vacuum_tasks = 0")
+    try:
+        con.execute("CHECKPOINT")
+    except duckdb.Error as e:
+        if dbfile.disk_full(e):
+            what = f"run {run!r} was committed" if run is not None else "the change was committed"
+            raise DuckprofError(
+                f"{label}: {dbfile.space_problem(e)} on the device that holds the database while writing it "
+                f"after the load (checkpoint); {what}: it is kept in {label}.wal, which DuckDB applies when "
+                f"the database is next opened with enough free space. Free space, then check with "
+                f"`duckprof runs --db {label}`") from None
+        # another transaction is open: the checkpoint at close does it
+    finally:
+        try:
+            con.execute("RESET max_vacuum_tasks")
+        except duckdb.Error:
+            pass
+
+
 class Session:
     """`duckprof.connect(db)` returns one. Without `db` the database is in memory.
 
     >>> s = duckprof.connect("runs.duckdb")
     >>> s.load(["rank0.json.gz", "rank1.json.gz"], run="baseline")
     >>> s.sql("select name, sum(dur_ns) from kernels group by 1 order by 2 desc limit 5").show()
+
+    A writable session holds the file's lock while it is open (no other
+    process can read it meanwhile); `duckprof load --db` locks it only while
+    it inserts. wait: seconds to wait for another process's lock.
     """
 
     def __init__(self, db: str | os.PathLike | None = None, read_only: bool = False,
-                 threads: int | None = None):
+                 threads: int | None = None, wait: float = 0):
         self.db = None if db in (None, ":memory:") else os.fspath(db)
         self.read_only = read_only
-        if self.read_only and self.db and not os.path.exists(self.db):
-            raise DuckprofError(f"{self.db}: no such database (create it with `duckprof load ... --db {self.db}`)")
+        self.con = dbfile.connect(self.db, read_only=read_only and bool(self.db), wait=wait)
         try:
-            self.con = duckdb.connect(self.db or ":memory:", read_only=read_only and bool(self.db))
-        except duckdb.Error as e:
-            first = str(e).splitlines()[0]
-            raise DuckprofError(f"{self.db}: cannot open as a DuckDB database ({first})") from None
-        if threads:
-            self.con.execute(f"SET threads = {int(threads)}")
-        self.con.execute("SET enable_progress_bar = false")  # duckprof draws its own
-        try:
+            if threads:
+                self.con.execute(f"SET threads = {int(threads)}")
+            self.con.execute("SET enable_progress_bar = false")  # duckprof draws its own
             self._ensure_schema()
         except BaseException:
             # release the file: DuckDB keeps one instance per file and process, so a
@@ -126,184 +328,96 @@ class Session:
             self.con.close()
             raise
 
+    @property
+    def label(self) -> str:
+        return self.db or "in-memory database"
+
     # -- schema -------------------------------------------------------------
     def _ensure_schema(self):
         con = self.con
-        tables = {r[0] for r in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
-        name = self.db or "in-memory database"
-        if "duckprof_meta" in tables:
-            # fetchall, not fetchone: DuckDB 2 refuses later relation queries on a
-            # connection whose last result was not read to the end
-            got = con.execute("SELECT value FROM duckprof_meta WHERE key = 'schema_version'").fetchall()
-            try:
-                found = int(got[0][0]) if got else None
-            except ValueError:
-                raise DuckprofError(f"{name}: not a duckprof database it can read (its schema_version "
-                                    f"is {got[0][0]!r}, not a number)") from None
-            if found is None or found > SCHEMA_VERSION or (found < SCHEMA_VERSION and found not in MIGRATIONS):
-                newer = found is not None and found > SCHEMA_VERSION
-                raise DuckprofError(
-                    f"{name}: database schema version {found}, but this duckprof uses version "
-                    f"{SCHEMA_VERSION}; " + ("it was written by a newer duckprof: upgrade duckprof"
-                                             if newer else "load the traces into a new database"))
-            if found < SCHEMA_VERSION:
-                if self.read_only:
-                    raise DuckprofError(
-                        f"{name}: written by an older duckprof (schema version {found}); migrate it once "
-                        f"with `duckprof migrate --db {self.db}` (any load into it migrates it too)")
-                self._migrate(found)
-            if self.read_only:
-                self._temp_views()
-            else:
-                self._refresh_views()
+        if not self.db:
+            self._transaction(lambda: create_schema(con))
             return
-        if tables:
-            raise DuckprofError(f"{name}: not a duckprof database (it has other tables: "
-                                f"{', '.join(sorted(tables)[:5])})")
-        if self.read_only and self.db:
-            raise DuckprofError(f"{name}: not a duckprof database (empty)")
-        schema = sqlfiles.read("schema.sql")
-        try:
-            con.execute("BEGIN TRANSACTION")
-            con.execute(schema)
-        except duckdb.BinderException as e:
-            if "ZSTD" not in str(e):
-                raise
-            # an older storage format (storage_compatibility_version < v1.2.0)
-            con.execute("ROLLBACK")
-            con.execute("BEGIN TRANSACTION")
-            con.execute(schema.replace(" USING COMPRESSION zstd", ""))
-        seed_peaks(con)  # datasheet peaks: stored in the file, users may add rows
-        seed_interconnects(con)
-        con.execute("INSERT INTO duckprof_meta VALUES ('schema_version', $v), ('created_by', 'duckprof'), "
-                    "('views_hash', $h), ('peaks_hash', $p)",
-                    {"v": str(SCHEMA_VERSION), "h": views_digest(), "p": packaged_digest()})
-        self._create_views()
-        con.execute("COMMIT")
+        catalog = con.execute("SELECT system.main.current_database()").fetchall()[0][0]
+        macros = dbfile.file_macros(con, catalog)
+        found = read_version(con, catalog, self.label, macros)
+        if found is None:
+            if self.read_only:
+                raise DuckprofError(f"{self.label}: not a duckprof database (empty)")
+            zstd = zstd_supported(con, catalog)
+            self._transaction(lambda: create_schema(con, zstd))
+            return
+        if found < SCHEMA_VERSION:
+            if self.read_only:
+                raise DuckprofError(
+                    f"{self.label}: written by an older duckprof (schema version {found}); migrate it once "
+                    f"with `duckprof migrate --db {self.db}` (any load into it migrates it too)")
+            self._transaction(lambda: (migrate(con, found), refresh_stored(con), fill_trace_facts(con)))
+        dbfile.verify_tables(con, catalog, self.label)
+        # the packaged views, never what the file stores under their names: unless
+        # the file's are exactly the packaged ones (the fingerprint of their
+        # normalised SQL), they are created as TEMP objects, which DuckDB looks up
+        # first (0.4 s saved on each open of an up-to-date file)
+        if not views_current(con, catalog, macros if found == SCHEMA_VERSION else None):
+            create_views(con, temp=True)
 
-    def _create_views(self, temp: bool = False):
-        """Create every view in sql/views/, each after the views it requires."""
-        for v in sqlfiles.views_in_order():
-            sql = sqlfiles.view_sql(v)
-            if temp:
-                sql = re.sub(r"CREATE OR REPLACE (VIEW|MACRO)", r"CREATE OR REPLACE TEMP \1", sql)
-            self.con.execute(sql)
-
-    def _temp_views(self):
-        """A read-only session runs duckprof's own views, never what the file
-        holds under their names (an older duckprof's, or planted ones): unless
-        the file's definitions are exactly the packaged ones (the fingerprint
-        of their normalised SQL), the packaged views are created as TEMP
-        objects, which DuckDB looks up before the file's, so the file is not
-        modified."""
-        if views_fingerprint(self.con) != packaged_views_fingerprint():
-            self._create_views(temp=True)
-
-    def _migrate(self, found: int):
-        """Bring a database of an older schema version up to SCHEMA_VERSION in
-        one transaction (each step a file in sql/migrate/)."""
+    def _transaction(self, fn):
         con = self.con
         con.execute("BEGIN TRANSACTION")
         try:
-            # the old views may read what a step drops: the new ones replace them
-            for kind, obj in con.execute("""
-                    SELECT 'VIEW', view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'
-                    UNION ALL
-                    SELECT DISTINCT 'MACRO TABLE', function_name FROM duckdb_functions()
-                    WHERE function_type = 'table_macro' AND schema_name = 'main' AND NOT internal""").fetchall():
-                con.execute(f'DROP {kind} IF EXISTS "{obj}"')
-            for version in range(found, SCHEMA_VERSION):
-                con.execute(sqlfiles.read(MIGRATIONS[version]))
-            self._create_views()
-            fill_trace_facts(con)
-            con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('schema_version', $v), ('views_hash', $h)",
-                        {"v": str(SCHEMA_VERSION), "h": views_digest()})
+            fn()
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            try:
+                con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass
             raise
 
-    def _refresh_views(self):
-        """Recreate the views when the packaged view SQL changed since they were
-        made, and add the devices new in the packaged peaks table (each tracked
-        by a hash in duckprof_meta). Unchanged: nothing is written, so opening a
-        database to load into it does not modify the file."""
-        views, peaks = views_digest(), packaged_digest()
-        stored = dict(self.con.execute(
-            "SELECT key, value FROM duckprof_meta WHERE key IN ('views_hash', 'peaks_hash')").fetchall())
-        # the stored hash says which duckprof made the views; the fingerprint that
-        # nobody changed them since (a view planted in a shared file is replaced)
-        views_ok = stored.get("views_hash") == views and views_fingerprint(self.con) == packaged_views_fingerprint()
-        if views_ok and stored.get("peaks_hash") == peaks:
-            return
-        self.con.execute("BEGIN TRANSACTION")
-        if not views_ok:
-            # tables a newer duckprof added to this schema version (all IF NOT EXISTS)
-            self.con.execute(sqlfiles.read("schema.sql"))
-            self._create_views()
-        if stored.get("peaks_hash") != peaks:
-            seed_peaks(self.con)
-            seed_interconnects(self.con)
-        self.con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('views_hash', $h), ('peaks_hash', $p)",
-                         {"h": views, "p": peaks})
-        self.con.execute("COMMIT")
+    def migrate(self):
+        """Bring the stored views, peaks and estimates up to this duckprof
+        (an older schema was migrated when the session opened)."""
+        self._writable()
+        if stale(self.con):
+            self._transaction(lambda: refresh_stored(self.con))
+
+    def _writable(self):
+        if self.read_only:
+            raise DuckprofError(f"{self.label}: the session is read-only")
 
     # -- API ----------------------------------------------------------------
     def load(self, paths, run: str = "default", salvage: bool = False, progress=None,
-             tags: dict | None = None) -> LoadReport:
+             report: LoadReport | None = None, tags: dict | None = None) -> LoadReport:
         """Load trace files, directories or globs as (part of) `run`. Atomic: on
         error nothing is added. Files already loaded into this run are skipped.
         tags: {key: value} stored with the run (as set_tags). A Parquet lake
         directory (`duckprof export --parquet`) loads its runs back."""
-        if self.read_only:
-            raise DuckprofError("session is read-only")
+        self._writable()
+        check_tags(tags)
         from . import lake
-        from_lake = lake.is_lake(paths)
-        if from_lake:
-            report = lake.import_lake(self, paths, run=run, progress=progress)
+        if lake.is_lake(paths):
+            got = lake.import_lake(self, paths, run=run, progress=progress)
+            if report is not None:  # the caller's, filled in
+                report.__dict__.update(got.__dict__)
+            report = got
+            if report.loaded:
+                self._transaction(lambda: fill_trace_facts(self.con))
+                if self.db:
+                    checkpoint_without_vacuum(self.con, self.label, report.run)
         else:
             limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB") if self.db else None
             loader = Loader(self.con, progress=progress, memory_limit=limit or None)
-            report = loader.load(paths, run=run, salvage=salvage)
-        if report.loaded:
-            ids = [f.trace_id for f in report.loaded]
-            fill_trace_facts(self.con)
-            found = {t: (r, w) for t, r, w in self.con.execute(
-                "SELECT trace_id, rank, world_size FROM trace_files WHERE list_contains($ids, trace_id)",
-                {"ids": ids}).fetchall()}
-            for f in report.loaded if not from_lake else []:  # a lake may hold many runs
-                f.rank, f.world_size = found.get(f.trace_id, (None, None))
-        if tags:
+            report = loader.load(paths, run=run, salvage=salvage, target=_SessionTarget(self, tags), report=report)
+        if tags and not report.tags_set:
             self.set_tags(report.run, tags)
-        if self.db and report.loaded:
-            self._checkpoint_without_vacuum()
         return report
 
     def set_tags(self, run: str, tags: dict | None = None, remove=()) -> dict:
         """Set (or replace) tags of `run` and remove the keys in `remove`; returns
         the run's tags afterwards. Keys and values are text."""
-        if self.read_only:
-            raise DuckprofError("session is read-only")
-        con = self.con
+        self._writable()
         self._require_run(run)
-        tags = {str(k): str(v) for k, v in (tags or {}).items()}
-        for k in list(tags) + list(remove):
-            if not k:
-                raise DuckprofError("a tag needs a key: KEY=VALUE")
-        con.execute("BEGIN TRANSACTION")
-        try:
-            if remove:
-                con.execute("DELETE FROM run_tags WHERE run = $run AND list_contains($keys, key)",
-                            {"run": run, "keys": list(remove)})
-            if tags:
-                con.execute("INSERT OR REPLACE INTO run_tags (run, key, value, set_at) "
-                            "SELECT $run, unnest($keys), unnest($values), now()::TIMESTAMP",
-                            {"run": run, "keys": list(tags), "values": list(tags.values())})
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+        self._transaction(lambda: write_tags(self.con, run, tags, remove))
         return self.tags(run)
 
     def _require_run(self, run: str):
@@ -319,21 +433,8 @@ class Session:
         return dict(self.con.execute("SELECT key, value FROM run_tags WHERE run = $run ORDER BY key",
                                      {"run": run}).fetchall())
 
-    def _checkpoint_without_vacuum(self):
-        """Write the load to the database file now, leaving row groups as they
-        are. Each trace ends in a partly filled row group, and DuckDB's
-        checkpoint would merge them by rewriting (8 ranks of 100 MB: 1.1 s when
-        the database closed, and a file of 248 instead of 156 MB, the old
-        blocks left free). Deleted rows (`rm`) are still vacuumed by later
-        checkpoints."""
-        con = self.con
-        con.execute("SET max_vacuum_tasks = 0")
-        try:
-            con.execute("CHECKPOINT")
-        except duckdb.Error:
-            pass  # another transaction is open: the checkpoint at close does it
-        finally:
-            con.execute("RESET max_vacuum_tasks")
+    def _create_views(self, temp: bool = False):
+        create_views(self.con, temp=temp)
 
     def sql(self, text: str, params=None) -> duckdb.DuckDBPyRelation:
         """Run SQL over the tables and views; returns a DuckDB relation
@@ -357,27 +458,42 @@ class Session:
         return self.con.sql("SELECT * FROM runs ORDER BY run")
 
     def remove_run(self, run: str) -> int:
-        """Delete a run and its traces; returns the number of traces removed."""
+        """Delete a run and its traces; returns the number of traces removed
+        (0: no such run, and nothing is written)."""
+        self._writable()
         con = self.con
         ids = [r[0] for r in con.execute("SELECT trace_id FROM traces WHERE run = $run",
                                          {"run": run}).fetchall()]
         if not ids:
             return 0
-        con.execute("BEGIN TRANSACTION")
-        for t in ("events", "devices", "trace_facts", "traces"):
-            con.execute(f"DELETE FROM {t} WHERE trace_id IN (SELECT unnest($ids))", {"ids": ids})
-        con.execute("DELETE FROM run_tags WHERE run = $run", {"run": run})
-        con.execute("COMMIT")
+
+        def delete():
+            for t in ("events", "devices", "trace_facts", "traces"):
+                con.execute(f"DELETE FROM {t} WHERE trace_id IN (SELECT unnest($ids))", {"ids": ids})
+            con.execute("DELETE FROM run_tags WHERE run = $run", {"run": run})
+            if self.db:
+                refresh_stored(con)
+        self._transaction(delete)
         return len(ids)
 
+    def lock_down(self, allowed_paths=(), allowed_dirs=()):
+        """From now on SQL on this session reads the database, not the
+        machine: no file, network or extension access (dbfile.lock_down)
+        but to allowed_paths and the files under allowed_dirs."""
+        dbfile.lock_down(self.con, allowed_paths, allowed_dirs)
+
     def schema(self) -> list[tuple[str, str, list[tuple[str, str]]]]:
-        """[(name, 'table'|'view', [(column, type), ...])] for the public schema."""
+        """[(name, 'table'|'view', [(column, type), ...])] for the public schema
+        (duckprof's views as this duckprof defines them)."""
         out = []
         rows = self.con.execute("""
             SELECT t.table_name, t.table_type, c.column_name, c.data_type
             FROM information_schema.tables t
-            JOIN information_schema.columns c USING (table_schema, table_name)
+            JOIN information_schema.columns c USING (table_catalog, table_schema, table_name)
             WHERE t.table_schema = 'main' AND t.table_name NOT LIKE 'stage_%'
+              -- a file's own view of a name duckprof shadows with a TEMP one is not listed
+              AND (t.table_catalog = 'temp' OR t.table_name NOT IN (
+                   SELECT table_name FROM information_schema.tables WHERE table_catalog = 'temp'))
             ORDER BY t.table_type, t.table_name, c.ordinal_position""").fetchall()
         for name, kind, col, typ in rows:
             if not out or out[-1][0] != name:
@@ -395,7 +511,255 @@ class Session:
         self.close()
 
 
+def check_tags(tags: dict | None, remove=()) -> dict:
+    """Tags as text, {key: value}; every key (and key to remove) non-empty."""
+    tags = {str(k): str(v) for k, v in (tags or {}).items()}
+    for k in list(tags) + list(remove):
+        if not k:
+            raise DuckprofError("a tag needs a key: KEY=VALUE")
+    return tags
+
+
+def write_tags(con, run: str, tags: dict | None, remove=()):
+    """In the caller's transaction: set `tags` of `run`, remove the keys in `remove`."""
+    tags = check_tags(tags, remove)
+    if remove:
+        con.execute("DELETE FROM run_tags WHERE run = $run AND list_contains($keys, key)",
+                    {"run": run, "keys": list(remove)})
+    if tags:
+        con.execute("INSERT OR REPLACE INTO run_tags (run, key, value, set_at) "
+                    "SELECT $run, unnest($keys), unnest($values), now()::TIMESTAMP",
+                    {"run": run, "keys": list(tags), "values": list(tags.values())})
+
+
+def complete_load(con, report: LoadReport, tags: dict | None):
+    """In the load's transaction, after the inserts: the loaded traces'
+    trace_facts, their rank and world size in the report, the run's tags."""
+    fill_trace_facts(con)
+    ids = [f.trace_id for f in report.files if f.trace_id is not None and not f.skipped]
+    found = {t: (r, w) for t, r, w in con.execute(
+        "SELECT trace_id, rank, world_size FROM trace_files WHERE list_contains($ids, trace_id)",
+        {"ids": ids}).fetchall()}
+    for f in report.files:
+        if f.trace_id in found:
+            f.rank, f.world_size = found[f.trace_id]
+    if tags:
+        write_tags(con, report.run, tags)
+        report.tags_set = True
+
+
+class _SessionTarget(Target):
+    """A load into the session's own database: write access is held already;
+    the stored views are refreshed in the load's transaction; a file is
+    checkpointed after it."""
+
+    def __init__(self, session: Session, tags: dict | None = None):
+        self.session = session
+        self.label = session.label
+        self.tags = tags
+
+    def prepare(self, con):
+        if self.session.db:
+            refresh_stored(con)
+
+    def complete(self, con, report):
+        complete_load(con, report, self.tags)
+
+    def finish(self, con):
+        if self.session.db:
+            checkpoint_without_vacuum(con, self.label, self.run)
+
+
+class DatabaseTarget(Target):
+    """A database file that a load opens for writing only for its write
+    phase (load_into): attached read-only for the snapshot before parsing,
+    then writable from acquire() to release(). The schema is created,
+    migrated and refreshed inside the load's transaction, so a failed load
+    leaves the file as it was; a file the load created is removed again, and
+    one that grew is cut back (see release)."""
+
+    ALIAS = "dp_target"
+
+    def __init__(self, path: str, wait: float = 0, tags: dict | None = None):
+        self.path = self.label = path
+        self.wait = wait
+        self.tags = tags
+        self.version = None      # schema version found when opened for writing (None: new/empty)
+        self.attached = False
+        self.created = False
+        self.size0 = None        # file size before writing
+        self.wal0 = False
+
+    def snapshot(self, con, run):
+        if self.attached:  # writable, and the default database (acquire)
+            return super().snapshot(con, run) if self.version is not None else (set(), 1)
+        if not os.path.exists(self.path):
+            dbfile.check_file(self.path, must_exist=False)
+            return set(), 1
+        dbfile.attach(con, self.path, self.ALIAS, read_only=True, wait=self.wait)
+        try:
+            version = read_version(con, self.ALIAS, self.label)
+            if version is None:
+                return set(), 1
+            if version == SCHEMA_VERSION:
+                dbfile.verify_tables(con, self.ALIAS, self.label)
+            con.execute(f"USE {self.ALIAS}")
+            return super().snapshot(con, run)
+        finally:
+            con.execute("USE memory")
+            con.execute(f"DETACH {self.ALIAS}")
+
+    def acquire(self, con):
+        existed = os.path.exists(self.path)
+        self.size0 = os.path.getsize(self.path) if existed else None
+        self.wal0 = os.path.exists(self.path + ".wal")
+        try:
+            dbfile.attach(con, self.path, self.ALIAS, read_only=False, wait=self.wait)
+        except DuckprofError:
+            # creating the file failed midway (a full disk): an empty file is no
+            # database, so it is not left behind (a file another process made is
+            # not empty)
+            if not existed and os.path.exists(self.path) and os.path.getsize(self.path) == 0:
+                os.remove(self.path)
+            raise
+        self.attached, self.created = True, not existed
+        self.version = read_version(con, self.ALIAS, self.label)
+        if self.version == SCHEMA_VERSION:
+            dbfile.verify_tables(con, self.ALIAS, self.label)
+        self.zstd = self.version is not None or zstd_supported(con, self.ALIAS)
+        con.execute(f"USE {self.ALIAS}")
+
+    def prepare(self, con):
+        if self.version is None:
+            create_schema(con, self.zstd)
+            return
+        if self.version < SCHEMA_VERSION:
+            migrate(con, self.version)
+            dbfile.verify_tables(con, self.ALIAS, self.label)
+        refresh_stored(con)
+
+    def complete(self, con, report):
+        complete_load(con, report, self.tags)
+
+    def finish(self, con):
+        checkpoint_without_vacuum(con, self.label, self.run)
+
+    def release(self, con, committed: bool = True):
+        """Still holding the lock when the load did not commit: a file the
+        load created is unlinked (so no other process can open it after the
+        lock is released), one that grew is cut back to its size: DuckDB
+        writes big inserts to the file before the commit, past its old end
+        or into blocks it had freed; the header was not rewritten."""
+        if not self.attached:
+            return
+        if not committed:
+            try:
+                if self.created:
+                    for path in (self.path, self.path + ".wal"):
+                        if os.path.exists(path):
+                            os.remove(path)
+                elif os.path.getsize(self.path) > self.size0:
+                    os.truncate(self.path, self.size0)
+            except OSError:
+                pass
+        try:
+            con.execute("USE memory")
+            con.execute(f"DETACH {self.ALIAS}")
+        except duckdb.Error:
+            pass  # invalidated by a fatal error: closing the connection releases it
+        self.attached = False
+
+
+def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool = False, progress=None,
+              wait: float = 0, report: LoadReport | None = None, threads: int | None = None,
+              tags: dict | None = None) -> LoadReport:
+    """Load traces into the database file `db` (created if needed), holding
+    its write lock only while inserting: the traces are parsed, checked and
+    nested first, so readers can use the database meanwhile, and bad input
+    never opens it for writing. `report`, when given, is filled in as the
+    load goes (after an interrupt, report.committed says whether the run was
+    loaded). progress: a callable for phase messages; its attach(con), if any,
+    is called with the loading connection. tags: stored with the run in the
+    load's transaction. A Parquet lake directory is loaded by a Session on
+    the file (it holds the lock for the whole import)."""
+    db = os.fspath(db)
+    dbfile.check_file(db, must_exist=False)
+    check_tags(tags)
+    from . import lake
+    if lake.is_lake(paths):
+        with Session(db, wait=wait) as s:
+            if hasattr(progress, "attach"):
+                progress.attach(s.con)
+            return s.load(paths, run=run, progress=progress, report=report, tags=tags)
+    report = report if report is not None else LoadReport(run=run)
+    target = DatabaseTarget(db, wait, tags)
+    try:
+        con = duckdb.connect(":memory:")
+        try:
+            if threads:
+                con.execute(f"SET threads = {int(threads)}")
+            con.execute("SET enable_progress_bar = false")
+            # spill next to the database, as a connection to the file would
+            con.execute("SET temp_directory = $t", {"t": db + ".tmp"})
+            if hasattr(progress, "attach"):
+                progress.attach(con)
+            limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB")
+            Loader(con, progress=progress, memory_limit=limit or None).load(
+                paths, run=run, salvage=salvage, target=target, report=report)
+        finally:
+            con.close()
+    except DuckprofError as e:
+        if report.commit_failed:  # did the COMMIT take effect? Read the file again to say
+            committed = _was_committed(db, report, target)
+            report.committed = bool(committed)
+            outcome = {True: f"the commit took effect nonetheless: run {run!r} is loaded",
+                       False: f"the commit did not take effect: nothing was loaded, {db} is as it was",
+                       None: f"whether run {run!r} was committed is unknown: check with `duckprof runs --db {db}`"}
+            raise DuckprofError(str(e).replace(PENDING, outcome[committed])) from None
+        raise
+    if tags and not report.tags_set:  # nothing new was loaded: the run may exist
+        with Session(db, wait=wait) as s:
+            s.set_tags(run, tags)
+    return report
+
+
+def _was_committed(db: str, report: LoadReport, target: DatabaseTarget) -> bool | None:
+    """After a COMMIT that failed with the database invalidated (a full disk
+    while DuckDB wrote it): open the file again, for writing so that no other
+    process has it meanwhile, and look. Not committed: a file the load created
+    is removed, another is cut back to its size before the load (the header
+    was not rewritten, so nothing past that size is used). None when it
+    cannot be opened."""
+    ids = [f.trace_id for f in report.files if f.trace_id is not None]
+    for read_only in (False, True):
+        try:
+            con = duckdb.connect(db, read_only=read_only)
+        except duckdb.Error:
+            continue
+        try:
+            try:
+                n = con.execute("SELECT count(*) FROM traces WHERE run = $run AND list_contains($ids, trace_id)",
+                                {"run": report.run, "ids": ids}).fetchall()[0][0]
+            except duckdb.CatalogException:  # no tables: the schema was made in the same transaction
+                n = 0
+            committed = bool(ids) and n == len(ids)
+            if not committed and not read_only:
+                if target.created:
+                    for path in (db, db + ".wal"):
+                        if os.path.exists(path):
+                            os.remove(path)
+                elif os.path.getsize(db) > target.size0:
+                    os.truncate(db, target.size0)
+            return committed
+        except (duckdb.Error, OSError):
+            return None
+        finally:
+            con.close()
+    return None
+
+
 def connect(db: str | os.PathLike | None = None, read_only: bool = False,
-            threads: int | None = None) -> Session:
-    """Open (or create) a duckprof database; in memory when `db` is None."""
-    return Session(db, read_only=read_only, threads=threads)
+            threads: int | None = None, wait: float = 0) -> Session:
+    """Open (or create) a duckprof database; in memory when `db` is None.
+    wait: seconds to wait while another process holds the file's lock."""
+    return Session(db, read_only=read_only, threads=threads, wait=wait)

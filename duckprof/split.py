@@ -78,6 +78,8 @@ class SplitTrace:
     compressed: bool
     salvaged_bytes: int = 0  # bytes dropped from a truncated file
     salvaged_preview: str = ""
+    salvaged: bool = False  # truncated, cut after its last complete event (--salvage)
+    exact_salvage: bool = False  # ... found by the exact scan
     notes: list[str] = field(default_factory=list)
     sanitized: bool = False  # invalid UTF-8 / control characters were replaced
     spaces: bool = False
@@ -143,11 +145,13 @@ class _FileHasher(threading.Thread):
                         break
                     h.update(b)
             self.digest = h.hexdigest()
-        except OSError as e:  # pragma: no cover - file vanished mid-load
+        except (OSError, MemoryError) as e:  # file vanished mid-load; a process memory limit
             self.error = e
 
     def result(self) -> str:
         self.join()
+        if isinstance(self.error, MemoryError):
+            raise MemoryError("hashing the file") from None
         if self.error:
             raise TraceError(self.path, f"cannot read file ({self.error})")
         return self.digest
@@ -284,9 +288,88 @@ class _ChunkWriter:
         self.on_chunk(self.paths[-1])
 
 
+_ESCAPE = re.compile(rb"\\.", re.S)
+# a complete string, a bracket, or the quote that opens an unterminated string
+_BRACKET_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]|"')
+_REST_OF_STRING = re.compile(rb'(?:[^"\\]|\\.)*"', re.S)
+
+
+class _Nesting:
+    """How deep the bytes fed so far leave the JSON, relative to inside the
+    traceEvents array (0: between two events), for the exact --salvage cut:
+    where a top-level event ends, not at a '}, {' inside one (a list of
+    objects in args, or that text inside a name). Escapes are dropped (only
+    strings hold them), then every other piece between quotes is string
+    content; a string or an escape left open at the end of a block carries
+    over to the next. C-speed bytes operations, no Python step per token."""
+
+    def __init__(self):
+        self.depth = 0
+        self.in_string = False
+        self.carry = b""  # a backslash that ended the last block
+
+    def feed(self, data: bytes):
+        if self.carry:
+            data, self.carry = self.carry + data, b""
+        if b"\\" in data:
+            data = _ESCAPE.sub(b"", data)
+            if data.endswith(b"\\"):
+                data, self.carry = data[:-1], b"\\"
+        pieces = data.split(b'"')
+        # pieces alternate outside / inside a string, starting with the state we are in
+        outside = pieces[1::2] if self.in_string else pieces[0::2]
+        if len(pieces) % 2 == 0:  # an odd number of quotes flips the state
+            self.in_string = not self.in_string
+        text = b"".join(outside)
+        self.depth += text.count(b"{") + text.count(b"[") - text.count(b"}") - text.count(b"]")
+
+    def last_event_end(self, tail: bytes):
+        """Offset in `tail` (the bytes after those fed) just past the last
+        '}' that ends a top-level event, or None."""
+        start = 0
+        if self.in_string:  # skip to the end of the string the fed bytes left open
+            m = _REST_OF_STRING.match(self.carry + tail)
+            if m is None:
+                return None
+            start = m.end() - len(self.carry)
+        elif self.carry:
+            start = 1
+        depth, last = self.depth, None
+        for m in _BRACKET_TOKEN.finditer(tail, start):
+            tok = m.group()
+            if tok in (b"{", b"["):
+                depth += 1
+            elif tok in (b"}", b"]"):
+                depth -= 1
+                if depth == 0 and tok == b"}":
+                    last = m.end()
+                elif depth < 0:
+                    break
+            elif tok == b'"':  # the rest is a string the file ends in
+                break
+        return last
+
+
+def _last_boundary_guess(held: bytes):
+    """Where the last complete event of a truncated tail probably ends: after
+    the last '}, {' (or at a final '}' when the tail is one complete value).
+    A '}, {' inside an event makes the chunk invalid JSON, which DuckDB
+    rejects; the loader then splits again with exact_salvage."""
+    m = None
+    for m in EVENT_BOUNDARY.finditer(held):
+        pass
+    stripped = held.rstrip(WS + b",")
+    if m is None:
+        # The held tail may also end right after a complete event.
+        return len(stripped) if stripped.endswith(b"}") else None
+    if stripped.endswith(b"}") and is_one_value(held[m.end() - 1:len(stripped)]):
+        return len(stripped)
+    return m.start() + 1
+
+
 def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
                 sanitize: bool = False, spaces: bool = False, on_chunk=None,
-                hash_name: str = CONTENT_HASH) -> SplitTrace:
+                hash_name: str = CONTENT_HASH, exact_salvage: bool = False) -> SplitTrace:
     """Stream `path` into chunk files under `tmpdir`; see the module docstring.
 
     on_chunk(path) is called as each chunk file is complete, in order (the
@@ -298,6 +381,9 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
     spaces: also turn raw tab/newline/CR into spaces (they are invalid inside
     JSON strings and harmless between tokens). hash_name: the content hash
     (CONTENT_HASH, or LEGACY_CONTENT_HASH for runs loaded with it).
+    exact_salvage: cut a truncated file exactly where its last complete
+    top-level event ends (_Nesting: scans every byte, so only on the retry
+    after the quick guess made invalid JSON).
     """
     try:
         size = os.path.getsize(path)
@@ -379,38 +465,33 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
         # so the end of the array can be found once the stream ends.
         pending = [head[start:]]
         pending_len = len(pending[0])
+        nesting = _Nesting() if salvage and exact_salvage else None
         for b in it:
             pending.append(b)
             pending_len += len(b)
             while len(pending) > 1 and pending_len - len(pending[0]) >= TAIL_KEEP:
                 first = pending.pop(0)
                 pending_len -= len(first)
+                if nesting:
+                    nesting.feed(first)
                 writer.write(first)
         held = b"".join(pending)
         del pending
         end, suffix = find_array_end(held, bare)
         salvaged_bytes, preview, salvage_note = 0, "", ""
+        salvaged = end is None
         if end is None:
             where = "gzip stream" if truncated_gzip else "file"
             if not salvage:
                 raise TraceError(path, f"truncated: the {where} ends inside 'traceEvents' "
                                  "(the profiler probably died mid-write); "
                                  "pass --salvage to load the complete events")
-            m = None
-            for m in EVENT_BOUNDARY.finditer(held):
-                pass
-            if m is None:
-                # The held tail may also end right after a complete event.
-                stripped = held.rstrip(WS + b",")
-                if stripped.endswith(b"}"):
-                    end = len(stripped)
-                else:
-                    raise TraceError(path, "truncated: no complete event found to salvage")
+            if nesting is not None:
+                end = nesting.last_event_end(held)
             else:
-                end = m.start() + 1
-                stripped = held.rstrip(WS + b",")
-                if stripped.endswith(b"}") and is_one_value(held[m.end() - 1:len(stripped)]):
-                    end = len(stripped)
+                end = _last_boundary_guess(held)
+            if end is None:
+                raise TraceError(path, "truncated: no complete event found to salvage")
             dropped = held[end:]
             salvaged_bytes = len(dropped.strip(WS + b","))
             preview = dropped.strip(WS + b",")[:80].decode("utf-8", "replace")
@@ -444,7 +525,8 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
         return SplitTrace(path=path, chunks=writer.paths, metadata=metadata, size_bytes=size,
                           json_bytes=json_bytes, content_hash_value=hashing.hash.hexdigest(),
                           compressed=compressed, salvaged_bytes=salvaged_bytes,
-                          salvaged_preview=preview, notes=notes, sanitized=sanitize, spaces=spaces)
+                          salvaged_preview=preview, notes=notes, sanitized=sanitize, spaces=spaces,
+                          salvaged=salvaged, exact_salvage=salvaged and exact_salvage)
     finally:
         try:
             stream.close()

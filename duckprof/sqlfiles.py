@@ -15,7 +15,9 @@ test, the view order and the report registry all read:
     --                           <continued description>
 
 A report file also declares `report:`, `question:` and `option:` lines, and
-may end with a notes query after a line `-- @notes` (see duckprof/reports.py).
+may end with a notes query after a line `-- @notes`; a rule file of a report
+composed of rules declares `severity:`, `fix:`, `method:`, `needs:` and
+`torch:` (see duckprof/reports.py).
 """
 
 from __future__ import annotations
@@ -126,7 +128,7 @@ def parse_header(rel: str) -> Header:
             h.requires = [r.strip() for r in line.split(":", 1)[1].split(",") if r.strip()]
         elif re.match(r"^option:", line):
             h.options.append(line.split(":", 1)[1].strip())
-        elif re.match(r"^(question|uses|variant of|example):", line):
+        elif re.match(r"^(question|uses|variant of|example|shared|severity|fix|method|needs|torch):", line):
             k, v = line.split(":", 1)
             h.fields[k] = v.strip()
     return h

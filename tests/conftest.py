@@ -182,6 +182,19 @@ def assert_one_line_error(stderr: str, must_contain):
     return lines[0]
 
 
+def assert_error_block(stderr: str, must_contain):
+    """One error: a first line 'duckprof: ...', then only indented continuation
+    lines (DuckDB's hints), no traceback. Returns the block's text."""
+    lines = [l for l in stderr.splitlines() if l.strip()]
+    assert lines and lines[0].startswith("duckprof: "), stderr
+    assert all(l.startswith("  ") for l in lines[1:]), f"not one error block:\n{stderr}"
+    assert "Traceback" not in stderr
+    text = "\n".join(lines)
+    for s in ([must_contain] if isinstance(must_contain, str) else must_contain):
+        assert s in text, f"{s!r} not in {text!r}"
+    return text
+
+
 # -- small query helpers (DuckDB relations have no fetchone()) ------------------
 
 def rows(s, sql: str, params=None) -> list[tuple]:

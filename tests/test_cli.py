@@ -14,8 +14,8 @@ import duckdb
 import pytest
 
 import duckprof
-from conftest import (HANDMADE, CORPUS, assert_one_line_error, cli_app, corpus_files, invoke, rows,  # noqa: F401
-                      run_cli, scalar, slow_when)
+from conftest import (HANDMADE, CORPUS, assert_error_block, assert_one_line_error, cli_app, corpus_files, invoke,  # noqa: F401
+                      rows, run_cli, scalar, slow_when)
 from duckprof.load import expand_paths, rank_of
 
 NESTING3 = HANDMADE / "nesting3.json"
@@ -110,7 +110,14 @@ def test_query_output_files(cli_app, tmp_path):
 def test_query_errors(cli_app, tmp_path):
     r = invoke(cli_app, "query", "select * from no_such_view", NESTING3)
     assert r.exit_code == 2
-    assert_one_line_error(r.stderr, "no_such_view")
+    assert_error_block(r.stderr, "no_such_view")
+    # DuckDB's hints are kept, in the same error block (issue 13, item 12)
+    r = invoke(cli_app, "query", "select * from kernel", NESTING3)
+    assert r.exit_code == 2
+    assert_error_block(r.stderr, ["Table with name kernel does not exist", 'Did you mean "kernels"?'])
+    r = invoke(cli_app, "query", "select nam from cpu_ops", NESTING3)
+    assert r.exit_code == 2
+    assert_error_block(r.stderr, ['"nam" not found', "Candidate bindings:", '"name"'])
     r = invoke(cli_app, "query", QUERY, NESTING3, "-f", "yaml")
     assert r.exit_code == 2
     assert_one_line_error(r.stderr, "yaml")
@@ -271,3 +278,42 @@ def test_two_ranks_of_one_run(cli_app, tmp_path):
     r = invoke(cli_app, "runs", "--db", db, "-f", "json")
     got = json.loads(r.stdout)
     assert [(x["run"], x["traces"], x["ranks"], x["events"]) for x in got] == [("job", 2, "0-1", 4855 + 4720)]
+
+
+# -- issue 13 items 11, 13, 16: --version, -h, completion, -q, traces with --db ---------
+
+def test_version_short_help_and_shell_completion(cli_app):
+    r = invoke(cli_app, "--version")
+    assert r.exit_code == 0
+    assert r.stdout == f"duckprof {duckprof.__version__} (DuckDB {duckdb.__version__})\n"
+    for path in ([], ["load"], ["query"], ["report"], ["report", "kernels"]):
+        short, long = invoke(cli_app, *path, "-h"), invoke(cli_app, *path, "--help")
+        assert short.exit_code == 0 and short.stdout == long.stdout and "Usage:" in short.stdout, path
+    # typer's shell completion: offered in --help, and completing for real
+    assert "--install-completion" in invoke(cli_app, "--help").stdout
+    from typer.testing import CliRunner
+    r = CliRunner().invoke(cli_app, [], prog_name="duckprof", env={
+        "_DUCKPROF_COMPLETE": "complete_bash", "COMP_WORDS": "duckprof report ke", "COMP_CWORD": "2"})
+    assert r.exit_code == 0 and r.stdout.split() == ["kernels"]
+
+
+def test_every_command_that_loads_traces_has_quiet(cli_app):
+    """-q (no progress line) on every command that can show one: those that load traces."""
+    for path, group in _all_commands(cli_app):
+        if group:
+            continue
+        text = invoke(cli_app, *path, "--help").stdout
+        if "trace" in text.lower() and path[0] not in ("synth", "demo", "runs", "rm", "schema", "migrate"):
+            assert "--quiet" in text and "-q" in text, path
+    r = invoke(cli_app, "query", QUERY, NESTING3, "-q", "-f", "json")
+    assert r.exit_code == 0 and json.loads(r.stdout) == EXPECTED
+
+
+def test_traces_and_db_together_are_refused(cli_app, tmp_path):
+    """`query SQL TRACE --db F` used to ignore --db silently: say which to use."""
+    db = tmp_path / "r.duckdb"
+    assert invoke(cli_app, "load", NESTING3, "--db", db, "-q").exit_code == 0
+    for args in (["query", QUERY, NESTING3, "--db", db], ["report", "kernels", NESTING3, "--db", db]):
+        r = invoke(cli_app, *args)
+        assert r.exit_code == 2, args
+        assert_one_line_error(r.stderr, ["give trace files or --db, not both", f"duckprof load TRACES --db {db}"])

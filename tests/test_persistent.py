@@ -251,7 +251,7 @@ def test_run_loaded_with_the_older_blake2b_hash_still_detects_reloads(tmp_db):
         assert scalar(s, "select count(*) from traces") == 2
 
 
-def test_newer_packaged_peaks_reach_an_existing_database_without_undoing_user_edits(tmp_db):
+def test_newer_packaged_peaks_reach_an_existing_database_without_undoing_user_edits(cli_app, tmp_db):
     with duckprof.connect(tmp_db) as s:
         n = scalar(s, "select count(*) from device_peaks")
         # as an older duckprof left it: a device missing, another edited by the user
@@ -259,16 +259,18 @@ def test_newer_packaged_peaks_reach_an_existing_database_without_undoing_user_ed
         s.sql("update device_peaks set dram_gbps = 1234 where device = 'NVIDIA B200'")
         s.sql("update duckprof_meta set value = 'older' where key = 'peaks_hash'")
     before = db_state(tmp_db)
-    with duckprof.connect(tmp_db, read_only=True) as s:  # a reader never writes
-        assert scalar(s, "select count(*) from device_peaks") == n - 1
-    assert db_state(tmp_db) == before
-    with duckprof.connect(tmp_db) as s:
+    for read_only in (True, False):  # opening never writes, not even for writing
+        with duckprof.connect(tmp_db, read_only=read_only) as s:
+            assert scalar(s, "select count(*) from device_peaks") == n - 1
+        assert db_state(tmp_db) == before
+    # the next write adds them: `migrate` here (a load or `rm` too, in their transaction)
+    assert invoke(cli_app, "migrate", "--db", tmp_db).exit_code == 0
+    with duckprof.connect(tmp_db, read_only=True) as s:
         assert scalar(s, "select count(*) from device_peaks") == n
         assert scalar(s, "select dram_gbps from device_peaks where device = 'NVIDIA GB200'") == 8000
         assert scalar(s, "select dram_gbps from device_peaks where device = 'NVIDIA B200'") == 1234
     after = db_state(tmp_db)
-    with duckprof.connect(tmp_db) as s:  # up to date: opening writes nothing
-        pass
+    assert invoke(cli_app, "migrate", "--db", tmp_db).exit_code == 0  # up to date: writes nothing
     assert db_state(tmp_db) == after
 
 
@@ -335,7 +337,8 @@ def test_runs_lists_ranks_in_numeric_order_with_ranges():
 def test_planted_views_never_run(tmp_db, tmp_path, cli_app):
     """A view planted in a shared database under one of duckprof's names (here
     `runs`, reading a file of the host) is not what duckprof runs: a reader
-    uses the packaged views (TEMP), a writer replaces the planted one."""
+    uses the packaged views (TEMP), a write (here `migrate`) replaces the
+    planted one; opening for writing alone changes nothing in the file."""
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET")
     with duckprof.connect(tmp_db) as s:
@@ -343,6 +346,9 @@ def test_planted_views_never_run(tmp_db, tmp_path, cli_app):
         s.con.execute(f"CREATE OR REPLACE VIEW runs AS SELECT content AS run FROM read_text('{secret}')")
     res = invoke(cli_app, "runs", "--db", tmp_db, "--format", "csv")
     assert res.exit_code == 0 and "TOP-SECRET" not in res.stdout and "base" in res.stdout, res.output
-    with duckprof.connect(tmp_db) as s:  # a writable open puts the packaged view back
-        assert "read_text" not in s.con.execute(
-            "SELECT sql FROM duckdb_views() WHERE view_name = 'runs' AND NOT temporary").fetchall()[0][0]
+    stored = "SELECT sql FROM duckdb_views() WHERE view_name = 'runs' AND NOT temporary"
+    with duckprof.connect(tmp_db) as s:
+        assert "TOP-SECRET" not in str(s.runs().fetchall())
+        assert "read_text" in s.con.execute(stored).fetchall()[0][0]
+        s.migrate()  # a write puts the packaged view back
+        assert "read_text" not in s.con.execute(stored).fetchall()[0][0]

@@ -61,6 +61,8 @@ REPORTS = [
     ("collectives", ["collectives", "--by-rank"]),
     ("ranks", ["ranks"]),
     ("ranks_hta", ["ranks", "--hta"]),
+    ("patterns", ["patterns"]),
+    ("patterns_list", ["patterns", "--list"]),
 ]
 DIFF_PAIRS = [
     ("tiny_compare_base.json.gz", "tiny_compare_test.json.gz"),

@@ -106,7 +106,8 @@ def test_no_hugeint_in_any_view(session):
 
 # -- layers and declarations ------------------------------------------------------------
 
-_CTE = re.compile(r"(?:\bWITH\s+(?:RECURSIVE\s+)?|,\s*)([a-z_][a-z0-9_]*)\s+AS\s*(?:MATERIALIZED\s*)?\(", re.I)
+_CTE = re.compile(r"(?:\bWITH\s+(?:RECURSIVE\s+)?|,\s*)([a-z_][a-z0-9_]*)\s*(?:\([a-z0-9_,\s]*\))?\s+AS\s*"
+                  r"(?:MATERIALIZED\s*)?\(", re.I)
 _READ = re.compile(r"\b(?:FROM|JOIN)\s+([a-z_][a-z0-9_.]*)", re.I)
 _CREATED = re.compile(r"CREATE\s+OR\s+REPLACE\s+(?:TEMP\s+)?(?:VIEW|MACRO)\s+([a-z_][a-z0-9_]*)", re.I)
 

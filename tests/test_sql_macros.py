@@ -96,6 +96,24 @@ def test_covered_length_of_windows():
     assert got == [("a", 60), ("b", 10), ("c", 0), ("d", 0), ("e", 5), ("f", 0)]
 
 
+# -- enclosing -----------------------------------------------------------------------
+
+def test_enclosing_pairs_points_with_every_span_around_them():
+    # thread 1: spans A [0,100] (depth 0) > B [10,50] (depth 1), C [60,90] (depth 1);
+    # thread 2: D [0,100]. Points: p [20,30] -> A, B; q [55,58] -> A only (B ended at 50,
+    # C starts at 60); r [60,90] -> A, C (same start and end as C count); s [95,120] ->
+    # none (outlives A); t on thread 2 [5,6] -> D; u on thread 3 -> none.
+    got = sql("""{% from 'templates/intervals.sql' import enclosing %}
+        WITH spans(tid, span_id, depth, ts_ns, end_ns) AS (
+                VALUES (1, 'A', 0, 0, 100), (1, 'B', 1, 10, 50), (1, 'C', 1, 60, 90), (2, 'D', 0, 0, 100)),
+             points(tid, point_id, ts_ns, end_ns) AS (
+                VALUES (1, 'p', 20, 30), (1, 'q', 55, 58), (1, 'r', 60, 90), (1, 's', 95, 120),
+                       (2, 't', 5, 6), (3, 'u', 0, 1))
+        SELECT point_id, span_id, span_depth FROM ({{ enclosing('points', 'spans', ['tid']) }})
+        ORDER BY point_id, span_depth""")
+    assert got == [("p", "A", 0), ("p", "B", 1), ("q", "A", 0), ("r", "A", 0), ("r", "C", 1), ("t", "D", 0)]
+
+
 # -- scope ---------------------------------------------------------------------------
 
 SCOPED = """{% from 'templates/scope.sql' import scope with context %}

@@ -24,6 +24,14 @@
 --   must be disjoint (merged_intervals' output: keys, start_ns, end_ns).
 --   Cumulative sums looked up by two ASOF joins: no join of every window with
 --   every interval.
+-- enclosing(points, spans, keys): every (point, span) pair, on the same keys,
+--   where the span holds the point (span start <= point start, span end >=
+--   point end). points: keys, point_id, ts_ns, end_ns; spans: keys, span_id,
+--   depth, ts_ns, end_ns, where spans of one depth never overlap (host events
+--   of a thread at one nesting depth). Rows: keys, point_id, span_id,
+--   span_depth. Not a join of every point with
+--   every span of its thread: per depth, the spans and the points in one sort,
+--   each point taking the last span that started at or before it.
 
 {% macro _partition(keys) -%}
 PARTITION BY {{ keys | join(', ') }}
@@ -79,4 +87,22 @@ SELECT w.*,
 FROM {{ windows }} w
 ASOF LEFT JOIN covered_cum cs ON {% for k in keys %}cs.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ ws }} >= cs.start_ns
 ASOF LEFT JOIN covered_cum ce ON {% for k in keys %}ce.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ we }} >= ce.start_ns
+{%- endmacro %}
+
+{% macro enclosing(points, spans, keys) -%}
+SELECT {{ keys | join(', ') }}, point_id, span_id, depth AS span_depth
+FROM (
+    SELECT *, last_value(s_id IGNORE NULLS) OVER w AS span_id, last_value(s_end IGNORE NULLS) OVER w AS span_end
+    FROM (
+        SELECT {% for k in keys %}p.{{ k }}, {% endfor %}d.depth, p.ts_ns, 1 AS is_point, p.point_id, p.end_ns,
+               NULL AS s_id, NULL AS s_end
+        FROM {{ points }} p
+        JOIN (SELECT DISTINCT {{ keys | join(', ') }}, depth FROM {{ spans }}) d USING ({{ keys | join(', ') }})
+        UNION ALL
+        SELECT {% for k in keys %}{{ k }}, {% endfor %}depth, ts_ns, 0, NULL, NULL, span_id, end_ns
+        FROM {{ spans }}
+    )
+    WINDOW w AS (PARTITION BY {{ keys | join(', ') }}, depth ORDER BY ts_ns, is_point ROWS UNBOUNDED PRECEDING)
+)
+WHERE is_point = 1 AND span_end >= end_ns
 {%- endmacro %}

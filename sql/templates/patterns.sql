@@ -1,0 +1,156 @@
+-- patterns: what the rule files of `report patterns` (sql/reports/patterns/)
+-- share. Import with context (the macros read the run option):
+--   from "templates/patterns.sql" import host_tree, skipped_unless with context
+--
+-- list_key(t): the sibling list an event of host_events t is in: its parent,
+--   or (-1 - tid) for the top level of its thread (torch's tid_root).
+-- annotations(names): record_function ranges whose name is LIKE one of
+--   `names` (a list of SQL patterns), from host_events: user annotations, and
+--   operators for traces of 2021 and before, which wrote them as operators.
+--   Columns: those of host_events and is_op (an operator: it may carry a
+--   'Call stack').
+-- skipped_unless(needs): the @skipped query of a rule: one row (trace_id,
+--   reason) per trace of the run that lacks a capability in `needs` (a list of
+--   'gpu', 'kernels', 'shapes', 'stacks', 'steps').
+-- has_stacks(t): SQL predicate: trace t.trace_id has Python frames (host_events).
+-- user_frame(col): SQL predicate: col names a Python frame of user code,
+--   'file.py(line): function' outside torch/ (torch's source_code_location
+--   skips torch's own files the same way).
+-- sources(hits): where in the user's code each row of `hits` (rule,
+--   trace_id, event_id, pid, tid, host_ts_ns, op_event_id) happened: the
+--   innermost user frame (python_function) around host_ts_ns on its thread,
+--   else, in traces without Python frames, the first user frame of the 'Call
+--   stack' of op_event_id (torch before 2.0, record_shapes with with_stack).
+--   Rows: rule, trace_id, event_id, source (NULL: no stack). Torch's
+--   source_code_location reports the line of the call site in the caller
+--   (file:line), which the trace does not keep; a frame here reads
+--   'file.py(line of its def): function'.
+-- device_idle(): the gaps in which no stream of a device runs anything:
+--   gpu_idle_intervals' scope 'device' (the same merging, HTA's), from
+--   gpu_activity, which the patterns report computes once for all its rules
+--   (the view gpu_idle_intervals computes gpu_activity again, and the scope
+--   'stream' too). Rows: trace_id, device, start_ns, end_ns, dur_ns,
+--   next_event_id (the device event that ends the gap), next_launch_ts_ns
+--   (the start of its launch call; NULL: not in the trace). leading=true: also
+--   the gap before a device's first activity (start_ns NULL), and from_ns,
+--   start_ns or the smallest BIGINT there (a key for ASOF joins).
+-- The findings (patterns.sql, patterns_events.sql):
+-- stepped_hits(result): the rules' matches of the traces they could run on
+--   (the temp tables result_hits less result_skipped), each with the step its host
+--   time falls in (step, NULL outside the steps).
+-- trace_bases(): per trace in the run: run, rank, first_ts_ns and base_ns,
+--   the time findings are a share of: the sum of its steps, else wall_ns.
+-- severity(stake, base, declared): 'high' when stake >= $high_pct % of base,
+--   'medium' when >= $medium_pct %, else 'low'; `declared` when stake is NULL.
+{% from "templates/scope.sql" import run_scope with context %}
+{% from "templates/intervals.sql" import enclosing, merged_intervals %}
+
+{% macro list_key(t) -%}
+coalesce({{ t }}.parent_event_id, -1 - {{ t }}.tid)
+{%- endmacro %}
+
+{% macro annotations(names) -%}
+SELECT *, cat = 'cpu_op' AS is_op
+FROM host_events
+WHERE cat IN ('user_annotation', 'cpu_op')
+  AND ({% for n in names %}name LIKE '{{ n }}'{% if not loop.last %} OR {% endif %}{% endfor %}) {{ run_scope() }}
+{%- endmacro %}
+
+{% macro has_stacks(t) -%}
+EXISTS (SELECT 1 FROM host_events py WHERE py.trace_id = {{ t }}.trace_id AND py.cat = 'python_function')
+{%- endmacro %}
+
+{% macro user_frame(col) -%}
+(regexp_matches({{ col }}, '^[^<].*\(\d+\): ') AND NOT regexp_matches({{ col }}, '(^|/)torch/'))
+{%- endmacro %}
+
+{%- set _needs = {
+    'gpu': ("EXISTS (SELECT 1 FROM gpu_ops g WHERE g.trace_id = f.trace_id)",
+            'no GPU activity in this trace'),
+    'kernels': ("EXISTS (SELECT 1 FROM kernels k WHERE k.trace_id = f.trace_id)",
+                'no GPU kernels in this trace'),
+    'shapes': ("EXISTS (SELECT 1 FROM cpu_ops o WHERE o.trace_id = f.trace_id AND o.input_types IS NOT NULL)",
+               'no input shapes or types (record with record_shapes=True)'),
+    'stacks': (has_stacks('f'), 'no Python stacks (record with with_stack=True)'),
+    'steps': ("EXISTS (SELECT 1 FROM steps s WHERE s.trace_id = f.trace_id)",
+              'no ProfilerStep#N annotations (call prof.step() once per iteration)'),
+} %}
+
+{% macro skipped_unless(needs) -%}
+{%- for n in needs %}
+SELECT f.trace_id, '{{ _needs[n][1] }}' AS reason
+FROM trace_files f
+WHERE NOT {{ _needs[n][0] }} {{ run_scope('f.') }}
+{%- if not loop.last %}
+UNION ALL
+{%- endif %}
+{%- endfor %}
+{%- endmacro %}
+
+{% macro sources(hits) -%}
+WITH src_points AS (
+    SELECT trace_id, pid, tid, rule, event_id, op_event_id, host_ts_ns AS ts_ns, host_ts_ns AS end_ns,
+           row_number() OVER () AS point_id
+    FROM {{ hits }}
+),
+src_frames AS (
+    SELECT trace_id, pid, tid, event_id AS span_id, depth, ts_ns, end_ns, name
+    FROM host_events
+    WHERE cat = 'python_function' AND {{ user_frame('name') }}
+      AND trace_id IN (SELECT DISTINCT trace_id FROM src_points)
+),
+by_frame AS (
+    SELECT e.trace_id, e.point_id, arg_max(f.name, e.span_depth) AS frame
+    FROM ({{ enclosing('src_points', 'src_frames', ['trace_id', 'pid', 'tid']) | indent(10) }}) e
+    JOIN src_frames f ON f.trace_id = e.trace_id AND f.span_id = e.span_id
+    GROUP BY e.trace_id, e.point_id
+),
+by_stack AS (
+    SELECT p.point_id,
+           list_filter(string_split(o.args->>'Call stack', ';'), lambda x: {{ user_frame('x') }})[1] AS frame
+    FROM src_points p
+    JOIN cpu_ops o ON o.trace_id = p.trace_id AND o.event_id = p.op_event_id
+    WHERE p.trace_id NOT IN (SELECT trace_id FROM src_frames)
+)
+SELECT p.rule, p.trace_id, p.event_id, coalesce(f.frame, s.frame) AS source
+FROM src_points p
+LEFT JOIN by_frame f USING (trace_id, point_id)
+LEFT JOIN by_stack s USING (point_id)
+{%- endmacro %}
+
+{% macro stepped_hits(result) -%}
+SELECT h.*, CASE WHEN h.host_ts_ns < st.end_ns THEN st.step END AS step
+FROM {{ result }}_hits h
+ASOF LEFT JOIN steps st ON st.trace_id = h.trace_id AND h.host_ts_ns >= st.ts_ns
+WHERE NOT EXISTS (SELECT 1 FROM {{ result }}_skipped s WHERE s.rule = h.rule AND s.trace_id = h.trace_id)
+{%- endmacro %}
+
+{% macro trace_bases() -%}
+SELECT f.trace_id, f.run, f.rank, f.first_ts_ns, coalesce(s.step_ns, f.wall_ns) AS base_ns
+FROM trace_files f
+LEFT JOIN (SELECT trace_id, sum(dur_ns) AS step_ns FROM steps GROUP BY trace_id) s USING (trace_id)
+WHERE TRUE {{ run_scope('f.') }}
+{%- endmacro %}
+
+{% macro severity(stake, base, declared) -%}
+CASE WHEN {{ stake }} IS NULL THEN {{ declared }}
+     WHEN 100.0 * {{ stake }} / nullif({{ base }}, 0) >= $high_pct THEN 'high'
+     WHEN 100.0 * {{ stake }} / nullif({{ base }}, 0) >= $medium_pct THEN 'medium'
+     ELSE 'low' END
+{%- endmacro %}
+
+{% macro device_idle(leading=false) -%}
+SELECT trace_id, device, start_ns, end_ns, end_ns - start_ns AS dur_ns, next_event_id, next_launch_ts_ns
+{%- if leading %}, coalesce(start_ns, -9223372036854775807) AS from_ns{% endif %}
+FROM (
+    SELECT trace_id, device, lag(end_ns) OVER (PARTITION BY trace_id, device ORDER BY interval_no) AS start_ns,
+           start_ns AS end_ns, next_event_id, next_launch_ts_ns
+    FROM ({{ merged_intervals('(SELECT * FROM gpu_activity WHERE TRUE ' ~ run_scope() ~ ')', ['trace_id', 'device'],
+                              order=['launch_ts_ns NULLS LAST', 'event_id'],
+                              aggregates='any_value(event_id) FILTER (WHERE opens) AS next_event_id, '
+                                         'any_value(launch_ts_ns) FILTER (WHERE opens) AS next_launch_ts_ns') }})
+)
+{%- if not leading %}
+WHERE start_ns IS NOT NULL
+{%- endif %}
+{%- endmacro %}
