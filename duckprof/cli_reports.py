@@ -84,12 +84,14 @@ def report_command(report: reports.Report, after=None):
 
 
 def register(app: typer.Typer, report_app: typer.Typer):
-    """Add every report, diff and augment to the CLI."""
+    """Add every report, diff, augment and html to the CLI."""
     for r in reports.REPORTS:
         report_app.command(r.name)(report_command(r))
     app.command("trend")(report_command(reports.lookup("trend"), after=trend_chart))
     app.command("diff")(friendly_errors(diff_command))
     app.command("augment")(friendly_errors(augment_command))
+    from .html.cli import html_command
+    app.command("html")(friendly_errors(html_command))
 
 
 # -- diff ---------------------------------------------------------------------------

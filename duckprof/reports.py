@@ -310,6 +310,12 @@ def _kernels_params(options: dict) -> dict:
     return {"default_peak_dtype": peak_key(options.get("dtype"))}
 
 
+def _gpu_time_params(options: dict) -> dict:
+    if options.get("by_step") and options.get("buckets"):
+        raise DuckprofError("gpu-time: --by-step and --buckets are two different reports; choose one")
+    return {}
+
+
 # -- categories / steps: --rules FILE ------------------------------------------------
 
 def _rules_params(options: dict) -> dict:
@@ -339,11 +345,14 @@ def _trend_params(options: dict) -> dict:
 #: the standard reports, one line each
 REPORTS = [
     Report("kernels", prepare=_kernels_params),
-    Report("gpu-time", variants={"by_step": "gpu_time_steps"}),
+    Report("gpu-time", variants={"by_step": "gpu_time_steps", "buckets": "gpu_time_buckets"},
+           prepare=_gpu_time_params),
     Report("idle", variants={"by": "idle_events"}),
-    Report("queue"),
+    Report("queue", variants={"buckets": "queue_buckets"}),
     Report("temporal"),
     Report("ops-by-step"),
+    Report("traces"),
+    Report("devices"),
     Report("categories", variants={"category": "categories_kernels"}, prepare=_rules_params),
     Report("ops", variants={"by_graph_node": "ops_graph_nodes"}),
     Report("memory", variants={"by_step": "memory_steps", "ops": "memory_ops", "live": "memory_live"}),

@@ -454,6 +454,17 @@ class Session:
         from . import reports
         return reports.run(self.con, name, **options)
 
+    def html(self, run: str | None = None, *, diff: tuple | None = None, top: int = 25):
+        """One self-contained HTML page of the standard reports (duckprof html):
+        of `run` (all data when None), or with diff=(run_a, run_b) of what
+        changed between two runs. Returns a duckprof.html.Page: .save(path),
+        str(page), and it displays inline in Jupyter."""
+        from . import html
+        if diff is not None:
+            a, b = diff
+            return html.build_diff(a, b, session=self, top=top)
+        return html.build(self, run=run, top=top)
+
     def runs(self) -> duckdb.DuckDBPyRelation:
         return self.con.sql("SELECT * FROM runs ORDER BY run")
 

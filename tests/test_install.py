@@ -92,3 +92,14 @@ def test_installed_query_and_schema(installed, tmp_path):
     assert r.stdout.startswith("launches (view)")
     r = _run([bindir / "duckprof", "load", tmp_path / "missing.json"], cwd=tmp_path)
     assert r.returncode == 2 and "missing.json" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_installed_html(installed, tmp_path):
+    """The wheel ships the page's templates, CSS and script."""
+    base, bindir, _py = installed
+    trace = tmp_path / "t.json"
+    shutil.copy(REPO / "fixtures" / "gpu_time" / "two_streams.json", trace)
+    r = _run([bindir / "duckprof", "html", trace, "-o", tmp_path / "t.html", "-q"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "t.html").read_text(encoding="utf-8")
+    assert 'id="timeline-data"' in html and "function sortBy" in html

@@ -69,7 +69,9 @@ def optional_columns(h: sqlfiles.Header) -> set[str]:
 def test_report_header_equals_its_result(session, name):
     report = reports.lookup(name)
     opts = {o.name: o for o in report.options()}
-    files = [(report.file, {})] + [(f"reports/{stem}.sql", {opt: opts[opt].choices[0] if opts[opt].choices else True})
+    # a variant is chosen by a flag (--by-step), a choice (--breakdown tensorboard) or a count (--buckets 4)
+    files = [(report.file, {})] + [(f"reports/{stem}.sql", {opt: opts[opt].choices[0] if opts[opt].choices
+                                                           else 4 if opts[opt].type == "INTEGER" else True})
                                    for opt, stem in report.variants.items()]
     for rel, options in files:
         h = sqlfiles.parse_header(rel)

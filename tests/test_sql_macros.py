@@ -96,6 +96,49 @@ def test_covered_length_of_windows():
     assert got == [("a", 60), ("b", 10), ("c", 0), ("d", 0), ("e", 5), ("f", 0)]
 
 
+def test_covered_length_when_a_window_starts_or_ends_inside_an_interval():
+    # intervals [0,10] [20,50]; window [5,25] -> 5 (5..10) + 5 (20..25); [30,30] -> 0;
+    # [10,20] -> 0 (touching both); [0,60] -> 40
+    got = sql("""{% from 'templates/intervals.sql' import covered_length %}
+        WITH busy(k, start_ns, end_ns) AS (VALUES (1, 0, 10), (1, 20, 50)),
+        w(k, id, ts_ns, end_ns) AS (VALUES (1, 'a', 5, 25), (1, 'b', 30, 30), (1, 'c', 10, 20), (1, 'd', 0, 60))
+        SELECT id, covered_ns FROM ({{ covered_length('w', 'busy', ['k']) }}) ORDER BY id""")
+    assert got == [("a", 10), ("b", 0), ("c", 0), ("d", 40)]
+
+
+# -- bucket_overlaps ----------------------------------------------------------------
+
+BUCKETED = """{% from 'templates/intervals.sql' import bucket_overlaps %}
+    WITH iv(trace_id, k, start_ns, end_ns, v) AS (VALUES
+        (1, 'a', 0, 10, 1), (1, 'a', 25, 55, 2), (1, 'b', 40, 40, 7), (1, 'a', 95, 130, 3),
+        (1, 'c', -20, -5, 9), (2, 'a', 0, 5, 1)),
+    w(trace_id, w0, w1) AS (VALUES (1, 0, 100))
+    SELECT k, bucket, n, len, m FROM ({{ bucket_overlaps('iv', 'w', ['trace_id'], ['trace_id', 'k'], 3,
+                                                        'count(*) AS n, sum(overlap_ns) AS len, max(v) AS m') }})
+    ORDER BY ALL"""
+
+
+def test_bucket_overlaps_splits_intervals_over_equal_buckets():
+    # window [0,100] in 3 buckets: [0,33) [33,66) [66,100] (integer bounds 100*i//3).
+    # a: [0,10) -> bucket 0: 10; [25,55) -> bucket 0: 33-25 = 8, bucket 1: 55-33 = 22;
+    #    [95,130) -> only its part in the window, bucket 2: 100-95 = 5
+    # b: the point 40 -> bucket 1, length 0 (its value still counts: max 7)
+    # c: before the window -> nothing; trace 2 has no window -> nothing
+    assert sql(BUCKETED) == [("a", 0, 2, 18, 2), ("a", 1, 1, 22, 2), ("a", 2, 1, 5, 3), ("b", 1, 1, 0, 7)]
+
+
+def test_bucket_overlaps_edges_belong_to_one_bucket():
+    # an interval ending exactly at a bucket start adds nothing to that bucket;
+    # one starting there belongs to it; 7 buckets of a 10 ns window (widths 1 or 2)
+    got = sql("""{% from 'templates/intervals.sql' import bucket_overlaps %}
+        WITH iv(t, start_ns, end_ns) AS (VALUES (1, 0, 2), (1, 2, 10)),
+        w(t, w0, w1) AS (VALUES (1, 0, 10))
+        SELECT bucket, len FROM ({{ bucket_overlaps('iv', 'w', ['t'], ['t'], 7, 'sum(overlap_ns) AS len') }})
+        ORDER BY bucket""")
+    # bounds 10*i//7: 0 1 2 4 5 7 8 10 -> widths 1 1 2 1 2 1 2: the intervals cover all of it
+    assert got == [(0, 1), (1, 1), (2, 2), (3, 1), (4, 2), (5, 1), (6, 2)]
+
+
 # -- enclosing -----------------------------------------------------------------------
 
 def test_enclosing_pairs_points_with_every_span_around_them():

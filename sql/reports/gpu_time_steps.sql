@@ -16,6 +16,7 @@
 -- trace_id  INTEGER  trace
 -- device    INTEGER  GPU index
 -- step      BIGINT   N of ProfilerStep#N
+-- start_ms  DOUBLE  [wide]  the step's start, ms after the trace's first event (trace_files.first_ts_ns)
 -- step_us   DOUBLE   the step's host-side duration, µs
 -- busy_us   DOUBLE   device busy inside the step window, µs
 -- idle_us   DOUBLE   step_us - busy_us
@@ -35,7 +36,7 @@ sd AS (  -- each step once per device with activity
 per_step AS (
     {{ covered_length('sd', 'b', ['trace_id', 'device']) | indent(4) }}
 )
-SELECT tr.run, tr.rank, p.trace_id, p.device, p.step,
+SELECT tr.run, tr.rank, p.trace_id, p.device, p.step, (p.ts_ns - tr.first_ts_ns) / 1e6 AS start_ms,
        p.dur_ns / 1e3 AS step_us, p.covered_ns / 1e3 AS busy_us, (p.dur_ns - p.covered_ns) / 1e3 AS idle_us,
        100.0 * p.covered_ns / nullif(p.dur_ns, 0) AS busy_pct
 FROM per_step p

@@ -16,6 +16,7 @@
 -- queue_depth), its times and its last-step cut.
 --
 -- uses: device, gpu_window
+-- option: --buckets/-b INTEGER >= 0 = 0  queue depth over time instead: N equal time buckets per stream (sql/reports/queue_buckets.sql)
 -- requires: queue_depth, gpu_windows, trace_files, gpu_ops, runtime
 --
 -- Columns:

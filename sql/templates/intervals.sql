@@ -22,8 +22,18 @@
 -- covered_length(windows, intervals, keys, ws, we): windows with one more
 --   column, covered_ns: how much of [ws, we] the intervals cover. intervals
 --   must be disjoint (merged_intervals' output: keys, start_ns, end_ns).
---   Cumulative sums looked up by two ASOF joins: no join of every window with
---   every interval.
+--   Cumulative sums (computed once) looked up by two ASOF joins: no join of
+--   every window with every interval.
+-- bucket_overlaps(intervals, windows, wkeys, keys, n, aggregates, s, e): each
+--   window (wkeys, w0, w1) cut into n buckets of equal length (integer bounds:
+--   bucket i is [w0 + (w1 - w0) * i // n, w0 + (w1 - w0) * (i + 1) // n)),
+--   and per interval key and bucket (keys, bucket) the `aggregates` (SQL text)
+--   over the intervals meeting the bucket, each with overlap_ns: how much of it
+--   lies in the bucket (0 for an interval of length 0 at a point inside it).
+--   Intervals are joined to their window on wkeys (one window per wkeys);
+--   each is split over the buckets it spans (found by arithmetic on its ends),
+--   so there is no sort and no join of every bucket with every interval.
+--   Buckets no interval meets have no row.
 -- enclosing(points, spans, keys): every (point, span) pair, on the same keys,
 --   where the span holds the point (span start <= point start, span end >=
 --   point end). points: keys, point_id, ts_ns, end_ns; spans: keys, span_id,
@@ -87,6 +97,29 @@ SELECT w.*,
 FROM {{ windows }} w
 ASOF LEFT JOIN covered_cum cs ON {% for k in keys %}cs.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ ws }} >= cs.start_ns
 ASOF LEFT JOIN covered_cum ce ON {% for k in keys %}ce.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ we }} >= ce.start_ns
+{%- endmacro %}
+
+{% macro _bucket_of(t, n) -%}
+least(greatest((({{ t }} - w0 + 1) * {{ n }} - 1) // nullif(w1 - w0, 0), 0), {{ n }} - 1)
+{%- endmacro %}
+
+{% macro bucket_overlaps(intervals, windows, wkeys, keys, n, aggregates, s='start_ns', e='end_ns') -%}
+SELECT {{ keys | join(', ') }}, bucket, {{ aggregates }}
+FROM (
+    SELECT *, greatest(least({{ e }}, w0 + (w1 - w0) * (bucket + 1) // {{ n }})
+                       - greatest({{ s }}, w0 + (w1 - w0) * bucket // {{ n }}), 0) AS overlap_ns
+    FROM (
+        SELECT *, unnest(range({{ _bucket_of('greatest(' ~ s ~ ', w0)', n) }},
+                               {{ _bucket_of('least(greatest(' ~ e ~ ' - 1, ' ~ s ~ '), w1)', n) }} + 1)) AS bucket
+        FROM (
+            SELECT i.*, w.w0, w.w1
+            FROM {{ intervals }} i
+            JOIN {{ windows }} w ON {% for k in wkeys %}{{ 'AND ' if not loop.first }}w.{{ k }} = i.{{ k }} {% endfor %}
+            WHERE i.{{ e }} >= w.w0 AND i.{{ s }} <= w.w1
+        )
+    )
+)
+GROUP BY {{ keys | join(', ') }}, bucket
 {%- endmacro %}
 
 {% macro enclosing(points, spans, keys) -%}

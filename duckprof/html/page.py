@@ -1,0 +1,845 @@
+"""`duckprof html`: one self-contained HTML page of a run (or a diff of two),
+built from the standard reports.
+
+Every number on the page is a cell of a report that `duckprof report ...`
+prints (run through reports.run on the same data, with the options shown in
+each table's data-options attribute); Python only picks rows (the top kernels
+of a device, the slowest step) and places marks. A section is one entry of
+SECTIONS: the report it needs, the function that shapes that report's rows
+for its template, and the template (templates/sections/). A section appears
+when its report is registered (reports.BY_NAME), so the reports other issues
+add (ops, categories, steps, memory, patterns, ranks, collectives) show up as
+tables with a bar chart as soon as they exist; a section whose report has no
+rows for this data says so in one line.
+
+The page is one file: CSS, JS (templates/page.css, page.js: sorting tables,
+the timeline and its zoom to a step) and data inline, no request to any
+address when opened. Charts are SVG drawn here (charts.py) so they show
+without JavaScript too (in an untrusted notebook, a mail viewer); the GPU
+timeline, which zooms, is drawn by page.js from compact bucket data.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import html as html_lib
+import json
+import math
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import jinja2
+from markupsafe import Markup
+
+from .. import __version__, reports, render, sqlfiles
+from ..errors import DuckprofError
+from ..session import create_views
+from . import charts
+from .charts import STATE
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+#: rows of a device's top-kernels table and roofline
+TOP_KERNELS = 25
+#: CPU ops in the idle ranking, per device
+TOP_IDLE = 15
+#: rows of a table of a report the page shows generically
+GENERIC_ROWS = 30
+#: (trace, device) blocks shown in the per-device sections; the rest are counted
+MAX_DEVICES = 8
+#: timeline buckets (one character per state each: the page stays small): for
+#: the whole trace at most TIMELINE_MAX per row and TIMELINE_BUDGET in all; for
+#: the zoom into a step a finer grid of about STEP_BUCKETS per median step, at
+#: most STEP_BUDGET in all
+TIMELINE_BUDGET = 24_000
+TIMELINE_MAX = 300
+STEP_BUDGET = 60_000
+STEP_BUCKETS = 100
+
+
+# -- a report's rows, for templates ---------------------------------------------------------
+
+@dataclass
+class Table:
+    """A report's result as the page uses it: rows as dicts, its documented
+    columns, notes and the lines shown instead of an empty table."""
+    name: str
+    options: dict
+    columns: list[str]
+    documented: dict                       # column -> sqlfiles.Column
+    rows: list[dict]
+    notes: list[str] = field(default_factory=list)
+    instead: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, name, options, relation, documented, notes=(), instead=()):
+        cols = list(relation.columns)
+        return cls(name, dict(options), cols, {c.name: c for c in documented},
+                   [dict(zip(cols, r)) for r in relation.fetchall()], list(notes), list(instead))
+
+    def shown(self, exclude=()) -> list[str]:
+        """The columns a person reads: documented, not [wide], not excluded."""
+        return [c for c in self.columns
+                if c not in exclude and not (c in self.documented and self.documented[c].wide)]
+
+    def where(self, **match) -> list[dict]:
+        return [r for r in self.rows if all(r.get(k) == v for k, v in match.items())]
+
+    def empty_line(self) -> str:
+        """What the page says instead of an empty table: the report's own
+        lines (its 'instead' lines, else its notes)."""
+        return "; ".join(self.instead or self.notes) or f"report {self.name}: no rows for this data"
+
+
+class Reports:
+    """Runs reports on the page's connection, each (name, options) once."""
+
+    def __init__(self, con, run: str | None):
+        self.con, self.run = con, run
+        self._memo: dict = {}
+
+    @staticmethod
+    def has(name: str) -> bool:
+        return name in reports.BY_NAME
+
+    def get(self, name: str, **options) -> Table:
+        key = (name, tuple(sorted(options.items())))
+        if key not in self._memo:
+            opts = dict(options, run=self.run) if self.run is not None else dict(options)
+            res = reports.run(self.con, name, **opts)
+            self._memo[key] = Table.of(name, options, res.relation, res.columns, res.notes, res.instead)
+        return self._memo[key]
+
+
+# -- cells ------------------------------------------------------------------------------------
+
+BAR_COLUMNS = ("busy_pct", "compute_pct", "bandwidth_pct", "idle_pct", "self_pct", "host_wait_pct")
+
+
+def raw(v) -> str:
+    """A value as data-v: exact (repr of floats), '' for NULL."""
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else str(v)
+    return str(v)
+
+
+def cell_text(col: str, v) -> str:
+    if v is None:
+        return ""
+    col = col.removesuffix("_per_step")  # diff's summary metrics: gpu_busy_us_per_step is a time
+    kind = render.column_kind(col)[0]
+    shown = render._human(v, kind, col)
+    if isinstance(shown, float):  # a plain number: whole ones without decimals (as diff's summary)
+        return f"{shown:,.0f}" if shown.is_integer() and abs(shown) < 1e15 else f"{shown:,.3f}"
+    if isinstance(shown, int) and not isinstance(shown, bool):
+        return f"{shown:,}"
+    s = str(shown)
+    return s[5:] if s.startswith("void ") else s
+
+
+def split_constant(table: Table, rows: list[dict], columns: list[str]) -> tuple[list[str], list[str]]:
+    """The columns a table shows, and what it says once below it instead: as
+    the terminal's tables (render.report_table), a column that says which
+    trace a row is (run, rank, trace, device) holding one value on every row
+    of a table of several rows is said once, and a column empty on every row
+    is left out."""
+    if len(rows) < 2 or len(columns) <= 2:
+        return columns, []
+    keep, said = [], []
+    for c in columns:
+        values = {raw(r.get(c)) for r in rows}
+        if values == {""}:
+            continue
+        if c in render.IDENTITY and len(values) == 1:
+            said.append(f"{heading(table, c)} {cell_text(c, rows[0][c])}")
+            continue
+        keep.append(c)
+    return (keep, said) if len(keep) >= 2 else (columns, [])
+
+
+def heading(table: Table, col: str) -> str:
+    kind, label = render.column_kind(col)
+    if kind == "time" and label != col and label in table.columns:
+        label += " time"  # step_us next to step: 'step time'
+    return f"{label} %" if kind == "pct" else label
+
+
+def column_help(table: Table, col: str) -> str:
+    c = table.documented.get(col)
+    return f"{col}: {c.description}" if c else col
+
+
+# -- the page's context ---------------------------------------------------------------------
+
+@dataclass
+class Context:
+    reports: Reports
+    run: str | None
+    traces: Table              # report traces: one row per trace
+    devices: Table             # report devices
+    top: int = TOP_KERNELS
+
+    @functools.cached_property
+    def trace_label(self) -> dict:
+        many_runs = len({t["run"] for t in self.traces.rows}) > 1
+        out = {}
+        for t in self.traces.rows:
+            who = f"rank {t['rank']}" if t["rank"] is not None else t["file_name"]
+            out[t["trace_id"]] = (f"{t['run']} · " if many_runs else "") + who
+        return out
+
+    def device_label(self, trace_id, device, with_name=True) -> str:
+        name = next((d["device_name"] for d in self.devices.rows
+                     if d["trace_id"] == trace_id and d["device"] == device), None)
+        lead = f"{self.trace_label.get(trace_id, trace_id)} · " if len(self.traces.rows) > 1 else ""
+        return f"{lead}GPU {device}" + (f" ({name})" if name and with_name else "")
+
+    def blocks(self, table: Table) -> tuple[list[tuple], int]:
+        """(trace_id, device) pairs of a per-device report in its order, at most
+        MAX_DEVICES; and how many more there are."""
+        keys = list(dict.fromkeys((r["trace_id"], r["device"]) for r in table.rows))
+        return keys[:MAX_DEVICES], max(0, len(keys) - MAX_DEVICES)
+
+
+# -- sections -------------------------------------------------------------------------------
+
+@dataclass
+class Section:
+    """One part of the page: shown when `report` is registered. view(ctx, sec)
+    shapes the report's rows into the template's variables; the template is
+    templates/sections/<template>.html.j2. chart (generic sections): the
+    (label column, value column) of a bar chart above the table."""
+    id: str
+    title: str
+    report: str | None          # None: always shown (the diff page's sections)
+    view: Callable | None = None
+    template: str = "generic"
+    options: dict = field(default_factory=dict)
+    chart: tuple[str, str] | None = None
+
+
+def overview_view(ctx: Context, sec: Section) -> dict:
+    gt = ctx.reports.get("gpu-time")
+    dev_rows = [r for r in gt.rows if r["scope"] == "device"]
+    stack = None
+    if dev_rows:
+        unit, div = charts.time_unit(max(r["window_us"] for r in dev_rows))
+        stack = charts.stacked_hbars(
+            dev_rows, [("busy_us", "busy", STATE["busy"]), ("host_wait_us", "idle: host wait", STATE["host_wait"]),
+                       ("kernel_wait_us", "idle: kernel wait", STATE["kernel_wait"]),
+                       ("other_us", "idle: other", STATE["other"])],
+            title="How busy was each GPU, and why was it idle?", axis=f"GPU window ({unit})",
+            label=lambda r: ctx.device_label(r["trace_id"], r["device"], with_name=False), unit_div=div,
+            total_text=lambda r: f"{r['busy_pct']:.1f}% busy" if r["busy_pct"] is not None else "")
+    findings = None
+    if ctx.reports.has("patterns"):
+        findings = ctx.reports.get("patterns")
+    used = [d for d in ctx.devices.rows if d["gpu_events"]]
+    return dict(runs=run_lines(ctx), traces=ctx.traces, devices=ctx.devices, used_devices=used,
+                unused=len(ctx.devices.rows) - len(used), gpu_time=gt, device_rows=dev_rows, stack=stack,
+                findings=findings)
+
+
+def run_lines(ctx: Context) -> list[str]:
+    """One line per run shown: its ranks, world size and tags (the runs view,
+    which reads only the run's stored facts and tags)."""
+    names = sorted({t["run"] for t in ctx.traces.rows})
+    rows = ctx.reports.con.execute(
+        "SELECT run, ranks, world_size, tags FROM runs WHERE list_contains($names, run) ORDER BY run",
+        {"names": names}).fetchall()
+    out = []
+    for run, ranks, world, tags in rows:
+        parts = [f"run {run}"]
+        if ranks is not None:
+            parts.append(f"ranks {ranks}" + (f" of a job of {world}" if world else ""))
+        tags = dict(tags or {})
+        parts.append("tags: " + ", ".join(f"{k}={v}" for k, v in sorted(tags.items())) if tags else "no tags")
+        out.append(" · ".join(parts))
+    return out
+
+
+def encode_shares(rows, keys=("busy_us", "host_wait_us", "kernel_wait_us", "other_us")) -> str:
+    """Buckets as one character per state: its share of the bucket's width in
+    64 levels (0-9A-Za-z-_), a non-zero share never below one level."""
+    out = []
+    for r in rows:
+        w = r["width_us"] or 0
+        for k in keys:
+            v = r[k] or 0
+            q = 0 if w <= 0 or v <= 0 else max(1, min(63, round(63 * v / w)))
+            out.append(_ALPHABET[q])
+    return "".join(out)
+
+
+_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
+
+
+def timeline_view(ctx: Context, sec: Section) -> dict:
+    """gpu-time --buckets N for the whole trace, gpu-time --buckets M (finer,
+    when there are steps) for the zoom into a step, whose window and busy %
+    come from gpu-time --by-step."""
+    gt = ctx.reports.get("gpu-time")
+    if not gt.rows:
+        return dict(empty=gt.empty_line(), data=None, gpu_notes=gt.notes)
+    n_series = len(gt.rows)
+    n = max(20, min(TIMELINE_MAX, TIMELINE_BUDGET // n_series))
+    coarse = ctx.reports.get("gpu-time", buckets=n)
+    gpu_traces = {r["trace_id"] for r in gt.rows}
+    has_steps = any(t["steps"] for t in ctx.traces.rows if t["trace_id"] in gpu_traces)
+    steps = ctx.reports.get("gpu-time", by_step=True) if has_steps else None
+    fine, m = None, 0
+    if steps is not None and steps.rows:
+        # about STEP_BUCKETS buckets in the shortest steps' half, within the budget
+        spans = sorted(r["step_us"] for r in steps.rows if r["step_us"])
+        window_us = max(r["window_us"] for r in gt.rows if r["scope"] == "device")
+        if spans:
+            m = min(STEP_BUDGET // n_series, max(2 * n, math.ceil(STEP_BUCKETS * window_us / spans[len(spans) // 2])))
+        if m > n:
+            fine = ctx.reports.get("gpu-time", buckets=m)
+        else:
+            m = 0
+
+    def key(r):
+        return (r["trace_id"], r["device"], r["scope"], r["stream"])
+
+    def codes(table):
+        out = {}
+        if table is not None:
+            for r in table.rows:
+                out.setdefault(key(r), []).append(r)
+        return {k: encode_shares(v) for k, v in out.items()}
+
+    coarse_codes, fine_codes = codes(coarse), codes(fine)
+    data = {"alphabet": _ALPHABET, "states": ["busy", "host_wait", "kernel_wait", "other"],
+            "colours": [STATE[s] for s in ("busy", "host_wait", "kernel_wait", "other")], "traces": []}
+    for tid in dict.fromkeys(r["trace_id"] for r in gt.rows):
+        rows = [r for r in coarse.rows if r["trace_id"] == tid]
+        t = {"label": ctx.trace_label.get(tid, str(tid)), "trace_id": tid,
+             "t0": min(r["start_ms"] for r in rows), "t1": max(r["start_ms"] + r["width_us"] / 1e3 for r in rows),
+             "n": n, "m": m, "series": [], "steps": []}
+        for s in (r for r in gt.rows if r["trace_id"] == tid):
+            t["series"].append({"label": f"GPU {s['device']}" if s["scope"] == "device" else f"stream {s['stream']}",
+                                "scope": s["scope"], "device": s["device"], "stream": s["stream"],
+                                "busy_pct": s["busy_pct"], "b": coarse_codes.get(key(s), ""),
+                                "f": fine_codes.get(key(s), "")})
+        if steps is not None:
+            seen = {}
+            for r in steps.rows:
+                if r["trace_id"] != tid:
+                    continue
+                e = seen.setdefault(r["step"], {"step": r["step"], "t0": r["start_ms"],
+                                                "t1": r["start_ms"] + r["step_us"] / 1e3, "busy_pct": {}})
+                e["busy_pct"][f"GPU {r['device']}"] = r["busy_pct"]
+            t["steps"] = list(seen.values())
+        data["traces"].append(t)
+    return dict(empty=None, data=data, n=n, m=m, gpu_notes=gt.notes, options=dict(buckets=n))
+
+
+def temporal_view(ctx: Context, sec: Section) -> dict:
+    t = ctx.reports.get("temporal")
+    chart = None
+    if t.rows:
+        unit, div = charts.time_unit(max(r["window_us"] for r in t.rows))
+        chart = charts.stacked_hbars(
+            t.rows, [("compute_us", "compute", STATE["compute"]),
+                     ("communication_us", "communication", STATE["communication"]),
+                     ("memory_us", "memory (memcpy/memset only)", STATE["memory"]),
+                     ("idle_us", "idle", STATE["idle"])],
+            title="How much of each GPU's time went to compute, communication, memory and idle?",
+            axis=f"GPU window ({unit})", label=lambda r: ctx.device_label(r["trace_id"], r["device"], False),
+            unit_div=div, total_text=lambda r: f"{r['compute_pct']:.1f}% compute")
+    return dict(table=t, chart=chart)
+
+
+#: steps per device in the categories-by-step chart (the table and the CLI list them all)
+MAX_STEP_BARS = 40
+
+
+def category_colours(names) -> dict:
+    """A colour per category, in the order given (largest first): the
+    Okabe-Ito colours for the first ones, grey for the rest (each segment
+    keeps its own tooltip)."""
+    colours = [c for c in charts.PALETTE if c != "#000000"]
+    return {n: colours[i] if i < len(colours) else "#BBBBBB" for i, n in enumerate(names)}
+
+
+def _category_bars(rows, key, label, order, colours, title, note=""):
+    """One stacked bar per key(row) (a device, a step): a segment per category
+    (total_us), busy % written at its end."""
+    bars = {}
+    for r in rows:
+        b = bars.setdefault(key(r), {"_label": label(r), "_busy": r["busy_pct"]})
+        b[r["category"]] = (b.get(r["category"]) or 0) + (r["total_us"] or 0)
+    unit, div = charts.time_unit(max((sum(v for k, v in b.items() if not k.startswith("_")) for b in bars.values()),
+                                     default=0))
+    named = [c for c in order if colours[c] != "#BBBBBB"]
+    rest = [c for c in order if colours[c] == "#BBBBBB"]
+    chart = charts.stacked_hbars(
+        list(bars.values()), [(c, c, colours[c]) for c in order], title=title,
+        axis=f"device time, summed over streams ({unit})", label=lambda b: b["_label"], unit_div=div,
+        total_text=lambda b: f"busy {b['_busy']:.1f}%" if b["_busy"] is not None else "", note=note)
+    chart.legend = [(c, colours[c]) for c in named] + ([(f"{', '.join(rest)} (grey)", "#BBBBBB")] if rest else [])
+    return chart
+
+
+def categories_view(ctx: Context, sec: Section) -> dict:
+    """report categories: one stacked bar per device (a segment per kernel
+    category, the device's busy % at its end), then per device one bar per
+    step (categories --by-step), and the table."""
+    t = ctx.reports.get("categories")
+    if not t.rows:
+        return dict(table=t, chart=None, steps=[], columns=[])
+    totals = {}
+    for r in t.rows:
+        totals[r["category"]] = totals.get(r["category"], 0) + (r["total_us"] or 0)
+    order = sorted(totals, key=lambda c: -totals[c])
+    colours = category_colours(order)
+    blocks, more = ctx.blocks(t)
+    chart = _category_bars(
+        [r for r in t.rows if (r["trace_id"], r["device"]) in blocks], lambda r: (r["trace_id"], r["device"]),
+        lambda r: ctx.device_label(r["trace_id"], r["device"], False), order, colours,
+        "Where does each GPU's time go, by kernel category, and how busy is it?",
+        note="Busy %: the GPU's busy time (the union of its events) over the trace's profiled time, Inductor's "
+             "\"Percent of time when GPU is busy\"; bars add up the categories' device time, which counts time "
+             "on concurrent streams twice.")
+    steps = []
+    if any(t_["steps"] for t_ in ctx.traces.rows):
+        bs = ctx.reports.get("categories", by_step=True)
+        for tid, dev in blocks:
+            rows = bs.where(trace_id=tid, device=dev)
+            step_ids = list(dict.fromkeys(r["step"] for r in rows if r["step"] is not None))
+            if not step_ids:
+                continue
+            shown = set(step_ids[:MAX_STEP_BARS])
+            steps.append(dict(label=ctx.device_label(tid, dev), trace_id=tid, device=dev, chart=_category_bars(
+                [r for r in rows if r["step"] in shown], lambda r: r["step"], lambda r: f"ProfilerStep#{r['step']}",
+                order, colours, "Does the split between kernel categories change from step to step?",
+                note=(f"The first {MAX_STEP_BARS} of {len(step_ids)} steps; " if len(step_ids) > MAX_STEP_BARS
+                      else "") + "busy %: of the step's host-side duration."), more=max(0, len(step_ids) - MAX_STEP_BARS)))
+    return dict(table=t, chart=chart, steps=steps, more=more, columns=t.shown())
+
+
+def kernels_view(ctx: Context, sec: Section) -> dict:
+    k = ctx.reports.get("kernels", limit=ctx.top)
+    blocks, more = ctx.blocks(k)
+    out = []
+    for tid, dev in blocks:
+        rows = k.where(trace_id=tid, device=dev)
+        points = [dict(x=r["flops_per_byte"], y=r["achieved_tflops"], size_us=r["total_us"], bound=r["bound"],
+                       tip=(f"{r['name']}: {r['achieved_tflops']:.3g} TFLOP/s at {r['flops_per_byte']:.3g} "
+                            f"FLOP/byte, {charts.us_text(r['total_us'])} in {r['count']:,} calls"))
+                  for r in rows if r["flops_per_byte"] and r["achieved_tflops"]]
+        dev_row = next((d for d in ctx.devices.rows if d["trace_id"] == tid and d["device"] == dev), {})
+        peaks = sorted({(r["peak_dtype"], r["peak_tflops"]) for r in rows
+                        if r["peak_tflops"] and r["peak_dtype"] and "," not in r["peak_dtype"]
+                        and r["flops_per_byte"] and r["achieved_tflops"]})
+        if not peaks and dev_row.get("bf16_tflops"):
+            peaks = [("bf16", dev_row["bf16_tflops"])]
+        gbps = next((r["peak_gbps"] for r in rows if r["peak_gbps"]), None) or dev_row.get("dram_gbps")
+        roof = None
+        if points:
+            missing = len(rows) - len(points)
+            roof = charts.roofline(
+                points, title="How close does each top kernel run to the GPU's compute and memory roofs?",
+                gbps=gbps, peaks=[(f"{d} peak", v) for d, v in peaks],
+                note=(f"{missing} of the {len(rows)} kernels in the table have no FLOP or byte estimate, so no dot"
+                      if missing else ""))
+        out.append(dict(label=ctx.device_label(tid, dev), rows=rows, roofline=roof,
+                        n_points=len(points), trace_id=tid, device=dev))
+    return dict(table=k, blocks=out, more=more,
+                columns=k.shown(exclude=("run", "rank", "trace_id", "device")))
+
+
+def idle_view(ctx: Context, sec: Section) -> dict:
+    idle = ctx.reports.get("idle", limit=TOP_IDLE, by="event")  # BasicEvaluation's single calls
+    blocks, more = ctx.blocks(idle)
+    out = []
+    for tid, dev in blocks:
+        rows = idle.where(trace_id=tid, device=dev)
+        longest = max((r["gpu_idle_us"] or 0) for r in rows)
+        if longest <= 0:
+            # a chart of zero-length bars says nothing: the finding is the line
+            out.append(dict(label=ctx.device_label(tid, dev), rows=rows, chart=None, trace_id=tid, device=dev,
+                            starved=f"None of the {len(rows)} CPU operators ranked here overlaps time when this "
+                                    "GPU's queue was empty (GPU idle 0 ns for each): while they ran, the GPU "
+                                    "had work queued."))
+            continue
+        unit, div = charts.time_unit(longest)
+        chart = charts.hbars(
+            rows, title="Which CPU operators leave the GPU idle?", axis=f"GPU idle time during the op ({unit})",
+            label=lambda r: f"{r['op']} at {r['ts_ms']:,.2f} ms", value=lambda r: r["gpu_idle_us"], unit_div=div,
+            value_text=lambda r: charts.us_text(r["gpu_idle_us"]),
+            tip=lambda r: f"idle rank {r['idle_rank']}" if r["idle_rank"] else "not a candidate",
+            highlight=lambda r: r["idle_rank"] is not None,
+            note="vermillion: the ops BasicEvaluation's ranking would optimise first (idle_rank); blue: other ops "
+                 "with GPU idle time")
+        out.append(dict(label=ctx.device_label(tid, dev), rows=rows, chart=chart, trace_id=tid, device=dev,
+                        starved=None))
+    q = ctx.reports.get("queue")
+    queue_charts = []
+    if q.rows:
+        n_series = len(q.rows)
+        n = max(20, min(TIMELINE_MAX, TIMELINE_BUDGET // n_series))
+        qb = ctx.reports.get("queue", buckets=n)
+        qblocks, _ = ctx.blocks(qb)
+        for tid, dev in qblocks:
+            rows = qb.where(trace_id=tid, device=dev)
+            series = []
+            for stream in dict.fromkeys(r["stream"] for r in rows):
+                pts = [(r["start_ms"], r["start_ms"] + r["width_us"] / 1e3, r["mean_depth"])
+                       for r in rows if r["stream"] == stream]
+                series.append(dict(label=f"stream {stream}", points=pts))
+            queue_charts.append(dict(label=ctx.device_label(tid, dev), trace_id=tid, device=dev, chart=charts.step_lines(
+                series, title="How much work was queued on each stream over time?",
+                x_label="time since the trace's first event (ms)",
+                y_label="mean queue depth (events)")))
+    return dict(table=idle, blocks=out, more=more, queue=q, queue_charts=queue_charts,
+                columns=idle.shown(exclude=("run", "rank", "trace_id", "device")),
+                queue_columns=q.shown(exclude=("run", "rank", "trace_id")))
+
+
+#: a step is highlighted as the outlier when it is at least this far from the median step, %
+STEP_OUTLIER_PCT = 5.0
+
+
+def step_outliers(ctx: Context) -> dict:
+    """trace_id -> (step, what, note, highlight): the step whose operators are
+    listed, what it is, the chart's note, and whether to outline it. With
+    report steps, its outlier: the step furthest from the median step (the
+    largest |vs_median_pct|, the first of equals: the row steps --summary
+    names) when it is STEP_OUTLIER_PCT or more away (else the slowest step's
+    operators are listed, and nothing is highlighted); without report steps,
+    the slowest step (report traces)."""
+    out = {}
+    if Reports.has("steps"):
+        for r in ctx.reports.get("steps").rows:
+            if r["step"] is None or r["vs_median_pct"] is None:
+                continue
+            best = out.get(r["trace_id"])
+            if best is None or abs(r["vs_median_pct"]) > abs(best["vs_median_pct"]):
+                out[r["trace_id"]] = r
+        calm = {tid: r for tid, r in out.items() if abs(r["vs_median_pct"]) < STEP_OUTLIER_PCT}
+        out = {tid: (r["step"], "the outlier step",
+                     f"vermillion: ProfilerStep#{r['step']}, the step furthest from the median step "
+                     f"({r['vs_median_pct']:+.1f}%, report steps)", True) for tid, r in out.items() if tid not in calm}
+        for tid, r in calm.items():
+            slow = next(t["slowest_step"] for t in ctx.traces.rows if t["trace_id"] == tid)
+            out[tid] = (slow, "the slowest step",
+                        f"No step stands out: every step is within {abs(r['vs_median_pct']):.1f}% of the median "
+                        f"step (report steps), so none is highlighted.", False)
+    for t in ctx.traces.rows:
+        if t["trace_id"] not in out and t["slowest_step"] is not None:
+            out[t["trace_id"]] = (t["slowest_step"], "the slowest step",
+                                  f"vermillion: ProfilerStep#{t['slowest_step']}, the slowest step (report traces)",
+                                  True)
+    return out
+
+
+def steps_view(ctx: Context, sec: Section) -> dict:
+    have = [t for t in ctx.traces.rows if t["steps"]]
+    if not have:
+        return dict(empty="no ProfilerStep#N annotations in this trace, so no steps")
+    gs = ctx.reports.get("gpu-time", by_step=True)
+    obs = ctx.reports.get("ops-by-step")
+    outliers = step_outliers(ctx)
+    blocks, more = ctx.blocks(gs)
+    out = []
+    for tid, dev in blocks:
+        rows = gs.where(trace_id=tid, device=dev)
+        hot, _, note, outline = outliers.get(tid, (None, "", "", False))
+        unit, div = charts.time_unit(max(r["step_us"] for r in rows))
+        chart = charts.step_columns(
+            rows, title="How long was each step, how much of it was the GPU busy, and which step stands out?",
+            x_label="ProfilerStep#", y_label=f"step time ({unit})", x=lambda r: r["step"],
+            total=lambda r: r["step_us"], part=lambda r: r["busy_us"], unit_div=div,
+            highlight=(lambda r: r["step"] == hot) if outline and len(rows) > 2 else None,
+            note=note if len(rows) > 2 else "")
+        out.append(dict(label=ctx.device_label(tid, dev), chart=chart, rows=rows, trace_id=tid, device=dev))
+    ops = []
+    for t in have[:MAX_DEVICES]:
+        durations = sorted((r["step_us"], r["step"]) for r in gs.rows if r["trace_id"] == t["trace_id"])
+        typical = durations[(len(durations) - 1) // 2][1] if durations else None
+        hot, what, _, _ = outliers.get(t["trace_id"], (t["slowest_step"], "the slowest step", "", False))
+        shown = [(hot, what)] + ([(typical, "the median step")] if typical is not None and typical != hot else [])
+        for st, why in shown:
+            rows = obs.where(trace_id=t["trace_id"], step=st)
+            ops.append(dict(label=f"{ctx.trace_label[t['trace_id']]} · ProfilerStep#{st} ({why})", rows=rows))
+    return dict(empty=None, table=gs, blocks=out, more=more, ops_table=obs, ops=ops,
+                ops_columns=obs.shown(exclude=("run", "rank", "trace_id", "step")))
+
+
+def ranks_view(ctx: Context, sec: Section) -> dict:
+    """A run of many ranks: busy %, mean step time and (with report ranks) the
+    wait each rank's late arrival at the collectives cost the others, one bar
+    per rank, the straggler in vermillion: the rank that caused the most wait,
+    else the one with the longest mean step."""
+    if len(ctx.traces.rows) < 2:
+        return dict(hide=True)
+    if Reports.has("ranks"):
+        t = ctx.reports.get("ranks")
+        rows = sorted(t.rows, key=lambda r: (r["rank"] is None, r["rank"], r["trace_id"]))
+        label = lambda r: f"rank {r['rank']}" if r["rank"] is not None else ctx.trace_label[r["trace_id"]]  # noqa: E731
+        busy = [dict(label=label(r), busy_pct=r["busy_pct"], key=r["trace_id"]) for r in rows]
+        stepped = [dict(label=label(r), step_mean_us=r["step_mean_us"], key=r["trace_id"])
+                   for r in rows if r["step_mean_us"] is not None]
+        waits = [dict(label=label(r), caused_wait_us=r["caused_wait_us"], late=r["late_count"], n=r["collectives"],
+                      key=r["trace_id"]) for r in rows if r["caused_wait_us"] is not None]
+    else:
+        t = None
+        gt = ctx.reports.get("gpu-time")
+        busy = [dict(label=ctx.trace_label[r["trace_id"]], busy_pct=r["busy_pct"], key=r["trace_id"])
+                for r in gt.rows if r["scope"] == "device"]
+        stepped = [dict(label=ctx.trace_label[x["trace_id"]], step_mean_us=x["step_mean_us"], key=x["trace_id"])
+                   for x in ctx.traces.rows if x["step_mean_us"] is not None]
+        waits = []
+    straggler, why = None, ""
+    if any((w["caused_wait_us"] or 0) > 0 for w in waits):
+        worst = max(waits, key=lambda w: w["caused_wait_us"])
+        straggler, why = worst["key"], "the rank whose late arrival at the collectives cost the others the most wait"
+    elif stepped:
+        slow = max(stepped, key=lambda x: x["step_mean_us"])
+        if sum(1 for x in stepped if x["step_mean_us"] == slow["step_mean_us"]) == 1:
+            straggler, why = slow["key"], "the rank with the longest mean step"
+    hot = lambda r: r["key"] == straggler  # noqa: E731
+    note = f"vermillion: {why}" if straggler is not None else "no rank stands out (equal step times, no wait caused)"
+    busy_chart = charts.hbars(
+        busy, title="How busy was each rank's GPU?", axis="GPU busy (% of window)", label=lambda r: r["label"],
+        value=lambda r: r["busy_pct"], value_text=lambda r: charts.pct_text(r["busy_pct"]), highlight=hot) if busy else None
+    step_chart = None
+    if stepped:
+        unit, div = charts.time_unit(max(x["step_mean_us"] for x in stepped))
+        step_chart = charts.hbars(
+            stepped, title="Which rank's steps take longest?", axis=f"mean step time ({unit})",
+            label=lambda x: x["label"], value=lambda x: x["step_mean_us"], unit_div=div,
+            value_text=lambda x: charts.us_text(x["step_mean_us"]), highlight=hot)
+    wait_chart = None
+    if any((w["caused_wait_us"] or 0) > 0 for w in waits):
+        unit, div = charts.time_unit(max(w["caused_wait_us"] for w in waits))
+        wait_chart = charts.hbars(
+            waits, title="Which rank keeps the others waiting at the collectives (the straggler)?",
+            axis=f"the other ranks' wait it caused ({unit})", label=lambda w: w["label"],
+            value=lambda w: w["caused_wait_us"], unit_div=div, highlight=hot,
+            value_text=lambda w: f"{charts.us_text(w['caused_wait_us'])} (last at {w['late']:,}/{w['n']:,})")
+    return dict(hide=False, busy_chart=busy_chart, step_chart=step_chart, wait_chart=wait_chart, table=t, note=note,
+                columns=t.shown() if t is not None else [])
+
+
+def generic_view(ctx: Context, sec: Section) -> dict:
+    t = ctx.reports.get(sec.report, **sec.options)
+    chart = None
+    if sec.chart and t.rows and all(c in t.columns for c in sec.chart):
+        lab, val = sec.chart
+        rows = [r for r in t.rows[:GENERIC_ROWS] if isinstance(r[val], (int, float))]
+        kind = render.column_kind(val)
+        if kind[0] == "time":
+            unit, div = charts.time_unit(max((r[val] for r in rows), default=0))
+            axis, text = f"{kind[1]} ({unit})", lambda r: charts.us_text(r[val])
+        else:
+            div, axis, text = 1.0, kind[1], lambda r: cell_text(val, r[val])
+        q = reports.lookup(sec.report).header().fields.get("question", sec.title)
+        chart = charts.hbars(rows, title=q, axis=axis, label=lambda r: r[lab], value=lambda r: r[val],
+                             value_text=text, unit_div=div)
+    return dict(table=t, rows=t.rows[:GENERIC_ROWS], more=max(0, len(t.rows) - GENERIC_ROWS), chart=chart,
+                columns=t.shown())
+
+
+#: the page, in order. Reports other issues add appear here by name when they exist.
+SECTIONS = [
+    Section("overview", "Overview", "traces", overview_view, "overview"),
+    Section("timeline", "GPU timeline", "gpu-time", timeline_view, "timeline"),
+    Section("temporal", "Time breakdown", "temporal", temporal_view, "temporal"),
+    Section("categories", "Kernel categories", "categories", categories_view, "categories"),
+    Section("kernels", "Top kernels", "kernels", kernels_view, "kernels"),
+    Section("idle", "GPU idle and queue", "idle", idle_view, "idle"),
+    Section("ops", "Operators", "ops", chart=("name", "self_cpu_us")),
+    Section("steps", "Steps", "gpu-time", steps_view, "steps"),
+    Section("steps-report", "Step breakdown", "steps"),
+    Section("ranks", "Ranks", "gpu-time", ranks_view, "ranks"),
+    Section("collectives", "Collectives", "collectives"),
+    Section("memory", "Memory", "memory"),
+    Section("patterns", "Anti-patterns", "patterns"),
+]
+
+
+# -- rendering ----------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(raw=raw, cell_text=cell_text, heading=heading, split_constant=split_constant, column_help=column_help,
+                       BAR_COLUMNS=BAR_COLUMNS, us_text=charts.us_text, pct_text=charts.pct_text,
+                       fmt_num=charts.fmt_num, tojson_attr=lambda v: json.dumps(v, sort_keys=True, default=str))
+    env.filters["script_json"] = script_json
+    return env
+
+
+def script_json(data) -> Markup:
+    """JSON safe inside <script type="application/json">: no '<', '>' or '&'
+    (so no '</script>' or '<!--' can end or change the element)."""
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=str)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return Markup(text)
+
+
+def _asset(name: str) -> Markup:
+    return Markup((TEMPLATES / name).read_text(encoding="utf-8"))
+
+
+@dataclass
+class RenderedSection:
+    id: str
+    title: str
+    html: Markup
+
+
+class Page:
+    """An HTML page: str(page) is the document; page.save(path) writes it;
+    in Jupyter it displays inline (in an iframe, so its styles and scripts
+    stay its own)."""
+
+    def __init__(self, html: str, title: str, sections: list[str], seconds: float):
+        self.html, self.title, self.sections, self.seconds = html, title, sections, seconds
+
+    def __str__(self):
+        return self.html
+
+    def __len__(self):
+        return len(self.html.encode("utf-8"))
+
+    def save(self, path) -> Path:
+        p = Path(path)
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text(self.html, encoding="utf-8")
+        os.replace(tmp, p)
+        return p
+
+    def _repr_html_(self) -> str:
+        return (f'<iframe srcdoc="{html_lib.escape(self.html, quote=True)}" title="{html_lib.escape(self.title)}" '
+                'style="width:100%;height:900px;border:1px solid #ddd" sandbox="allow-scripts"></iframe>')
+
+
+def _render_page(title: str, subtitle: str, sections: list[RenderedSection], t0: float) -> Page:
+    js = _asset("page.js")
+    # the page's Content-Security-Policy runs this script only, by its hash: a
+    # script that got into the page any other way would not run, and no
+    # address is ever fetched (default-src 'none')
+    js_hash = "sha256-" + base64.b64encode(hashlib.sha256(str(js).encode("utf-8")).digest()).decode()
+    page = _env().get_template("page.html.j2").render(
+        title=title, subtitle=subtitle, sections=sections, version=__version__,
+        css=_asset("page.css"), js=js, js_hash=js_hash)
+    return Page(page, title, [s.id for s in sections], time.perf_counter() - t0)
+
+
+def render_sections(ctx, sections) -> list[RenderedSection]:
+    out = []
+    for sec in sections:
+        if sec.report is not None and not Reports.has(sec.report):
+            continue
+        view = (sec.view or generic_view)(ctx, sec)
+        if view.get("hide"):
+            continue
+        html = _env().get_template(f"sections/{sec.template}.html.j2").render(ctx=ctx, sec=sec, **view)
+        out.append(RenderedSection(sec.id, sec.title, Markup(html)))
+    return out
+
+
+# -- the page of a run -----------------------------------------------------------------------------
+
+#: derived table macros that several of the page's reports read (gpu-time and its
+#: variants, temporal, idle, queue): on the page's connection each is computed
+#: once, for its default arguments, into a TEMP table; a TEMP macro and view of
+#: the same name, which DuckDB finds before the database's, read that table, and
+#: calls with other arguments run the packaged SQL (kept as
+#: duckprof_page_sql_<name>). The reports' SQL is unchanged, and so are their
+#: numbers (tests compare the page with the CLI's).
+SHARED_VIEWS = ("gpu_activity", "gpu_busy_intervals", "gpu_idle_intervals", "queue_depth")
+#: plain views several reports read, shared when one of those reports is registered:
+#: kernel_categories (categories, categories --by-step, steps, steps --summary) and
+#: collectives (collectives, ranks)
+SHARED_PLAIN_VIEWS = {"kernel_categories": ("categories", "steps"), "collectives": ("collectives", "ranks")}
+
+_MACRO = re.compile(r"CREATE OR REPLACE MACRO (\w+)\((.*?)\) AS TABLE", re.S)
+
+
+def share_view(con, name: str):
+    """Compute view `name` once on `con` (see SHARED_VIEWS)."""
+    sql = sqlfiles.view_sql(sqlfiles.view_headers()[name])
+    m = _MACRO.search(sql)
+    if f"CREATE OR REPLACE VIEW {name} AS" in sql and not m:
+        # a plain view: its rows once, a TEMP view of the same name reads them
+        con.execute(f"CREATE OR REPLACE TEMP TABLE duckprof_page_{name} AS SELECT * FROM {name}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM duckprof_page_{name}")
+        return
+    if not m or m.group(1) != name:
+        raise ValueError(f"sql/views: {name} is neither a view nor a table macro")
+    params = [p.split(":=") for p in m.group(2).split(",")]
+    names = [n.strip() for n, _ in params]
+    defaults = " AND ".join(f"{n.strip()} IS NOT DISTINCT FROM {d.strip()}" for n, d in params)
+    macro = sql[m.start():sql.index(";", m.end())]
+    table = f"duckprof_page_{name}"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {name}()")
+    con.execute(macro.replace(f"CREATE OR REPLACE MACRO {name}(",
+                              f"CREATE OR REPLACE TEMP MACRO duckprof_page_sql_{name}(", 1))
+    args = ", ".join(f"{n} := {n}" for n in names)
+    con.execute(f"""CREATE OR REPLACE TEMP MACRO {name}({m.group(2)}) AS TABLE
+        SELECT * FROM {table} WHERE {defaults}
+        UNION ALL
+        SELECT * FROM duckprof_page_sql_{name}({args}) WHERE NOT ({defaults})""")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {table}")
+
+
+def page_connection(session):
+    """A connection of its own for the page (a cursor on the session's
+    database, closed when the page is written), with the packaged views (a
+    read-only session keeps them as TEMP objects on its own connection, which
+    a cursor does not see) and the shared views computed once."""
+    con = session.con.cursor()
+    try:
+        if session.read_only:
+            create_views(con, temp=True)
+        for name in SHARED_VIEWS:
+            share_view(con, name)
+        for name, readers in SHARED_PLAIN_VIEWS.items():
+            if name in sqlfiles.view_headers() and any(Reports.has(r) for r in readers):
+                share_view(con, name)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def build(session, run: str | None = None, top: int = TOP_KERNELS) -> Page:
+    """The page of one run of `session` (all its data when run is None)."""
+    t0 = time.perf_counter()
+    con = page_connection(session)
+    try:
+        if run is not None:
+            have = [r[0] for r in con.execute("SELECT DISTINCT run FROM trace_files ORDER BY 1").fetchall()]
+            if run not in have:
+                raise DuckprofError(f"no run named {run!r} (runs: {', '.join(have) or 'none'})")
+        rep = Reports(con, run)
+        traces = rep.get("traces")
+        if traces.instead:
+            raise DuckprofError("; ".join(traces.instead))
+        ctx = Context(rep, run, traces, rep.get("devices"), top=top)
+        sections = render_sections(ctx, SECTIONS)
+    finally:
+        con.close()
+    runs = sorted({t["run"] for t in traces.rows})
+    files = [t["file_name"] for t in traces.rows]
+    title = f"duckprof: run {run}" if run is not None else (
+        f"duckprof: {files[0]}" if len(files) == 1 else f"duckprof: {len(files)} traces")
+    where = f"{session.db}" if session.db else "traces loaded in memory"
+    subtitle = (f"{len(files)} trace(s) in run(s) {', '.join(runs)}; from {where}" if len(files) > 1
+                else f"{files[0]} (run {runs[0]}); from {where}")
+    return _render_page(title, subtitle, sections, t0)

@@ -1,0 +1,471 @@
+"""duckprof html without a browser: what the page holds (sections, report
+tables whose cells are the reports' cells, marks per chart), escaping,
+the section registry, the Python API and the command. tests/test_html_browser.py
+opens pages in Chromium."""
+
+from __future__ import annotations
+
+import dataclasses
+import html as html_lib
+import importlib.util
+import json
+import re
+
+import pytest
+
+import duckprof
+from test_gpu_time import two  # noqa: F401  (two_streams.json loaded as run r1)
+from conftest import REPO, assert_one_line_error, corpus_path, invoke, run_cli
+from duckprof import reports
+from duckprof.html import page as P
+from duckprof.html import charts
+from html_check import page_tables, same_row
+
+FIX = REPO / "fixtures" / "gpu_time"
+TWO = FIX / "two_streams.json"
+
+HOSTILE_KERNEL = "</svg><script>document.title='pwned'</script><img src=x onerror=alert(1)>"
+HOSTILE_OP = "aten::\"quoted\" 'single' & <b>bold</b></script><!--"
+HOSTILE_DEVICE = "<script>alert(3)</script>GPU"
+
+
+def make_fixtures():
+    spec = importlib.util.spec_from_file_location("make_fixtures", FIX / "make_fixtures.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def hostile_trace(path):
+    """two_streams.json with a kernel, an op and a device named to break out of HTML."""
+    doc = make_fixtures().two_streams()
+    for e in doc["traceEvents"]:
+        if e["name"] == "K1":
+            e["name"] = HOSTILE_KERNEL
+        elif e["name"] == "aten::big":
+            e["name"] = HOSTILE_OP
+    doc["deviceProperties"] = [{"id": 0, "name": HOSTILE_DEVICE, "totalGlobalMem": 1 << 34,
+                                "computeMajor": 9, "computeMinor": 0, "numSms": 132}]
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.fixture(scope="module")
+def two_page(two):
+    return two.html()
+
+
+def report_rows(session, name, options):
+    res = session.report_result(name, **options)
+    cols = res.relation.columns
+    return cols, [[P.raw(v) for v in r] for r in res.relation.fetchall()]
+
+
+# -- what the page holds ------------------------------------------------------------------
+
+def section(html: str, sid: str) -> str:
+    a = html.index(f'<section id="{sid}"')
+    return html[a:html.index("</section>", a)]
+
+
+def figures(html: str) -> list[tuple[str, int]]:
+    return [(k, int(n)) for k, n in re.findall(r'data-chart="(\w+)" data-marks="(\d+)"', html)]
+
+
+def test_page_sections_of_a_gpu_trace(two_page):
+    assert two_page.sections == ["overview", "timeline", "temporal", "categories", "kernels", "idle", "ops",
+                                 "steps", "steps-report", "collectives", "memory", "patterns"]
+    html = str(two_page)
+    for s in two_page.sections:
+        assert f'<section id="{s}"' in html
+
+
+def test_every_table_cell_is_a_report_cell(two, two_page):
+    tables = page_tables(str(two_page))
+    assert {t["report"] for t in tables} >= {"traces", "devices", "temporal", "kernels", "idle", "queue",
+                                              "ops-by-step"}
+    for t in tables:
+        cols, rows = report_rows(two, t["report"], t["options"])
+        idx = [cols.index(c) for c in t["columns"]]
+        want = [[r[i] for i in idx] for r in rows]
+        assert t["rows"], t
+        assert all(any(same_row(row, w) for w in want) for row in t["rows"]), (t["report"], t["options"])
+        assert len(t["rows"]) == t["declared_rows"]
+
+
+def test_kernels_table_and_roofline_hand_checked(two_page):
+    (k,) = [t for t in page_tables(str(two_page)) if t["report"] == "kernels"]
+    # two_streams.json: kernels K1..K6 and the NCCL kernel, one row each; record_shapes is off, so
+    # no FLOPs: no dot, and the page says why
+    assert sorted(r[k["columns"].index("name")] for r in k["rows"]) == sorted(
+        ["K1", "K2", "K3", "K4", "K5", "K6", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"])
+    assert 'data-chart="roofline"' not in str(two_page)
+    assert "No kernel here has both a FLOP and a byte estimate, so no roofline." in str(two_page)
+
+
+def test_marks_per_chart(two, two_page):
+    html = str(two_page)
+    # idle: one bar per op of the idle report (device 0), then the queue: one line per stream
+    idle = two.report("idle", limit=P.TOP_IDLE, by="event").fetchall()
+    assert figures(section(html, "idle")) == [("hbars", len(idle)), ("lines", 2)]
+    # temporal: one segment per non-zero part: compute 73, communication 20, memory 30, idle 192
+    assert figures(section(html, "temporal")) == [("stacked", 4)]
+    # steps: one column per step
+    assert figures(section(html, "steps")) == [("columns", 2)]
+    # categories: one segment per (device, category) row with time; then per step
+    cats = two.report_result("categories").relation
+    by_step = [r for r in two.report("categories", by_step=True).fetchall() if r[4] is not None]
+    assert figures(section(html, "categories")) == [("stacked", len(cats.fetchall())), ("stacked", len(by_step))]
+    # ops: one bar per row of report ops shown (at most GENERIC_ROWS)
+    ops = two.report("ops").fetchall()
+    assert figures(section(html, "ops")) == [("hbars", min(len(ops), P.GENERIC_ROWS))]
+
+
+def test_overview_busy_chart_hand_computed(two_page):
+    # device window 315 µs: busy 123, host wait 150, kernel wait 12, other 30 (tests/test_gpu_time.py)
+    m = re.search(r'<figure class="chart" data-chart="stacked" data-marks="4">.*?</figure>', str(two_page), re.S)
+    assert m, "no busy/idle chart with 4 segments"
+    tips = re.findall(r"<title>(GPU 0: [^<]*)</title>", m.group(0))
+    assert tips == ["GPU 0: busy 123 µs", "GPU 0: idle: host wait 150 µs", "GPU 0: idle: kernel wait 12 µs",
+                    "GPU 0: idle: other 30 µs"]
+
+
+def test_timeline_data_is_the_bucket_report(two, two_page):
+    m = re.search(r'<script type="application/json" id="timeline-data">(.*?)</script>', str(two_page), re.S)
+    data = json.loads(m.group(1))
+    (t,) = data["traces"]
+    n = t["n"]
+    assert [s["label"] for s in t["series"]] == ["GPU 0", "stream 7", "stream 8"]
+    buckets = two.report_result("gpu-time", buckets=n).relation
+    cols = buckets.columns
+    rows = [dict(zip(cols, r)) for r in buckets.fetchall()]
+    for s, (scope, stream) in zip(t["series"], [("device", None), ("stream", 7), ("stream", 8)]):
+        mine = [r for r in rows if r["scope"] == scope and r["stream"] == stream]
+        assert len(s["b"]) == 4 * n == 4 * len(mine)
+        # a bucket with busy time never shows as empty, and an empty one never shows busy
+        assert [c != "0" for c in s["b"][0::4]] == [r["busy_us"] > 0 for r in mine]
+    assert [(x["step"], x["t0"]) for x in t["steps"]] == [(1, 0.0), (2, 0.09)]
+
+
+@pytest.mark.slow
+def test_cpu_only_page_says_so_in_one_line():
+    s = duckprof.connect()
+    s.load([str(corpus_path("cpu_only_rank34.json.gz"))], run="r")
+    html = str(s.html())
+    empties = re.findall(r'<p class="empty">([^<]*)</p>', html)
+    # overview, timeline, temporal, categories, idle, steps
+    assert empties.count("no GPU activity in this trace") == 6
+    assert "cpu_only_rank34.json.gz: no GPU kernels in this trace" in empties
+    assert 'id="timeline-data"' not in html
+    s.close()
+
+
+# -- escaping -----------------------------------------------------------------------------
+
+def test_hostile_names_are_text(tmp_path):
+    s = duckprof.connect()
+    s.load([str(hostile_trace(tmp_path / "hostile.json"))], run="r")
+    html = str(s.html())
+    s.close()
+    for bad in ("<script>document.title", "<img src=x", "<b>bold</b>", "<script>alert(3)", "</script><!--"):
+        assert bad not in html
+    # two scripts: the timeline's data and the page's own code
+    assert len(re.findall(r"<script\b", html)) == 2
+    assert "&lt;/svg&gt;&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;" in html
+    tables = page_tables(html)
+    names = [r[t["columns"].index("name")] for t in tables if t["report"] == "kernels" for r in t["rows"]]
+    assert HOSTILE_KERNEL in names
+    ops = [r[t["columns"].index("op")] for t in tables if t["report"] == "idle" for r in t["rows"]]
+    assert HOSTILE_OP in ops
+
+
+def test_script_json_cannot_close_its_element():
+    text = str(P.script_json({"a": "</script><!-- & \u2028"}))
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == {"a": "</script><!-- & \u2028"}
+
+
+def test_content_security_policy_runs_only_the_page_script(two_page):
+    import base64
+    import hashlib
+    html = str(two_page)
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', html).group(1)
+    assert "default-src 'none'" in csp
+    script = re.findall(r"<script>(.*?)</script>", html, re.S)
+    assert len(script) == 1
+    digest = base64.b64encode(hashlib.sha256(script[0].encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in csp
+
+
+def test_no_address_outside_the_file(two_page):
+    html = str(two_page)
+    assert not re.search(r'(src|href)="(?!#)', html)
+    assert not re.search(r"url\(", html)
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html
+
+
+# -- the section registry ---------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_section_appears_when_its_report_exists(two, monkeypatch):
+    """The sections of reports other issues add (categories, ops, ...) are in
+    SECTIONS already: registering the report is all it takes."""
+    monkeypatch.setattr(P, "SECTIONS", P.SECTIONS + [P.Section("future", "A future report", "future")])
+    assert "future" not in two.html().sections
+    # stand-in: a report named 'future' that runs sql/reports/temporal.sql
+    monkeypatch.setitem(reports.BY_NAME, "future", reports.Report("temporal"))
+    page = two.html()
+    assert page.sections[-1] == "future"
+    sec = section(str(page), "future")
+    assert 'data-report="future"' in sec and "compute" in sec
+
+
+def test_a_section_whose_report_has_no_rows_says_so(two, monkeypatch):
+    monkeypatch.setitem(reports.BY_NAME, "memory", reports.BY_NAME["kernels"])
+    monkeypatch.setattr(P, "SECTIONS", [s for s in P.SECTIONS if s.id in ("overview", "memory")])
+    s = duckprof.connect()
+    s.load([str(corpus_path("cpu_only_rank34.json.gz"))], run="r")
+    html = str(s.html())
+    s.close()
+    sec = html[html.index('<section id="memory"'):]
+    assert re.findall(r'<p class="empty">([^<]*)</p>', sec)[0] == "cpu_only_rank34.json.gz: no GPU kernels in this trace"
+
+
+# -- charts ------------------------------------------------------------------------------------
+
+def test_roofline_one_dot_per_point_and_roofs():
+    pts = [dict(x=10, y=50, size_us=100, bound="memory", tip="a"), dict(x=500, y=700, size_us=5, bound="compute",
+                                                                          tip="b")]
+    c = charts.roofline(pts, title="t", gbps=3350, peaks=[("bf16 peak", 989.5)])
+    assert c.marks() == 2
+    roofs = [i for i in c.items if i.get("cls") == "roof"]
+    assert len(roofs) == 2  # the DRAM slope up to the ridge, then flat
+    slope, flat = roofs
+    assert slope["x2"] == flat["x1"] and slope["y2"] == flat["y1"]  # they meet at the ridge point
+
+
+def test_hbars_bar_lengths_are_proportional():
+    rows = [{"n": "a", "v": 10.0}, {"n": "b", "v": 5.0}]
+    c = charts.hbars(rows, title="t", axis="x (µs)", label=lambda r: r["n"], value=lambda r: r["v"],
+                     value_text=lambda r: str(r["v"]))
+    bars = [i for i in c.items if "mark" in i.get("cls", "")]
+    assert len(bars) == 2 and bars[0]["w"] == pytest.approx(2 * bars[1]["w"])
+
+
+def test_waterfall_ends_at_b():
+    c = charts.waterfall([("gemm", 30.0), ("conv", -10.0)], title="t", axis="time (ms)", start=("A", 100.0),
+                         end=("B", 120.0))
+    bars = [i for i in c.items if "mark" in i.get("cls", "")]
+    assert len(bars) == 4
+    a, up, down, b = bars
+    assert up["y"] + up["h"] == pytest.approx(a["y"])          # +30 starts at A's top
+    assert down["y"] == pytest.approx(up["y"])                 # -10 hangs from +30's top
+    assert b["y"] == pytest.approx(down["y"] + down["h"])      # B's top is where -10 ends
+
+
+# -- the API and the command ---------------------------------------------------------------
+
+def test_page_api(two_page, tmp_path):
+    p = two_page.save(tmp_path / "r.html")
+    assert p.read_text(encoding="utf-8") == str(two_page)
+    assert len(two_page) == p.stat().st_size
+    frame = two_page._repr_html_()
+    assert frame.startswith("<iframe srcdoc=\"") and "<script" not in frame  # all of it escaped in srcdoc
+
+
+@pytest.mark.slow
+def test_html_of_a_run_in_a_database(tmp_path):
+    db = tmp_path / "p.duckdb"
+    with duckprof.connect(db) as s:
+        s.load([str(TWO)], run="a")
+        s.load([str(corpus_path("h100_vit_inference.json.gz"))], run="b")
+    with duckprof.connect(db, read_only=True) as s:
+        page = s.html(run="b")
+        assert "h100_vit_inference.json.gz" in str(page) and "two_streams" not in str(page)
+        # the session still works after the page's own connection is gone
+        assert s.sql("select count(*) from kernels").fetchall()[0][0] > 0
+        with pytest.raises(duckprof.DuckprofError, match="no run named 'c'"):
+            s.html(run="c")
+
+
+@pytest.mark.slow
+def test_cli_writes_the_page(tmp_path):
+    out = tmp_path / "x.html"
+    r = run_cli("html", TWO, "-o", out, "-q")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"wrote {out}: ") and "12 sections" in r.stdout
+    assert "<title>duckprof: two_streams.json</title>" in out.read_text(encoding="utf-8")
+
+
+def test_cli_diff(tmp_path, cli_app):
+    out = tmp_path / "d.html"
+    a, b = corpus_path("tiny_compare_base.json.gz"), corpus_path("tiny_compare_test.json.gz")
+    r = invoke(cli_app, "html", "--diff", a, b, "-o", out)
+    assert r.exit_code == 0, r.output
+    html = out.read_text(encoding="utf-8")
+    assert [t["report"] for t in page_tables(html)][:2] == ["diff-summary", "diff"]
+
+
+@pytest.mark.slow
+def test_cli_errors_are_one_line(tmp_path, cli_app):
+    db = tmp_path / "p.duckdb"
+    with duckprof.connect(db) as s:
+        s.load([str(TWO)], run="a")
+    r = run_cli("html", "--db", db, "--run", "nope", "-o", tmp_path / "x.html")
+    assert r.returncode == 2
+    assert_one_line_error(r.stderr, "no run named 'nope'")
+    r = run_cli("html", TWO, "--diff", "a", "b", "--db", db, "-o", tmp_path / "x.html")
+    assert r.returncode == 2
+    assert_one_line_error(r.stderr, "--diff takes its two sides")
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_a_missing_browser_skips_locally_and_fails_in_ci(monkeypatch):
+    import browser
+    monkeypatch.setattr(browser, "find_chromium", lambda: None)
+    monkeypatch.delenv("DUCKPROF_REQUIRE_BROWSER", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no Chromium found"):
+        browser.require_browser()
+    monkeypatch.setenv("DUCKPROF_REQUIRE_BROWSER", "1")
+    with pytest.raises(pytest.fail.Exception, match="DUCKPROF_REQUIRE_BROWSER=1 requires them"):
+        browser.require_browser()
+
+
+@pytest.mark.slow
+def test_ranks_section_names_the_straggler(tmp_path):
+    """Two ranks of two_streams.json; rank 1's ProfilerStep#2 lasts 500 µs
+    instead of 310: mean step time 200 vs 295 µs, rank 1 is the straggler."""
+    mf = make_fixtures()
+    for rank in (0, 1):
+        doc = mf.two_streams()
+        doc["distributedInfo"] = {"rank": rank}
+        if rank == 1:
+            (step2,) = [e for e in doc["traceEvents"] if e["name"] == "ProfilerStep#2"]
+            step2["dur"] = 500
+        (tmp_path / f"rank{rank}.json").write_text(json.dumps(doc))
+    s = duckprof.connect()
+    s.load([str(tmp_path)], run="job")
+    page = s.html(run="job")
+    s.close()
+    assert "ranks" in page.sections
+    sec = section(str(page), "ranks")
+    step_chart = sec[sec.index("Which rank&#39;s steps take longest"):]
+    step_chart = step_chart[:step_chart.index("</figure>")]
+    bars = re.findall(r'<rect [^>]*class="mark bar( hot)?"[^>]*><title>([^<]*)</title>', step_chart)
+    assert [(hot, tip) for hot, tip in bars] == [("", "rank 0: 200 µs"), (" hot", "rank 1: 295 µs")]
+    # no collectives, so no wait caused: the straggler is the rank with the longest mean step
+    assert "vermillion: the rank with the longest mean step" in sec
+    assert "keeps the others waiting" not in sec
+
+
+@pytest.mark.slow
+def test_ranks_section_names_the_rank_that_keeps_the_others_waiting(tmp_path):
+    """A synthetic 4-rank job, rank 2 late by 3 ms at every all-reduce: report
+    ranks puts it first (most wait caused); the page draws that wait per rank,
+    rank 2 in vermillion, in every chart of the section, and its table is the report's."""
+    from duckprof.synth import generate_job
+    generate_job(tmp_path, world_size=4, steps=2, late_rank=2, late_us=3000, blocks=1)
+    s = duckprof.connect()
+    s.load([str(tmp_path)], run="job")
+    page = s.html(run="job")
+    want = s.report_result("ranks", run="job").relation
+    cols, rows = want.columns, want.fetchall()
+    s.close()
+    sec = section(str(page), "ranks")
+    wait = sec[sec.index("Which rank keeps the others waiting"):]
+    wait = wait[:wait.index("</figure>")]
+    bars = re.findall(r'<rect [^>]*class="mark bar( hot)?"[^>]*><title>rank (\d)', wait)
+    assert bars == [("", "0"), ("", "1"), (" hot", "2"), ("", "3")]
+    assert len(re.findall(r'class="mark bar hot"', sec)) == 3  # wait, step time, busy: rank 2 in each
+    assert "vermillion: the rank whose late arrival at the collectives cost the others the most wait" in sec
+    (t,) = [t for t in page_tables(sec) if t["report"] == "ranks"]
+    assert [r[t["columns"].index("rank")] for r in t["rows"]] == [str(r[cols.index("rank")]) for r in rows]
+    assert rows[0][cols.index("rank")] == 2
+
+
+def test_constant_identity_columns_are_said_once(two_page):
+    """As the terminal's tables: run, rank, trace and device holding one value on
+    every row of a table are said once below it; a column empty on every row
+    (categories' step without --by-step) is left out."""
+    sec = section(str(two_page), "categories")
+    (t,) = [t for t in page_tables(sec) if t["report"] == "categories"]
+    assert t["columns"][:2] == ["category", "count"]
+    assert not {"run", "rank", "trace_id", "device", "step"} & set(t["columns"])
+    assert '<p class="note every-row">every row: run r1; rank 0; trace id 1; device 0</p>' in sec
+    cols = ["run", "step", "name", "total_us"]
+    table = P.Table("x", {}, cols, {}, [])
+    rows = [{"run": "a", "step": None, "name": "k1", "total_us": 1.0},
+            {"run": "a", "step": None, "name": "k2", "total_us": 1.0}]
+    # total_us is constant too, but it is a figure, not which trace a row is: it stays
+    assert P.split_constant(table, rows, cols) == (["name", "total_us"], ["run a"])
+    assert P.split_constant(table, rows[:1], cols) == (cols, [])  # one row: every column stays
+    assert P.split_constant(table, rows, cols[:3]) == (cols[:3], [])  # one column left: all stay
+
+
+def test_idle_ops_without_gpu_idle_get_a_line_not_a_chart(two, monkeypatch):
+    """When none of the ranked ops overlaps GPU idle time (a deep queue, as on
+    a100_train_rank0), a chart of zero-length bars says nothing: one line says it."""
+    real = P.Reports.get
+
+    def zero_idle(self, name, **options):
+        t = real(self, name, **options)
+        if name == "idle":
+            t = dataclasses.replace(t, rows=[dict(r, gpu_idle_us=0.0) for r in t.rows])
+        return t
+
+    monkeypatch.setattr(P.Reports, "get", zero_idle)
+    sec = section(str(two.html()), "idle")
+    assert figures(sec) == [("lines", 2)]
+    assert ("None of the 4 CPU operators ranked here overlaps time when this GPU's queue was empty"
+            in html_lib.unescape(sec))
+
+
+def test_steps_chart_highlights_the_outlier_of_report_steps(tmp_path):
+    """fixtures/steps/three_steps.json: steps of 100, 100 and 130 µs; report
+    steps --summary names step 3 (+30% vs the median): its column is outlined
+    and the note says why; its operators are listed as the outlier step's."""
+    s = duckprof.connect()
+    s.load([str(REPO / "fixtures" / "steps" / "three_steps.json")], run="r")
+    sec = html_lib.unescape(section(str(s.html()), "steps"))
+    s_summary = s.report("steps", summary=True)
+    as_rows = lambda rel: [dict(zip(rel.columns, r)) for r in rel.fetchall()]  # noqa: E731
+    summary = as_rows(s_summary)
+    s.close()
+    cols = re.findall(r'class="mark col( hot)?"[^>]*><title>ProfilerStep# (\d)', sec)
+    assert cols == [("", "1"), ("", "2"), (" hot", "3")]
+    assert "vermillion: ProfilerStep#3, the step furthest from the median step (+30.0%, report steps)" in sec
+    assert [r["outlier_step"] for r in summary if r["figure"] == "step_us"] == [3]  # the step steps --summary names
+    assert "ProfilerStep#3 (the outlier step)" in sec
+
+
+def test_steps_chart_highlights_nothing_when_no_step_stands_out(tmp_path):
+    """three_steps.json with ProfilerStep#3 cut to 104 µs: 100, 100, 104; the
+    step furthest from the median is 4% away, under STEP_OUTLIER_PCT: no column
+    is outlined, the note says so, and the slowest step's operators are listed."""
+    doc = json.loads((REPO / "fixtures" / "steps" / "three_steps.json").read_text())
+    (step3,) = [e for e in doc["traceEvents"] if e["name"] == "ProfilerStep#3"]
+    step3["dur"] = 104
+    (tmp_path / "calm.json").write_text(json.dumps(doc))
+    s = duckprof.connect()
+    s.load([str(tmp_path / "calm.json")], run="r")
+    sec = html_lib.unescape(section(str(s.html()), "steps"))
+    s.close()
+    assert re.findall(r'class="mark col( hot)?"', sec) == ["", "", ""]
+    assert ("No step stands out: every step is within 4.0% of the median step (report steps), so none is "
+            "highlighted.") in sec
+    assert "ProfilerStep#3 (the slowest step)" in sec
+
+
+def test_overview_shows_the_top_three_findings_of_report_patterns(two, two_page):
+    (t,) = [t for t in page_tables(section(str(two_page), "overview")) if t["report"] == "patterns"]
+    cols, rows = report_rows(two, "patterns", {})
+    assert len(rows) > 3
+    assert t["rows"] == [[r[cols.index(c)] for c in t["columns"]] for r in rows[:3]]
+
+
+def test_overview_names_the_run_its_ranks_and_tags(tmp_path):
+    db = tmp_path / "p.duckdb"
+    with duckprof.connect(db) as s:
+        s.load([str(TWO)], run="base", tags={"commit": "abc123", "batch": "64"})
+        sec = section(str(s.html(run="base")), "overview")
+    assert '<p class="runline">run base · ranks 0 · tags: batch=64, commit=abc123</p>' in sec

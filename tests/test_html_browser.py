@@ -1,0 +1,296 @@
+"""duckprof html pages opened in headless Chromium (tests/browser.py): a GPU
+training trace, a CPU-only trace, an AMD trace, a run of two ranks and a diff of two runs load
+with no request beyond the file and no console error; every chart has the
+marks its report's rows call for; every number in a table is the cell that
+`duckprof report ... --format csv` prints; a screenshot of each is written
+for review (to DUCKPROF_SCREENSHOTS if set, else the test's tmp directory).
+
+Without Chromium these tests skip, saying why; with DUCKPROF_REQUIRE_BROWSER=1
+(.ci/run sets it) they fail instead.
+
+    DUCKPROF_UPDATE_SCREENSHOTS=1 python -m pytest tests/test_html_browser.py -k readme
+
+rewrites the README's screenshots (docs/img/html_*.png) from the H100 trace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import duckprof
+from browser import Browser, require_browser
+from conftest import REPO, corpus_path, run_cli
+from html_check import assert_subsequence, cli_options, csv_rows
+from test_html import HOSTILE_KERNEL, HOSTILE_OP, hostile_trace
+
+pytestmark = pytest.mark.slow
+
+PAGES = {  # the run name in the test database -> corpus file
+    "gpu_training": "a100_train_rank0.json.gz",
+    "cpu_only": "cpu_only_rank34.json.gz",
+    "amd": "mi300x_resnet_act_checkpoint.json.gz",
+    "two_ranks": ("sampled_rank0_no_devprops.json.gz", "sampled_rank1_no_devprops.json.gz"),
+}
+DIFF = ("base", "v100_resnet50_workers0_2021.json.gz", "cand", "v100_resnet50_workers4_2021.json.gz")
+
+TABLES_JS = """Array.from(document.querySelectorAll('table[data-report]')).map(t => ({
+  report: t.dataset.report, options: JSON.parse(t.dataset.options),
+  columns: Array.from(t.tHead.rows[0].cells).map(c => c.dataset.col),
+  rows: Array.from(t.tBodies[0].rows).map(r => Array.from(r.cells).map(c => c.dataset.v)),
+  texts: Array.from(t.tBodies[0].rows).map(r => Array.from(r.cells).map(c => c.textContent))}))"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    require_browser()
+    with Browser() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("html") / "corpus.duckdb"
+    with duckprof.connect(path) as s:
+        for run, names in PAGES.items():
+            s.load([str(corpus_path(n)) for n in ((names,) if isinstance(names, str) else names)], run=run)
+        s.load([str(corpus_path(DIFF[1]))], run=DIFF[0])
+        s.load([str(corpus_path(DIFF[3]))], run=DIFF[2])
+    return path
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    d = Path(os.environ.get("DUCKPROF_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+class Cli:
+    """`duckprof report/diff ... --format csv` on the test database, each once."""
+
+    def __init__(self, db):
+        self.db, self.memo = db, {}
+
+    def csv(self, *args):
+        if args not in self.memo:
+            r = run_cli(*args, "--db", self.db, "--format", "csv", "-q" if args[0] == "report" else "--no-summary")
+            assert r.returncode == 0, (args, r.stderr)
+            self.memo[args] = csv_rows(r.stdout)
+        return self.memo[args]
+
+    def report(self, run, name, options):
+        return self.csv("report", name, *cli_options(options), "--run", run)
+
+    def dicts(self, run, name, options):
+        header, rows = self.report(run, name, options)
+        return [dict(zip(header, r)) for r in rows]
+
+
+def build(db, tmp, *args) -> Path:
+    out = tmp / "page.html"
+    r = run_cli("html", "--db", db, *args, "-o", out, "-q")
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def check_loaded(page):
+    assert page.requests == [page.url], f"requests beyond the file: {page.requests}"
+    assert page.errors == [], page.errors
+    assert page.dialogs == []
+
+
+def nonzero(row, *cols):
+    return sum(1 for c in cols if row[c] not in ("", "0", "0.0") and float(row[c]) > 0)
+
+
+@pytest.mark.parametrize("run", list(PAGES))
+def test_page_in_a_browser(browser, db, tmp_path, shots, run):
+    cli = Cli(db)
+    path = build(db, tmp_path, "--run", run)
+    page = browser.open(path)
+    check_loaded(page)
+    page.screenshot(shots / f"{run}.png")
+
+    # every table: its cells are the CLI's cells, in the CLI's order
+    tables = page.eval(TABLES_JS)
+    assert tables
+    for t in tables:
+        header, rows = cli.report(run, t["report"], t["options"])
+        assert_subsequence(t, header, rows)
+
+    gpu = cli.dicts(run, "gpu-time", {})
+    if not gpu:  # the CPU-only trace: every GPU section says so in one line
+        empties = page.eval("Array.from(document.querySelectorAll('p.empty')).map(p => p.textContent)")
+        # overview, timeline, temporal, categories, idle, steps
+        assert sum(e.startswith("no GPU activity in this trace") for e in empties) == 6, empties
+        assert page.eval("document.querySelectorAll('section:not(#ops) svg .mark, #timeline svg').length") == 0
+        # the CPU operators are there: one bar per row of report ops
+        assert page.eval("document.querySelectorAll('#ops svg .mark').length") == len(cli.dicts(run, "ops", {})) > 0
+        return
+
+    # overview: one segment per non-zero part of each device's window
+    devices = [r for r in gpu if r["scope"] == "device"]
+    assert page.eval("document.querySelectorAll('#overview .mark').length") == sum(
+        nonzero(r, "busy_us", "host_wait_us", "kernel_wait_us", "other_us") for r in devices)
+    # temporal: compute, communication, memory, idle segments
+    assert page.eval("document.querySelectorAll('#temporal .mark').length") == sum(
+        nonzero(r, "compute_us", "communication_us", "memory_us", "idle_us") for r in cli.dicts(run, "temporal", {}))
+
+    # timeline: one row per device and stream of gpu-time, a busy mark per bucket with busy time
+    n = page.eval("Number(document.getElementById('timeline-chart').dataset.buckets)")
+    buckets = cli.dicts(run, "gpu-time", {"buckets": n})
+    got = page.eval("""Array.from(document.querySelectorAll('#timeline .tl-row')).map(g => [g.dataset.device,
+        g.dataset.stream, Number(g.dataset.buckets), g.querySelectorAll('rect.busy').length])""")
+    want = [[r["device"], r["stream"], n,
+             sum(1 for b in buckets if (b["device"], b["stream"], b["scope"]) == (r["device"], r["stream"], r["scope"])
+                 and float(b["busy_us"]) > 0)] for r in gpu]
+    assert got == want
+    page.screenshot(shots / f"{run}_timeline.png", selector="#timeline")
+
+    # kernels: one roofline dot per kernel of the table with an intensity and a rate
+    kernels = cli.dicts(run, "kernels", {"limit": 25})
+    for block in page.eval("""Array.from(document.querySelectorAll('#kernels .block')).map(b => [b.dataset.trace,
+            b.dataset.device, b.querySelectorAll('table tbody tr').length,
+            b.querySelectorAll('figure[data-chart=roofline] circle.mark').length])"""):
+        tid, dev, n_rows, dots = block
+        mine = [k for k in kernels if (k["trace_id"], k["device"]) == (tid, dev)]
+        assert n_rows == len(mine)
+        assert dots == sum(1 for k in mine if k["flops_per_byte"] and k["achieved_tflops"])
+    # idle: one bar per op of the ranking; none, and one line saying so, when no op overlaps GPU idle time
+    idle = cli.dicts(run, "idle", {"limit": 15})
+    for tid, dev, bars, starved in page.eval("""Array.from(document.querySelectorAll('#idle .block:not(.queue)'))
+            .map(b => [b.dataset.trace, b.dataset.device, b.querySelectorAll('figure .mark').length,
+                       b.querySelectorAll('p.starved').length])"""):
+        mine = [r for r in idle if (r["trace_id"], r["device"]) == (tid, dev)]
+        idle_time = any(float(r["gpu_idle_us"] or 0) > 0 for r in mine)
+        assert (bars, starved) == ((len(mine), 0) if idle_time else (0, 1))
+    # categories: one segment per category with time, per device, then per step
+    cats = cli.dicts(run, "categories", {})
+    assert page.eval("document.querySelectorAll('#categories figure')[0].querySelectorAll('.mark').length") == sum(
+        1 for r in cats if float(r["total_us"]) > 0)
+    by_step = cli.dicts(run, "categories", {"by_step": True})
+    for tid, dev, segs in page.eval("""Array.from(document.querySelectorAll('#categories .block')).map(b =>
+            [b.dataset.trace, b.dataset.device, b.querySelectorAll('.mark').length])"""):
+        assert segs == sum(1 for r in by_step if (r["trace_id"], r["device"]) == (tid, dev)
+                           and r["step"] != "" and float(r["total_us"]) > 0)
+    # queue: one line per stream
+    queue = cli.dicts(run, "queue", {})
+    for tid, dev, lines in page.eval("""Array.from(document.querySelectorAll('#idle .block.queue')).map(b =>
+            [b.dataset.trace, b.dataset.device, b.querySelectorAll('path.mark').length])"""):
+        assert lines == sum(1 for r in queue if (r["trace_id"], r["device"]) == (tid, dev))
+    # steps: one column per step
+    steps = cli.dicts(run, "gpu-time", {"by_step": True})
+    for tid, dev, cols in page.eval("""Array.from(document.querySelectorAll('#steps .block[data-device]')).map(b =>
+            [b.dataset.trace, b.dataset.device, b.querySelectorAll('rect.mark').length])"""):
+        assert cols == sum(1 for r in steps if (r["trace_id"], r["device"]) == (tid, dev))
+
+    # ranks (a run of 2+ ranks): one bar per rank in each chart, the straggler in vermillion in each:
+    # report ranks' first row (the most wait caused) when it caused any
+    ranks = cli.dicts(run, "ranks", {})
+    if len(ranks) > 1:
+        figs = page.eval("""Array.from(document.querySelectorAll('#ranks figure')).map(f => [
+            f.querySelectorAll('.mark').length, f.querySelectorAll('.mark.hot').length,
+            f.querySelector('.mark.hot title').textContent])""")
+        waited = float(ranks[0]["caused_wait_us"] or 0) > 0
+        assert len(figs) == 2 + waited
+        for marks, hot, tip in figs:
+            assert (marks, hot) == (len(ranks), 1)
+            if waited:
+                assert tip.startswith(f"rank {ranks[0]['rank']}: ")
+        page.screenshot(shots / f"{run}_ranks.png", selector="#ranks")
+    else:
+        assert page.eval("document.querySelectorAll('#ranks').length") == 0
+
+    # zoom into the second step: the rows stay, the view changes, nothing breaks
+    if steps:
+        view = page.eval("""(() => { const s = document.querySelector('.tl-step'); s.value = '1';
+            s.dispatchEvent(new Event('change'));
+            return [document.querySelector('.tl-svg').dataset.view,
+                    document.querySelectorAll('#timeline .tl-row').length]; })()""")
+        assert view == [f"step {steps[1]['step']}", len(gpu)]
+        page.screenshot(shots / f"{run}_timeline_step.png", selector="#timeline")
+        browser.drain(0.2)
+        assert [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"] == []
+
+
+def test_sorting_a_table(browser, db, tmp_path):
+    page = browser.open(build(db, tmp_path, "--run", "gpu_training"))
+    order = page.eval("""(() => { const t = document.querySelector('#kernels table');
+        const th = Array.from(t.tHead.rows[0].cells).find(c => c.dataset.col === 'count');
+        const i = th.cellIndex; th.click();
+        return Array.from(t.tBodies[0].rows).map(r => Number(r.cells[i].dataset.v)); })()""")
+    assert order == sorted(order, reverse=True) and len(set(order)) > 1
+
+
+def test_diff_page_in_a_browser(browser, db, tmp_path, shots):
+    a, b = DIFF[0], DIFF[2]
+    out = tmp_path / "diff.html"
+    r = run_cli("html", "--db", db, "--diff", a, b, "-o", out, "-q")
+    assert r.returncode == 0, r.stderr
+    page = browser.open(out)
+    check_loaded(page)
+    page.screenshot(shots / "diff.png")
+    cli = Cli(db)
+    tables = page.eval(TABLES_JS)
+    for t in tables:
+        if t["report"] == "diff-summary":  # the summary block: in json output
+            res = run_cli("diff", a, b, "--db", db, "--format", "json")
+            summary = json.loads(res.stdout)["summary"]
+            assert [r[0] for r in t["rows"]] == [x["metric"] for x in summary]
+            for row, x in zip(t["rows"], summary):
+                for got, col in zip(row[1:], ("a", "b", "delta", "delta_pct")):
+                    assert (got == "" and x[col] is None) or float(got) == x[col], (x["metric"], col)
+            continue
+        header, rows = cli.csv("diff", a, b, *cli_options(t["options"]))
+        assert_subsequence(t, header, rows)
+    # the waterfall: A's total, one bar per category that moved, B's total
+    _, cats = cli.csv("diff", a, b, "--by", "category")
+    header = cli.csv("diff", a, b, "--by", "category")[0]
+    moved = sum(1 for c in cats if float(c[header.index("delta_total_us")]) != 0)
+    assert page.eval("document.querySelectorAll('#diff-categories figure .mark').length") == moved + 2
+    # slower / faster bars: one per row of the two tables
+    for sec in ("diff-kernels", "diff-ops"):
+        bars, rows = page.eval(f"""[document.querySelectorAll('#{sec} figure .mark').length,
+            document.querySelectorAll('#{sec} table tbody tr').length]""")
+        assert bars == rows > 0
+
+
+def test_hostile_names_run_nothing(browser, tmp_path):
+    s = duckprof.connect()
+    s.load([str(hostile_trace(tmp_path / "hostile.json"))], run="r")
+    path = s.html().save(tmp_path / "hostile.html")
+    s.close()
+    page = browser.open(path)
+    check_loaded(page)
+    assert page.eval("document.title") == "duckprof: hostile.json"
+    assert page.eval("document.scripts.length") == 2
+    assert page.eval("document.querySelectorAll('img, b').length") == 0
+    cells = page.eval("Array.from(document.querySelectorAll('td')).map(c => c.getAttribute('data-v'))")
+    assert HOSTILE_KERNEL in cells and HOSTILE_OP in cells
+    texts = page.eval("Array.from(document.querySelectorAll('td, svg title, svg text')).map(c => c.textContent)")
+    assert HOSTILE_KERNEL in texts
+    assert any(HOSTILE_OP in t for t in texts)
+    assert page.eval("document.querySelector('#overview table[data-report=devices] td:nth-child(2)').textContent") \
+        == "<script>alert(3)</script>GPU"
+
+
+def test_readme_screenshots(browser, tmp_path):
+    """The README's pictures of the H100 trace: overview, timeline, roofline."""
+    update = os.environ.get("DUCKPROF_UPDATE_SCREENSHOTS") == "1"
+    out = REPO / "docs" / "img" if update else tmp_path
+    out.mkdir(parents=True, exist_ok=True)
+    s = duckprof.connect()
+    s.load([str(corpus_path("h100_vit_inference.json.gz"))], run="h100")
+    path = s.html().save(tmp_path / "h100.html")
+    s.close()
+    page = browser.open(path)
+    check_loaded(page)
+    for name, selector in (("overview", "#overview"), ("timeline", "#timeline"),
+                           ("roofline", "#kernels figure[data-chart=roofline]")):
+        png = page.screenshot(out / f"html_{name}.png", selector=selector, scale=0.7)
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (REPO / "docs" / "img" / f"html_{name}.png").exists(), "README screenshot missing"
