@@ -84,16 +84,17 @@ def test_gpu_time_buckets_and_by_step_are_two_reports(two):
 
 
 def test_queue_buckets_hand_computed(two):
-    # queue window: first launch 12 to last end 345 = 333 µs, 3 buckets of 111: [12,123) [123,234) [234,345]
+    # GPU window (gpu_windows, as the queue report): first device event 30 (K1) to last end 345
+    #   = 315 µs, 3 buckets of 105: [30,135) [135,240) [240,345]; depth before 30 is not counted
     # stream 7 depth: 1 at 12, 2 at 14, 3 at 16, 4 at 18, 3 at 50, 2 at 60, 1 at 70, 0 at 120, 1 at 290, 0 at 305
-    #   bucket 0: 1*2 + 2*2 + 3*2 + 4*32 + 3*10 + 2*10 + 1*50 = 240; bucket 2: 1*15
+    #   bucket 0: 4*20 + 3*10 + 2*10 + 1*50 = 180; bucket 2: 1*15
     # stream 8 depth: 1 at 20, 2 at 22, 1 at 140, 0 at 170, 1 at 322, 0 at 345
-    #   bucket 0: 1*2 + 2*101 = 204; bucket 1: 2*17 + 1*30 = 64; bucket 2: 1*23
+    #   bucket 0: 2*105 = 210; bucket 1: 2*5 + 1*30 = 40; bucket 2: 1*23
     got = {(r["stream"], r["bucket"]): (r["start_ms"], r["width_us"], r["mean_depth"], r["max_depth"])
            for r in rows(two.report("queue", buckets=3))}
     assert got == pytest.approx({
-        (7, 0): (0.012, 111, 240 / 111, 4), (7, 1): (0.123, 111, 0, 0), (7, 2): (0.234, 111, 15 / 111, 1),
-        (8, 0): (0.012, 111, 204 / 111, 2), (8, 1): (0.123, 111, 64 / 111, 2), (8, 2): (0.234, 111, 23 / 111, 1),
+        (7, 0): (0.030, 105, 180 / 105, 4), (7, 1): (0.135, 105, 0, 0), (7, 2): (0.240, 105, 15 / 105, 1),
+        (8, 0): (0.030, 105, 210 / 105, 2), (8, 1): (0.135, 105, 40 / 105, 2), (8, 2): (0.240, 105, 23 / 105, 1),
     })
 
 

@@ -2,18 +2,20 @@
 -- variant of: queue (with --buckets N; its options)
 -- question: How much work was queued on each GPU stream over time?
 --
--- Window: each trace's queue window (first launch call start to last device
--- event end, over all its streams, so the streams of a trace share one time
--- axis), cut into N buckets of equal length (integer ns bounds). Per stream and
+-- Window: each trace's GPU window (gpu_windows: first device event start to
+-- last device event end, over all its streams, so the streams of a trace
+-- share one time axis; the queue report's window when the trace has one
+-- stream), cut into N buckets of equal length (integer ns bounds). Per stream and
 -- bucket: the time-weighted mean of queue_depth (the queue_depth view: launched
 -- and unfinished device events) over the bucket, and the largest depth the
 -- queue took in it (zero-length states at a change included, as the queue
 -- report's max_depth). Each state of the series (a change and the time until
 -- the next) is split over the buckets it spans (bucket_overlaps,
 -- sql/templates/intervals.sql). Before a stream's first launch and after its
--- last event the depth is 0.
+-- last event the depth is 0; depth before the window (work launched before
+-- the first device event starts) is not counted, as in the queue report.
 --
--- requires: queue_depth, trace_files, gpu_ops, runtime
+-- requires: queue_depth, gpu_windows, trace_files, gpu_ops, runtime
 --
 -- Columns:
 -- run         VARCHAR  run label
@@ -38,7 +40,10 @@ series AS (
     SELECT DISTINCT trace_id, device, stream FROM q
 ),
 windows AS (
-    SELECT trace_id, min(start_ns) AS w0, max(end_ns) AS w1 FROM q GROUP BY trace_id
+    SELECT trace_id, min(start_ns) AS w0, max(end_ns) AS w1
+    FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)
+    WHERE scope = 'stream' {{ scope() }}
+    GROUP BY trace_id
 ),
 buckets AS (
     SELECT s.trace_id, s.device, s.stream, b.bucket,
