@@ -36,6 +36,7 @@ from duckprof.cli_common import open_data  # noqa: E402
 
 REPORTS = {
     "idle": lambda s: s.report("idle"),
+    "idle --by event": lambda s: s.report("idle", by="event"),
     "gpu-time": lambda s: s.report("gpu-time"),
     "gpu-time --by-step": lambda s: s.report("gpu-time", by_step=True),
     "queue": lambda s: s.report("queue"),

@@ -61,6 +61,49 @@ def synthetic_ranks(spec: str, gz: bool = False, data_dir: str = DATA_DIR) -> st
     return d
 
 
+SHAPES = {
+    # python frames around every top-level op, crossing every ProfilerStep (with_stack)
+    "stack": dict(stack=6),
+    # a model server's inference steps with deep stacks and fractional epoch timestamps
+    "serving": dict(serving=True, epoch_ts=True),
+    "epoch": dict(epoch_ts=True),
+}
+REPLICATE = os.path.join(os.path.dirname(REPO), "shared", "tools", "replicate_trace.py")
+CORPUS = os.environ.get("DUCKPROF_CORPUS", os.path.join(os.path.dirname(REPO), "shared", "traces"))
+
+
+def shaped_trace(spec: str, data_dir: str = DATA_DIR) -> str:
+    """Path of a real-shaped trace of about SIZE, generated once, from a spec
+    'SHAPE:SIZE': SHAPE is a synthetic shape (SHAPES: stack, serving, epoch)
+    or the name of a corpus trace (e.g. mi300x_resnet_act_checkpoint), which
+    ../shared/tools/replicate_trace.py grows to SIZE by repeating its steps."""
+    import gzip
+    import shutil
+
+    shape, size = spec.split(":")
+    os.makedirs(data_dir, exist_ok=True)
+    path = os.path.join(data_dir, f"{shape}_{size.lower()}.json")
+    if os.path.exists(path):
+        return path
+    print(f"generating {path} ...", file=sys.stderr)
+    if shape in SHAPES:
+        from duckprof.synth import generate
+        generate(path, target_bytes=parse_size(size), seed=0, **SHAPES[shape])
+        return path
+    src = os.path.join(CORPUS, shape + ".json.gz")
+    plain = os.path.join(data_dir, shape + ".src.json")
+    with gzip.open(src, "rb") as f, open(plain, "wb") as out:
+        shutil.copyfileobj(f, out)
+    try:
+        subprocess.run([sys.executable, REPLICATE, plain, path, "--target-mb", str(parse_size(size) // 10**6)],
+                       check=True, capture_output=True)
+    finally:
+        os.remove(plain)
+        if os.path.exists(path + ".meta.json"):
+            os.remove(path + ".meta.json")
+    return path
+
+
 def reference_python(explicit: str | None, module: str) -> str | None:
     """The interpreter to run a reference tool with: `explicit` if given, else
     $DUCKPROF_REFERENCE_PYTHON, else this one; None if it cannot import `module`."""

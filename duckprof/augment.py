@@ -322,6 +322,13 @@ def augment(src, dst, progress=None, tmpdir=None) -> AugmentReport:
     src, dst = os.fspath(src), os.fspath(dst)
     if not os.path.isfile(src):
         raise TraceError(src, "no such file")
+    out_dir = os.path.dirname(os.path.abspath(dst))
+    if not os.path.isdir(out_dir):
+        raise DuckprofError(f"{dst}: cannot write: no directory {os.path.dirname(dst) or out_dir}")
+    if os.path.isdir(dst):
+        raise DuckprofError(f"{dst}: cannot write: it is a directory")
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise DuckprofError(f"{dst}: cannot write: permission denied")
     rep = AugmentReport(src=src, dst=dst)
     work = tempfile.mkdtemp(prefix="duckprof-augment-", dir=tmpdir)
     tmp_out = None
@@ -338,10 +345,12 @@ def augment(src, dst, progress=None, tmpdir=None) -> AugmentReport:
                        count(DISTINCT op_event_id) FILTER (WHERE op_flops IS NOT NULL OR op_bytes IS NOT NULL)
                 FROM kernel_estimates WHERE trace_id = $t""", {"t": trace_id}).fetchall()[0]
             rep.kernels, rep.kernels_unknown, rep.ops = stats
-            d = os.path.dirname(os.path.abspath(dst))
-            fd, tmp_out = tempfile.mkstemp(prefix=".augment-", suffix=".gz" if dst.endswith(".gz") else ".json",
-                                           dir=d)
-            os.close(fd)
+            try:  # the temp file is ours: an error names the user's path
+                fd, tmp_out = tempfile.mkstemp(prefix=".augment-", suffix=".gz" if dst.endswith(".gz") else ".json",
+                                               dir=out_dir)
+                os.close(fd)
+            except OSError as e:
+                raise DuckprofError(f"{dst}: cannot write: {e.strerror or e}") from None
             for exact in (False, True):
                 if progress:
                     progress(f"writing {dst}" + (" (exact scan)" if exact else ""))
@@ -365,7 +374,10 @@ def augment(src, dst, progress=None, tmpdir=None) -> AugmentReport:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp_out, 0o666 & ~umask)  # mkstemp made it 0600; a new file gets the usual mode
-        os.replace(tmp_out, dst)
+        try:
+            os.replace(tmp_out, dst)
+        except OSError as e:
+            raise DuckprofError(f"{dst}: cannot write: {e.strerror or e}") from None
         tmp_out = None
     finally:
         if tmp_out and os.path.exists(tmp_out):

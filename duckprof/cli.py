@@ -270,7 +270,13 @@ def synth(output: str = typer.Option(..., "--output", "-o", help="file to write 
           late_rank: Optional[int] = typer.Option(None, "--late-rank", help="with --world-size: this rank reaches "
                                                   "every collective late (a straggler)"),
           late_us: float = typer.Option(3000.0, "--late-us", help="with --late-rank: how late, µs"),
-          gz: bool = typer.Option(False, "--gz", help="with --world-size: write rank<R>.json.gz")):
+          gz: bool = typer.Option(False, "--gz", help="with --world-size: write rank<R>.json.gz"),
+          stack: Optional[int] = typer.Option(None, "--stack", help="python frames around every top-level op, "
+                                              "as profile(with_stack=True) records them (python_function events)"),
+          epoch_ts: bool = typer.Option(False, "--epoch-ts", help="absolute fractional timestamps (us since the "
+                                        "epoch), no baseTimeNanoseconds"),
+          serving: bool = typer.Option(False, "--serving", help="inference steps of a model server: forward "
+                                       "only, --stack 12 unless given")):
     """Write a realistic synthetic GPU trace (deterministic), e.g. for benchmarks, or the rank
     traces of one job (--world-size) with NCCL collectives and, optionally, one late rank.
 
@@ -288,7 +294,8 @@ def synth(output: str = typer.Option(..., "--output", "-o", help="file to write 
                       if late_rank is not None else ""))
         return
     from .synth import generate
-    info = generate(output, events=events, seed=seed, rank=rank, target_bytes=target_bytes)
+    info = generate(output, events=events, seed=seed, rank=rank, target_bytes=target_bytes, stack=stack,
+                    epoch_ts=epoch_ts, serving=serving)
     typer.echo(f"wrote {output}: {info['events']:,} events, {info['bytes']:,} bytes of JSON")
 
 

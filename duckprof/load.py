@@ -190,6 +190,12 @@ def _clean_duckdb_error(e: Exception, split) -> str:
 
 
 STAGE_DB = "dp_stage"  # in-memory database attached during a load for staged events
+
+
+def exact_table(table: str) -> str:
+    """The exact timestamps (exact_ts.sql) of a staged table, when it needs them."""
+    return table + "_exact"
+
 # Traces smaller than this are inserted and nested together, up to this many
 # bytes and files at once: per statement, not per event, costs dominate small
 # traces, and a job may have thousands of rank files.
@@ -261,6 +267,7 @@ class _ChunkStager:
         self.local = threading.local()
         self.cursors: list = []
         self.lock = threading.Lock()
+        self.exact: set = set()  # staged tables with exact timestamps (exact_table)
 
     def _cursor(self):
         cur = getattr(self.local, "cur", None)
@@ -277,6 +284,12 @@ class _ChunkStager:
         cur = self._cursor()
         # CREATE TABLE ... AS returns the number of rows it wrote
         n = cur.execute(sqlfiles.render("load/stage_events.sql", raw=table), {"files": [chunk]}).fetchall()[0][0]
+        # fractional absolute timestamps: their exact text, read from the chunk
+        # while it is here (exact_ts.sql), in parallel like the parse
+        if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall():
+            cur.execute(sqlfiles.render("load/exact_ts.sql", table=exact_table(table)), {"files": [chunk]})
+            with self.lock:
+                self.exact.add(table)
         # staged: the chunk file is not needed any more (a load of many big
         # files would otherwise hold a copy of all their JSON in the temp dir)
         os.remove(chunk)
@@ -311,6 +324,7 @@ class _Prepared:
     tables: list = field(default_factory=list)   # one staged table per chunk, in order
     futures: list = field(default_factory=list)  # their staging jobs (count of events each)
     events: int | None = None
+    exact: str | None = None  # its view of exact timestamps (exact_ts.sql), when it has one
 
 
 @dataclass
@@ -512,7 +526,7 @@ class Loader:
             if next_now != next_id or known_now != known:
                 # another process loaded into the database while this one parsed
                 prepared = self._skip_known(prepared, known_now, run, stager)
-                stager.drop([b.nest for b in batches] + [t for b in batches for t in b.exact.values()])
+                stager.drop([b.nest for b in batches])  # exact timestamps belong to the staged files: kept
                 batches = self._nest_all(prepared, next_now, tmp)
             self._write(batches, run, len(prepared), target, report)
             self._phase("checkpoint")
@@ -715,7 +729,10 @@ class Loader:
         """Throw away p's staged chunks: wait for their parses to end, drop their
         tables and chunk files (those of a split that failed midway go with tmp)."""
         self._wait(p, check=False)
-        stager.drop(p.tables)
+        with stager.lock:
+            exact = [exact_table(t) for t in p.tables if t in stager.exact]
+            stager.exact.difference_update(p.tables)
+        stager.drop(p.tables + exact)
         for c in p.split.chunks if p.split is not None else []:
             if os.path.exists(c):
                 os.remove(c)
@@ -774,6 +791,10 @@ class Loader:
         con = self.con.cursor()
         try:
             con.execute(sqlfiles.render("load/stage_view.sql", raw=p.name, chunks=list(zip(p.tables, offsets))))
+            exact = [(exact_table(t), off) for t, off in zip(p.tables, offsets) if t in stager.exact]
+            if exact:
+                p.exact = exact_table(p.name)
+                con.execute(sqlfiles.render("load/stage_view.sql", raw=p.exact, chunks=exact))
             events, bad, bad_name = con.execute(
                 sqlfiles.render("load/validate.sql", raw=p.name)).fetchall()[0]
         finally:
@@ -797,20 +818,23 @@ class Loader:
         con = self.con
         raws = [p.name for p, _ in b.files]
         params = {"first_trace_id": b.first, "base_ns": b.base}
-        for (src,) in con.execute(sqlfiles.render("load/exact_ts_needed.sql", raws=raws),
-                                  {"base_ns": b.base}).fetchall():
-            b.exact[src] = f"{STAGE_DB}.exact_{b.first + src}"
-            self._exact_ts(b.files[src][0], b.exact[src])
+        # exact timestamps (read while staging) replace the doubles of absolute ones
+        b.exact = {src: p.exact for src, (p, _) in enumerate(b.files) if p.exact and not b.base[src]}
         say("nesting")
         structure = dict(raws=raws, exact=b.exact, nest=b.nest)
         con.execute(sqlfiles.render("load/nesting_table.sql", nest=b.nest))
-        nesting = sqlfiles.render("load/nesting.sql", **structure)
-        con.execute(nesting, {**params, "crossing_threads": []})
-        # events that start inside another and outlive it: redo those threads (see nesting.sql)
+        # events that start inside another and outlive it (see nesting.sql):
+        # looked for at once where they are expected, else the threads that
+        # have them are redone
+        if con.execute(sqlfiles.render("load/nesting_crossing.sql", raws=raws)).fetchall()[0][0]:
+            con.execute(sqlfiles.render("load/nesting.sql", crossing="all", **structure), params)
+            return
+        con.execute(sqlfiles.render("load/nesting.sql", crossing="check", **structure), params)
         crossing = [t for (t,) in con.execute(sqlfiles.render("load/nesting_check.sql", nest=b.nest)).fetchall()]
         if crossing:
             con.execute(sqlfiles.render("load/nesting_clear.sql", nest=b.nest), {"threads": crossing})
-            con.execute(nesting, {**params, "crossing_threads": crossing})
+            con.execute(sqlfiles.render("load/nesting.sql", crossing="threads", **structure),
+                        {**params, "crossing_threads": crossing})
 
     def _insert(self, b, run, say=lambda what: None):
         """Insert the staged, nested files of batch b as the traces b.first,
@@ -840,24 +864,6 @@ class Loader:
             fr.notes.extend(p.split.notes)
         say("estimating")
         estimators.add_estimates(con, b.first, b.first + len(batch) - 1)
-
-    def _exact_ts(self, p: _Prepared, table: str):
-        """Exact timestamps of one trace from its JSON text into `table`
-        (exact_ts.sql). Its chunk files were removed once staged: split the
-        file again (into one chunk)."""
-        old = p.split
-        tmp = temp_dir()
-        try:
-            try:
-                again = split_trace(p.path, tmp, chunks=1, salvage=old.salvaged, sanitize=old.sanitized,
-                                    spaces=old.spaces, hash_name=self.hash_name, exact_salvage=old.exact_salvage)
-            except OSError as e:
-                raise _temp_space_error(e, tmp, p.path) from None
-            if again.content_hash != old.content_hash:
-                raise TraceError(p.path, "the file changed while it was being loaded")
-            self.con.execute(sqlfiles.render("load/exact_ts.sql", table=table), {"files": again.chunks})
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
 
     # how far the diagnosis of an event that does not end reads (the whole
     # array is held in one buffer)

@@ -124,7 +124,8 @@ SHARED = {
                "drop device work launched after the last ProfilerStep began (HTA's default; "
                "only in traces with 2 or more steps)"),
         Option("hta", "--hta", None, "FLAG", False,
-               "reproduce HTA's numbers: --exclude-last-step, and times rounded to whole µs as HTA does"),
+               "reproduce HTA 0.5's numbers exactly: its GPU events, its µs times and its last-step cut "
+               "(hta_events)"),
     ],
 }
 
@@ -346,7 +347,7 @@ REPORTS = [
     Report("kernels", prepare=_kernels_params),
     Report("gpu-time", variants={"by_step": "gpu_time_steps", "buckets": "gpu_time_buckets"},
            prepare=_gpu_time_params),
-    Report("idle"),
+    Report("idle", variants={"by": "idle_events"}),
     Report("queue", variants={"buckets": "queue_buckets"}),
     Report("temporal"),
     Report("ops-by-step"),

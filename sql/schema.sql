@@ -84,7 +84,12 @@ CREATE TABLE IF NOT EXISTS op_estimates (
     concrete_inputs VARCHAR,
     flops           BIGINT,   -- NULL: no formula for this op, or no shapes recorded
     bytes           BIGINT,   -- minimum DRAM traffic (inputs read once, outputs written once)
-    dtype           VARCHAR   -- canonical dtype of the largest tensor input (fp32, bf16, ...)
+    dtype           VARCHAR,  -- canonical dtype of the largest tensor input (fp32, bf16, ...)
+    flops_formula   VARCHAR,  -- the estimator that counted flops: 'gemm', 'conv', 'conv_backward',
+                              -- 'attention', 'attention_causal' (duckprof/estimators/<family>.py)
+    bytes_formula   VARCHAR   -- the rule that gave bytes (estimators/traffic.py): 'elementwise',
+                              -- 'reduction', 'in_place', 'out', 'copy', 'write_only', 'view',
+                              -- 'triton_buffers', or the FLOP family whose outputs it counts
 );
 
 -- device_peaks: datasheet peaks per device model (dense, no sparsity), seeded at

@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from conftest import REPO, assert_one_line_error, cli_app, corpus_path, invoke, needs_corpus  # noqa: F401
+from conftest import REPO, assert_one_line_error, cli_app, corpus_path, invoke, needs_corpus, run_cli  # noqa: F401
 
 import duckprof
 from duckprof.augment import augment
@@ -126,7 +126,7 @@ def test_split_kernels_get_shares_and_ops_the_total(tmp_path):
     gemm = args["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_splitk"]
     red = args["splitKreduce_kernel"]
     assert gemm["kernel_flop"] + red["kernel_flop"] == mm_flops  # not counted once per kernel
-    assert (gemm["kernel_flop"], red["kernel_flop"]) == (mm_flops * 3 // 4, mm_flops // 4)
+    assert (gemm["kernel_flop"], red["kernel_flop"]) == (mm_flops, 0)  # the GEMM kernel does the math
     # unknown values are left out, not written as 0
     assert "kernel_flop" not in args["vectorized_elementwise_kernel_add"]
     assert args["vectorized_elementwise_kernel_add"]["kernel_num_gb"] == 3 * 1048576 * 4 / 1e9
@@ -186,3 +186,17 @@ def test_cli(cli_app, tmp_path):
     assert r.exit_code == 2 and "bad.json" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "y.json").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json.gz", "bad.json"]  # no temp files left
+
+
+def test_output_errors_name_the_users_path(tmp_path):
+    """issue 13 item 14: an output path that cannot be written is named as the user
+    gave it, never as duckprof's temp file (nodir/.augment-xxxx.json), and the
+    trace is not loaded first."""
+    src = FIX / "h100_two_kernels_one_op.json"
+    for dst, problem in [("nodir/out.json", "no directory nodir"),
+                         (str(tmp_path), "it is a directory")]:
+        r = run_cli("augment", src, dst, cwd=tmp_path)
+        assert r.returncode == 2
+        line = assert_one_line_error(r.stderr, [f"{dst}: cannot write", problem])
+        assert ".augment-" not in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

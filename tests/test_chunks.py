@@ -138,3 +138,25 @@ def test_chunk_files_are_removed_once_staged(tmp_path, monkeypatch):
         assert rows(s, "SELECT count(*) FROM traces") == [(3,)]
     assert left == [[]]  # one batch, nothing left when it is inserted
     assert list(temp.iterdir()) == []  # and the load's temp dir is gone
+
+
+def test_exact_timestamps_of_every_chunk(tmp_path, monkeypatch):
+    """Fractional absolute timestamps (no baseTimeNanoseconds) are read exactly
+    from each chunk's text while it is staged (exact_ts.sql), numbered across
+    chunks like the events: every ts_ns equals the Decimal value of the text,
+    which a double at ~1.7e15 us misses by up to 125 ns."""
+    import decimal
+    path = str(tmp_path / "epoch.json")
+    synth.generate(path, target_bytes=3_000_000, seed=5, serving=True, epoch_ts=True)
+    monkeypatch.setattr(split, "MIN_CHUNK", 1 << 20)  # 3 MB -> 3 chunks
+    assert len(split.split_trace(path, str(tmp_path), chunks=4).chunks) >= 3
+    with open(path, "rb") as f:
+        events = json.loads(f.read(), parse_float=decimal.Decimal)["traceEvents"]
+    expected = [int(e["ts"] * 1000) for e in events]
+    with duckprof.connect() as s:
+        s.load([path])
+        got = [t for (t,) in rows(s, "SELECT ts_ns FROM events ORDER BY event_id")]
+    assert len(got) == len(expected)
+    assert got == expected
+    # the doubles alone are off for most events here
+    assert sum(round(float(e["ts"]) * 1000) != x for e, x in zip(events, expected)) > len(events) / 4

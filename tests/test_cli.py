@@ -172,6 +172,20 @@ def test_load_without_db_is_a_check(cli_app, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
+def test_synth_shapes(cli_app, tmp_path):
+    """synth --serving --epoch-ts: a with_stack serving trace with absolute
+    fractional timestamps and no baseTimeNanoseconds (test_synth.py checks
+    the shapes themselves)."""
+    out = tmp_path / "s.json"
+    r = invoke(cli_app, "synth", "-o", out, "--events", "1500", "--serving", "--epoch-ts", "--stack", "5")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert "baseTimeNanoseconds" not in doc
+    frames = [e for e in doc["traceEvents"] if e.get("cat") == "python_function"]
+    assert len(frames) > len(doc["traceEvents"]) / 3
+    assert min(e["ts"] for e in frames) > 1.7e15
+
+
 @pytest.mark.slow  # synth and demo also run in test_synth.py and test_install.py
 def test_synth_and_demo(cli_app, tmp_path):
     out = tmp_path / "s.json.gz"

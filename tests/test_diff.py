@@ -178,6 +178,37 @@ def test_op_level_total_self_and_shapes():
     check(rows[("aten::linear", None)], 1, 1, 0, 120, 130, 10, 10 / 120 * 100, 120, 130, "slower")
 
 
+def _steps_as_operators(src, dst):
+    """The fixture with its ProfilerStep#N annotations written as operators, as
+    2021 Kineto traces do (cat 'Operator')."""
+    doc = json.load(open(src))
+    for e in doc["traceEvents"]:
+        if e.get("name", "").startswith("ProfilerStep#"):
+            e["cat"] = "Operator"
+    dst.write_text(json.dumps(doc))
+    return str(dst)
+
+
+def test_op_level_leaves_out_steps(tmp_path):
+    """issue 13 item 15: ProfilerStep#N is no operator, also where a trace records it
+    as one: no row per step (count 0.5 / 0.25 with per-step averaging), with or
+    without --normalize (which would fold them into one 'ProfilerStep#N' row) and
+    --group-by-input-shape; the operators' numbers stay the hand-computed ones."""
+    a = _steps_as_operators(A, tmp_path / "a.json")
+    b = _steps_as_operators(B, tmp_path / "b.json")
+    ops = {"aten::linear", "aten::mm", "aten::add", "aten::old_op", "aten::new_op"}
+    for kw in ({}, {"normalize": True}, {"group_by_input_shape": True, "normalize": True},
+               {"per_step": False}):
+        with diff(a, b, by="op", **kw) as d:
+            assert d.steps == (2, 4)
+            names = {r[0] for r in d.table.fetchall()}
+        assert names == ops, kw
+    with diff(a, b, by="op") as d:
+        rows = rows_of(d)
+    check(rows["aten::linear"], 1, 1, 0, 120, 130, 10, 10 / 120 * 100, 120, 130, "slower")
+    check(rows["aten::old_op"], 0.5, None, -0.5, 15, None, -15, -100, 30, None, "removed")
+
+
 def test_summary_hand_computed():
     with diff(A, B) as d:
         summary = {r[0]: r[1:] for r in d.summary.fetchall()}
@@ -353,7 +384,7 @@ def _independent(path, cats):
         m = re.match(r"ProfilerStep#\s*(\d+)", e.get("name") or "")
         if m and (e.get("cat") or "").lower() in ("user_annotation", "cpu_op", "operator"):
             steps.add(int(m.group(1)))
-        if (e.get("cat") or "").lower() in cats:
+        if (e.get("cat") or "").lower() in cats and not (m and cats == OP_CATS):  # steps are not ops
             a = agg[e["name"]]
             a[0] += 1
             a[1] += float(e.get("dur", 0))

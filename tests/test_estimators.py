@@ -685,3 +685,49 @@ def test_register_udfs_in_sql():
     big = con.execute("SELECT duckprof_flops('aten::mm', '[[1000000, 1000000], [1000000, 1000000]]', "
                       "'[\"float\", \"float\"]', NULL)").fetchone()[0]
     assert big == 2 * 10**18
+
+
+# ----------------------------------------------------------------- issue 13 items 4-5: which estimator gave a number
+
+RULE_OF_CASE = {"copy_fp32_to_bf16": "copy", "copy_broadcast": "copy", "to_bf16": "elementwise",
+                "softmax_last": "elementwise", "mm_out": "out", "clamp_min_out": "out", "add_": "in_place",
+                "relu_": "in_place", "mean_last_dim_keepdim": "reduction", "argmax_all": "reduction",
+                "max_elementwise": "elementwise"}
+
+
+def test_formula_names_are_stored_with_the_estimates():
+    """op_estimates.flops_formula / bytes_formula name the estimator behind each number
+    (the kernels report's > 100%-of-peak note quotes them)."""
+    import duckprof
+    with duckprof.connect() as s:
+        s.load([str(OPS_TRACE)])
+        got = s.sql("""
+            SELECT substr(c.name, 6), e.name, x.flops_formula, x.bytes_formula
+            FROM events c
+            JOIN events e ON e.trace_id = c.trace_id AND e.tid = c.tid AND e.cat = 'cpu_op'
+                         AND e.ts_ns >= c.ts_ns AND e.end_ns <= c.end_ns
+            JOIN op_estimates x ON x.name = e.name
+                               AND x.input_dims IS NOT DISTINCT FROM e.input_dims::VARCHAR
+                               AND x.input_types IS NOT DISTINCT FROM e.input_types::VARCHAR
+                               AND x.concrete_inputs IS NOT DISTINCT FROM e.concrete_inputs::VARCHAR
+            WHERE c.name LIKE 'case:%'
+            ORDER BY c.name, e.ts_ns, e.dur_ns DESC""").fetchall()
+    first = {}
+    for case, name, ff, bf in got:
+        first.setdefault((case, name), (ff, bf))
+    for case, rule in RULE_OF_CASE.items():
+        assert first[(case, BYTES_13[case][0])][1] == rule, case
+    assert first[("mm_out", "aten::mm")] == ("gemm", "out")
+    assert first[("sdpa_causal", "aten::_scaled_dot_product_flash_attention_for_cpu")] == (
+        "attention_causal", "attention")
+    assert first[("sdpa_full", "aten::_scaled_dot_product_flash_attention_for_cpu")] == ("attention", "attention")
+    # by hand: the families, and no name where there is no number
+    mm = est.store.estimates("aten::mm", "[[2, 3], [3, 4]]", '["float", "float"]', None)
+    assert mm == [48, (6 + 12 + 8) * 4, "fp32", "gemm", "gemm"]
+    conv = est.store.estimates("aten::convolution", "[[1, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], [], [], []]",
+                               '["float", "float", "", "ScalarList", "ScalarList", "ScalarList", "Scalar", '
+                               '"ScalarList", "Scalar"]', '["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "False", '
+                               '"[0, 0]", "1"]')
+    assert conv[3:] == ["conv", "conv"] and conv[0] == 2 * 4 * 6 * 6 * 3 * 3 * 3
+    assert est.store.estimates("aten::view", "[[4, 6]]", '["float"]', None)[1:] == [0, "fp32", None, "view"]
+    assert est.store.estimates("fbgemm::foo", "[[4]]", '["float"]', None)[3:] == [None, None]

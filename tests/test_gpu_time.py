@@ -160,18 +160,52 @@ def test_queue_depth_series(two):
 
 
 def test_queue_report(two):
+    """Statistics over each stream's GPU window (issue 13 item 9: the window gpu-time
+    and temporal use, from the first device event's start, not the first launch)."""
     s7, s8 = as_dicts(two.report("queue"))
-    # stream 7 over [12,305] = 293 µs: depth 0 for 170, 1 for 67, 2 for 12, 3 for 12, 4 for 32
-    assert (s7["stream"], s7["launches"], s7["window_us"]) == (7, 5, 293)
-    assert s7["mean_depth"] == pytest.approx((67 * 1 + 12 * 2 + 12 * 3 + 32 * 4) / 293)
-    assert (s7["p50_depth"], s7["p95_depth"], s7["max_depth"], s7["time_at_max_us"]) == (0, 4, 4, 32)
-    assert s7["time_at_max_pct"] == pytest.approx(100 * 32 / 293)
-    assert s7["max_pending"] == 4
-    # stream 8 over [20,345] = 325 µs: depth 0 for 152, 1 for 55, 2 for 118
-    assert (s8["stream"], s8["launches"], s8["window_us"]) == (8, 3, 325)
-    assert s8["mean_depth"] == pytest.approx((55 + 2 * 118) / 325)
-    assert (s8["p50_depth"], s8["p95_depth"], s8["max_depth"], s8["time_at_max_us"]) == (1, 2, 2, 118)
-    assert s8["max_pending"] == 2
+    # stream 7 over its window [30,305] = 275 µs: depth 4 for 20, 3 for 10, 2 for 10, 1 for 65, 0 for 170
+    assert (s7["stream"], s7["launches"], s7["window_us"]) == (7, 5, 275)
+    assert s7["mean_depth"] == pytest.approx((4 * 20 + 3 * 10 + 2 * 10 + 1 * 65) / 275)
+    assert (s7["p50_depth"], s7["p95_depth"], s7["max_depth"], s7["time_at_max_us"]) == (0, 4, 4, 20)
+    assert s7["time_at_max_pct"] == pytest.approx(100 * 20 / 275)
+    # pending at the change points (launches and starts): 1 2 3 4 3 2 1 0 1 0 (HTA's statistics)
+    assert (s7["mean_pending"], s7["p50_pending"], s7["max_pending"]) == (pytest.approx(1.7), 1.5, 4)
+    # stream 8 over [100,345] = 245 µs: depth 2 for 40, 1 for 30 + 23, 0 for 152
+    assert (s8["stream"], s8["launches"], s8["window_us"]) == (8, 3, 245)
+    assert s8["mean_depth"] == pytest.approx((53 + 2 * 40) / 245)
+    assert (s8["p50_depth"], s8["p95_depth"], s8["max_depth"], s8["time_at_max_us"]) == (0, 2, 2, 40)
+    # pending: 1 2 1 0 1 0
+    assert (s8["mean_pending"], s8["p50_pending"], s8["max_pending"]) == (pytest.approx(5 / 6), 1.0, 2)
+    # the same window as gpu-time's stream rows
+    windows = {r["stream"]: r["window_us"] for r in as_dicts(two.report("gpu-time")) if r["scope"] == "stream"}
+    assert windows == {7: 275, 8: 245}
+
+
+def test_one_gpu_window_everywhere_and_unlaunched_work_said():
+    """issue 13 item 9: device work with no launch call in the trace (fixtures/gpu_time/
+    unlaunched_start.json: K0 [0,10] and a memset [15,20], then K1 [40,60] and K2 [70,80]
+    launched at 30 and 50) is in the GPU window of every report: [0,80], where main's
+    queue report started its window at the first launch (50 µs against gpu-time's 80);
+    and every GPU report says that 2 of its 4 device events have no launch call."""
+    with duckprof.connect() as s:
+        s.load([str(FIX / "unlaunched_start.json")])
+        note = ("unlaunched_start.json: 2 of 4 device events on device 0 have no launch call in the trace "
+                "(launched before the profile began, or by a call it does not record): the GPU window and "
+                "busy time count them, the queue depth does not")
+        res = {name: s.report_result(name) for name in ("gpu-time", "temporal", "queue", "idle")}
+        for name, r in res.items():
+            assert note in r.notes, name
+        dev, st = as_dicts(res["gpu-time"].relation)
+        assert (dev["window_us"], st["window_us"], dev["busy_us"], dev["idle_us"]) == (80, 80, 45, 35)
+        (t,) = as_dicts(res["temporal"].relation)
+        assert (t["window_us"], t["idle_us"]) == (80, 35)
+        (qr,) = as_dicts(res["queue"].relation)
+        # depth 0 for [0,30), 1 for [30,50) + [60,80), 2 for [50,60)
+        assert (qr["window_us"], qr["launches"]) == (80, 2)
+        assert qr["mean_depth"] == pytest.approx((1 * 40 + 2 * 10) / 80)
+        assert (qr["p50_depth"], qr["p95_depth"], qr["max_depth"], qr["time_at_max_us"]) == (1, 2, 2, 10)
+        assert q(s, "SELECT scope, (start_ns - $t0) // 1000, window_ns // 1000, events, unlaunched "
+                    "FROM gpu_windows ORDER BY scope", {"t0": T0}) == [("device", 0, 80, 4, 2), ("stream", 0, 80, 4, 2)]
 
 
 def test_device_queue_depth_and_drains(two):
@@ -186,10 +220,10 @@ def test_device_queue_depth_and_drains(two):
              {"t0": T0}) == [(30, 345, 6)]
 
 
-# -- idle ranking (BasicEvaluation) -----------------------------------------------
+# -- idle ranking (BasicEvaluation: report idle --by event) --------------------------
 
 def test_idle_ranking(two):
-    rows = as_dicts(two.report("idle", limit=0))
+    rows = as_dicts(two.report("idle", by="event", limit=0))
     by_op = {r["op"]: r for r in rows}
     # queue empty before 12, in [170,290), [305,322) and after 345
     expect = {  # op: (dur, self, idle)
@@ -217,7 +251,78 @@ def test_idle_ranking(two):
     assert by_op["aten::slow"]["source"] == "model.py(42): forward"
     assert by_op["aten::big"]["source"] == "train.py(10): step"
     # --limit is per trace and device
-    assert [r["op"] for r in as_dicts(two.report("idle", limit=2))] == ["aten::slow", "aten::tail"]
+    assert [r["op"] for r in as_dicts(two.report("idle", by="event", limit=2))] == ["aten::slow", "aten::tail"]
+
+
+# -- report idle: who starves the GPU (issue 13 item 10) ----------------------------
+
+def test_idle_by_name_who_starves_the_gpu():
+    """fixtures/gpu_time/who_starves.json (layout in make_fixtures.py): GPU window [20,1060],
+    busy [20,120] [445,460] [490,600] [850,900] [1040,1060], so idle gaps (µs)
+      [120,445]: main 10 | zoom 300 | _device.py 2 | aten::to 2 | copy_ 2 | cudaMemcpyAsync 4 | copy_ 5
+      [460,490]: copy_ 6 | aten::to 2 | _device.py 2 | main 10 | mm 2 | cudaLaunchKernel 2 | mm 6
+      [600,850]: main 10 | zoom 188 | main 2 | mm 2 | cudaLaunchKernel 2 | mm 16 | main 20 | step 10
+      [900,1040]: step 100 | step 10 | aten::late 2 | cudaLaunchKernel 2 | aten::late 16 | step 10
+    (the innermost host event at each instant; 'step': only a ProfilerStep, which is left
+    out: '(no host event)'). 745 µs in all, gpu-time's idle_us."""
+    with duckprof.connect() as s:
+        s.load([str(FIX / "who_starves.json")])
+        zoom, main = "scipy/ndimage/_interpolation.py(700): zoom", "train.py(10): main"
+        rows = as_dicts(s.report("idle", limit=0))
+        assert [(r["kind"], r["name"], r["calls"], r["idle_us"]) for r in rows] == [
+            ("python_function", zoom, 2, 488), ("none", "(no host event)", None, 130),
+            ("python_function", main, 1, 52), ("cpu_op", "aten::mm", 3, 26), ("cpu_op", "aten::late", 1, 18),
+            ("cpu_op", "aten::copy_", 1, 13), ("runtime", "cudaLaunchKernel", 4, 6), ("cpu_op", "aten::to", 1, 4),
+            ("python_function", "torch/utils/_device.py(104): __torch_function__", 1, 4),
+            ("runtime", "cudaMemcpyAsync", 1, 4)]
+        (dev,) = [r for r in as_dicts(s.report("gpu-time")) if r["scope"] == "device"]
+        assert sum(r["idle_us"] for r in rows) == dev["idle_us"] == 745
+        by = {r["name"]: r for r in rows}
+        assert by[zoom]["idle_share_pct"] == pytest.approx(100 * 488 / 745)
+        assert (by[zoom]["max_call_us"], by["aten::mm"]["max_call_us"]) == (300, 18)
+        # source: the innermost frame outside torch's files (not torch/utils/_device.py)
+        assert by["aten::copy_"]["source"] == by["aten::to"]["source"] == main
+        assert by[zoom]["source"] == zoom and by["aten::late"]["source"] is None
+        assert [r["name"] for r in as_dicts(s.report("idle", limit=2))] == [zoom, "(no host event)"]
+        # without the last step: window [20,900], idle 605; aten::late's idle was all after it
+        rows = as_dicts(s.report("idle", limit=0, exclude_last_step=True))
+        by = {r["name"]: r["idle_us"] for r in rows}
+        assert sum(by.values()) == 605 and by["(no host event)"] == 10 and "aten::late" not in by
+        assert by["cudaLaunchKernel"] == 4
+
+
+def test_idle_gaps_ended_by_unlaunched_work():
+    """unlaunched_start.json: gaps [10,15] (ended by the memset, no launch call), [20,40]
+    (ended by K1, launched by the host thread: nothing runs in [20,29), aten::mm [29,40)
+    but cudaLaunchKernel [30,31)) and [60,70] (ended by K2: aten::mm ended at 55)."""
+    with duckprof.connect() as s:
+        s.load([str(FIX / "unlaunched_start.json")])
+        rows = as_dicts(s.report("idle"))
+        assert [(r["kind"], r["name"], r["idle_us"]) for r in rows] == [
+            ("none", "(no host event)", 19), ("cpu_op", "aten::mm", 10), ("none", "(no launch call)", 5),
+            ("runtime", "cudaLaunchKernel", 1)]
+        # a device that never idles says so instead of an empty table
+        s.load([str(FIX / "no_launches.json")], run="one")
+        res = s.report_result("idle", run="one")
+        assert res.relation.fetchall() == []
+        assert "no_launches.json: device 0 was never idle in its GPU window (1 device event(s) back to back)" \
+            in res.notes
+
+
+def test_idle_by_event_leaves_out_steps_and_the_last_step():
+    """--by event (BasicEvaluation's single calls): no ProfilerStep row; with
+    --exclude-last-step no op of the last step (its device work is gone, so it would
+    read 100% idle: issue 13 item 8); source outside torch's files."""
+    with duckprof.connect() as s:
+        s.load([str(FIX / "who_starves.json")])
+        rows = as_dicts(s.report("idle", by="event", limit=0))
+        assert sorted(r["op"] for r in rows) == ["aten::copy_", "aten::late", "aten::mm", "aten::mm", "aten::mm",
+                                                 "aten::to"]
+        assert {r["op"]: r["source"] for r in rows if r["op"] != "aten::late"} == {
+            "aten::copy_": "train.py(10): main", "aten::mm": "train.py(10): main", "aten::to": "train.py(10): main"}
+        rows = as_dicts(s.report("idle", by="event", limit=0, exclude_last_step=True))
+        assert "aten::late" not in {r["op"] for r in rows} and len(rows) == 5
+        assert "aten::late" not in {r["op"] for r in as_dicts(s.report("idle", by="event", limit=0, hta=True))}
 
 
 def _reference_drains(points):

@@ -106,7 +106,7 @@ def test_kernels_table_and_roofline_hand_checked(two_page):
 def test_marks_per_chart(two, two_page):
     html = str(two_page)
     # idle: one bar per op of the idle report (device 0), then the queue: one line per stream
-    idle = two.report("idle", limit=P.TOP_IDLE).fetchall()
+    idle = two.report("idle", limit=P.TOP_IDLE, by="event").fetchall()
     assert figures(section(html, "idle")) == [("hbars", len(idle)), ("lines", 2)]
     # temporal: one segment per non-zero part: compute 73, communication 20, memory 30, idle 192
     assert figures(section(html, "temporal")) == [("stacked", 4)]

@@ -41,9 +41,8 @@ MI300X_BF16, MI300X_BW = 1307.4, 5300.0
 # aten::mm 4096 x 4096 x 4096 bf16 (fixture): GEMM 300 us + split-K reduce 100 us
 MM_FLOPS = 2 * 4096 ** 3                     # 137,438,953,472
 MM_BYTES = 3 * 4096 * 4096 * 2               # two inputs read, one output written: 100,663,296
-GEMM_FLOPS = MM_FLOPS * 300 // 400           # split by duration 300 : 100
-REDUCE_FLOPS = MM_FLOPS - GEMM_FLOPS
-GEMM_BYTES, REDUCE_BYTES = MM_BYTES * 3 // 4, MM_BYTES - MM_BYTES * 3 // 4
+GEMM_FLOPS, REDUCE_FLOPS = MM_FLOPS, 0      # FLOPs to the GEMM kernel; the split-K reduce does none
+GEMM_BYTES, REDUCE_BYTES = MM_BYTES * 3 // 4, MM_BYTES - MM_BYTES * 3 // 4  # bytes by duration 300 : 100
 ADD_BYTES = 3 * 1048576 * 4                  # aten::add of two 2^20 fp32 vectors
 BUSY_US = 420 + 10 + 20 + 50                 # [1000,1420] (gemm, memcpy, reduce) + adds + custom kernel
 
@@ -73,23 +72,29 @@ def by_name(rows_):
 
 # --------------------------------------------------------------------------- kernel_estimates
 
-def test_estimates_split_by_duration_and_add_up_exactly():
+def test_estimates_flops_to_math_kernels_bytes_by_duration_add_up_exactly():
+    """issue 13 item 4: an op's FLOPs go to its GEMM/conv/attention kernels (by
+    kernel_categories), its other kernels (here cuBLAS's split-K reduce) get 0
+    FLOPs and their share of the bytes (by duration, 300 : 100)."""
     with session(H100) as s:
         est = {r[0]: r[1:] for r in rows(s, """
-            SELECT name, op_kernels, op_flops, op_bytes, flops, bytes, dtype, dtype_source, peak_dtype
+            SELECT name, op_kernels, op_flops, op_bytes, flops, bytes, dtype, dtype_source, peak_dtype,
+                   category, math_kernel, flops_formula, bytes_formula
             FROM kernel_estimates WHERE name <> 'dot_kernel_part' AND name <> 'vectorized_elementwise_kernel_add'""")}
         assert est["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_splitk"] == (
-            2, MM_FLOPS, MM_BYTES, 103_079_215_104, 75_497_472, "bf16", "op", "bf16")
-        assert est["splitKreduce_kernel"] == (2, MM_FLOPS, MM_BYTES, 34_359_738_368, 25_165_824, "bf16", "op", "bf16")
+            2, MM_FLOPS, MM_BYTES, 137_438_953_472, 75_497_472, "bf16", "op", "bf16", "gemm", True, "gemm", "gemm")
+        assert est["splitKreduce_kernel"] == (
+            2, MM_FLOPS, MM_BYTES, 0, 25_165_824, "bf16", "op", "bf16", "reduction", False, "gemm", "gemm")
         assert (GEMM_FLOPS, REDUCE_FLOPS, GEMM_BYTES, REDUCE_BYTES) == (
-            103_079_215_104, 34_359_738_368, 75_497_472, 25_165_824)
+            137_438_953_472, 0, 75_497_472, 25_165_824)
         # a kernel no op launched: nothing known (its name says no dtype either)
-        assert est["my_custom_kernel"] == (1, None, None, None, None, None, None, None)
+        assert est["my_custom_kernel"] == (1, None, None, None, None, None, None, None, "other", None, None, None)
         adds = rows(s, "SELECT op_kernels, op_flops, op_bytes, flops, bytes, dtype, peak_dtype FROM kernel_estimates "
                        "WHERE name = 'vectorized_elementwise_kernel_add'")
         assert adds == [(1, None, ADD_BYTES, None, ADD_BYTES, "fp32", "fp32")] * 2
-        # three zero-duration kernels of one aten::dot (10 FLOPs, 44 bytes): equal weights, floor(10/3) = 3
-        # each, the 1 left over to the "longest" (a tie: the first in the file); bytes 14 each + 2
+        # three zero-duration kernels of one aten::dot (10 FLOPs, 44 bytes), none named like a GEMM:
+        # then every kernel of the op shares the FLOPs. Equal weights, floor(10/3) = 3 each, the 1
+        # left over to the "longest" (a tie: the first in the file); bytes 14 each + 2
         dots = rows(s, "SELECT flops, bytes, op_flops, op_kernels FROM kernel_estimates WHERE name = 'dot_kernel_part' "
                        "ORDER BY ts_ns")
         assert dots == [(4, 16, 10, 3), (3, 14, 10, 3), (3, 14, 10, 3)]
@@ -112,6 +117,43 @@ def test_corpus_per_op_totals_add_up_exactly(corpus_session):
     assert bad == []
     # every kernel appears exactly once
     assert scalar(s, "SELECT count(*) FROM kernel_estimates") == scalar(s, "SELECT count(*) FROM kernels")
+
+
+@needs_corpus
+def test_corpus_flops_only_on_math_kernels(corpus_session):
+    """issue 13 item 4 (Done when): on every corpus trace no kernel outside the math
+    categories (gemm, conv, attention, triton_template) has FLOPs, and every op's
+    FLOPs still add up exactly (test above). On h100_vit_inference the cuDNN
+    convolution's layout transforms (nchwToNhwc, nhwcToNchw) get 0 FLOPs and its
+    cutlass fprop kernel all 924,844,032 (the op's), where main gave the transforms
+    their share by duration (24.7 TFLOP/s on a transform)."""
+    s, ids, _ = corpus_session
+    assert scalar(s, """SELECT count(*) FROM kernel_estimates WHERE flops > 0
+                        AND category NOT IN ('gemm', 'conv', 'attention', 'triton_template')""") == 0
+    conv = rows(s, """SELECT category, count(*), sum(flops)::BIGINT, any_value(op_flops) FROM kernel_estimates
+                      WHERE trace_id = $t AND op_name = 'aten::cudnn_convolution' GROUP BY 1 ORDER BY 1""",
+                {"t": ids["h100_vit_inference.json.gz"]})
+    assert conv == [("conv", 1, 924_844_032, 924_844_032), ("other", 3, 0, 924_844_032)]
+
+
+@needs_corpus
+def test_corpus_no_unflagged_kernel_above_peak(corpus_session, corpus_report):
+    """issue 13 item 5 (Done when): on every corpus trace each kernel row above 100% of
+    a peak carries over_peak and a note naming the op and estimator; the v100 traces'
+    Winograd convolutions (163% of fp32) are among them."""
+    s, ids, _ = corpus_session
+    out, notes = corpus_report
+    above = [r for r in out if (r["compute_pct"] or 0) > 100 or (r["bandwidth_pct"] or 0) > 100]
+    assert above  # the corpus has some: v100 Winograd convs, a b200 gather
+    for r in above:
+        want = ",".join(w for w, p in (("compute", r["compute_pct"]), ("bandwidth", r["bandwidth_pct"]))
+                        if (p or 0) > 100)
+        assert r["over_peak"] == want, r["name"]
+    assert all(r["over_peak"] is None for r in out if r not in above)
+    flagged_notes = [n for n in notes if "(over_peak)" in n]
+    assert len(flagged_notes) == min(20, sum(len(r["over_peak"].split(",")) for r in above))
+    v100 = [n for n in flagged_notes if n.startswith("v100_resnet50_workers0_2021.json.gz: volta_scudnn_winograd")]
+    assert v100 and "conv_backward estimator" in v100[0] and "Winograd" in v100[0]
 
 
 @needs_corpus
@@ -193,19 +235,19 @@ def test_report_hand_computed_values():
         assert (g["count"], g["total_us"], g["mean_us"], g["min_us"], g["max_us"]) == (1, 300.0, 300.0, 300.0, 300.0)
         assert g["busy_pct"] == round(100 * 300 / BUSY_US, 2) == 60.0
         assert (g["flops"], g["bytes"]) == (GEMM_FLOPS, GEMM_BYTES)
-        tflops = GEMM_FLOPS / 300e-6 / 1e12                       # 343.597 TFLOP/s
+        tflops = GEMM_FLOPS / 300e-6 / 1e12                       # 458.130 TFLOP/s
         gbps = GEMM_BYTES / 300e-6 / 1e9                          # 251.66 GB/s
-        assert g["achieved_tflops"] == round(tflops, 3) == 343.597
+        assert g["achieved_tflops"] == round(tflops, 3) == 458.13
         assert g["achieved_gbps"] == round(gbps, 2)
         assert (g["peak_dtype"], g["peak_tflops"], g["peak_gbps"]) == ("bf16", H100_BF16, H100_BW)
-        assert g["compute_pct"] == round(100 * tflops / H100_BF16, 2) == 34.72
+        assert g["compute_pct"] == round(100 * tflops / H100_BF16, 2) == 46.3
         assert g["bandwidth_pct"] == round(100 * gbps / H100_BW, 2) == 7.51
-        assert g["flops_per_byte"] == round(MM_FLOPS / MM_BYTES, 3)  # the op's intensity: 1365.333
+        assert g["flops_per_byte"] == round(MM_FLOPS / GEMM_BYTES, 3) == 1820.444  # all FLOPs, 3/4 of the bytes
         assert g["ridge_flops_per_byte"] == round(H100_BF16 * 1e12 / (H100_BW * 1e9), 2) == 295.37
         assert g["bound"] == "compute"
         red = r["splitKreduce_kernel"]
         assert (red["flops"], red["bytes"], red["busy_pct"]) == (REDUCE_FLOPS, REDUCE_BYTES, 20.0)
-        assert red["achieved_tflops"] == g["achieved_tflops"]  # split by duration: the op's average rate
+        assert (red["achieved_tflops"], red["compute_pct"]) == (0.0, 0.0)  # a reduce does no GEMM math
         add = r["vectorized_elementwise_kernel_add"]
         assert (add["count"], add["total_us"], add["mean_us"], add["min_us"], add["max_us"]) == (2, 30.0, 15.0, 10.0, 20.0)
         assert add["busy_pct"] == 6.0
@@ -273,10 +315,40 @@ def test_unknown_device_says_so_instead_of_zero():
                          "pass --peak-tflops/--peak-gbps"]
         out, notes = report(s, limit=0, peak_tflops=165.2, peak_gbps=1008.0)
         g = by_name(out)["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_splitk"]
-        assert g["compute_pct"] == round(100 * GEMM_FLOPS / 300e-6 / 1e12 / 165.2, 2)
-        assert notes == []
+        assert g["compute_pct"] == round(100 * GEMM_FLOPS / 300e-6 / 1e12 / 165.2, 2) == 277.32
+        # an H100's GEMM rate against an RTX 4090's peak: flagged, and the note says whose peak
+        assert g["over_peak"] == "compute"
+        assert notes == ["unknown_device.json: sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64… "
+                         "(device 0) runs at 277% of the compute peak given (--peak-tflops), which no kernel "
+                         "reaches (over_peak): its FLOPs come from aten::mm by the gemm estimator "
+                         "(duckprof/estimators/gemm.py); check the dtype whose peak applies and the op's "
+                         "recorded shapes"]
         out, notes = report(s, limit=0, peak_gbps=1008.0)
         assert notes == ["unknown_device.json: no peak for device 0 'NVIDIA GeForce RTX 4090'; pass --peak-tflops"]
+
+
+def test_device_not_in_device_properties():
+    """issue 13 item 6: kernels on a device index the trace's deviceProperties do not list
+    (fixtures/kernels/device_not_listed*.json: the H100 fixture's device work on device 2,
+    resp. 5). One model listed (MI300X, id 0): its peaks, and a note says so; two models
+    listed (H100, RTX 4090): 'no peak for device 5' instead of a silent empty %."""
+    with session(FIX / "device_not_listed.json") as s:
+        assert rows(s, "SELECT device, listed, assumed, device_name, peak_device FROM gpu_devices ORDER BY 1") == [
+            (0, True, False, "AMD Instinct MI300X", "AMD Instinct MI300X"),
+            (2, False, True, "AMD Instinct MI300X", "AMD Instinct MI300X")]
+        out, notes = report(s, limit=0)
+        g = by_name(out)["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_splitk"]
+        assert g["device"] == 2 and (g["peak_tflops"], g["peak_gbps"]) == (MI300X_BF16, MI300X_BW)
+        assert g["compute_pct"] == round(100 * MM_FLOPS / 300e-6 / 1e12 / MI300X_BF16, 2) == 35.04
+        assert g["bandwidth_pct"] == round(100 * GEMM_BYTES / 300e-6 / 1e9 / MI300X_BW, 2) == 4.75
+        assert notes == ["device_not_listed.json: device 2 is not in the trace's deviceProperties; it gets the "
+                         "peaks of the only device model they name, 'AMD Instinct MI300X'"]
+    with session(FIX / "device_not_listed_two_models.json") as s:
+        out, notes = report(s, limit=0)
+        assert {x["device"] for x in out} == {5}
+        assert all(x["compute_pct"] is None and x["bandwidth_pct"] is None and x["peak_gbps"] is None for x in out)
+        assert notes == ["device_not_listed_two_models.json: no peak for device 5 (it is not in the trace's "
+                         "deviceProperties, which name several device models); pass --peak-tflops/--peak-gbps"]
 
 
 def test_amd_fallback_on_memory_and_compute_units():
@@ -288,6 +360,71 @@ def test_amd_fallback_on_memory_and_compute_units():
         assert g["compute_pct"] == round(100 * GEMM_FLOPS / 300e-6 / 1e12 / MI300X_BF16, 2)
         assert g["bandwidth_pct"] == round(100 * GEMM_BYTES / 300e-6 / 1e9 / MI300X_BW, 2)
         assert notes == []
+
+
+def test_mtia_compute_is_kernels():
+    """issue 13 item 7: an accelerator's compute activity (MTIA mtia_ccp_events) is
+    kernels in the kernels report, the kernels view and the categories; its DMA
+    transfers are memcpys. fixtures/kernels/mtia.json (make_fixtures.py, mtia_events):
+    pe_exe 300 + 100 us, merge 50 us, dma_request 40 + 20 us; busy = union = 500 us."""
+    with session(FIX / "mtia.json") as s:
+        out, notes = report(s, limit=0)
+        assert [(r["device"], r["name"], r["count"], r["total_us"], r["busy_pct"]) for r in out] == [
+            (17, "pe_exe", 2, 400.0, 80.0), (17, "merge", 1, 50.0, 10.0)]
+        assert notes == [  # not "no GPU kernels"
+            "mtia.json: no input shapes recorded (record_shapes=False): FLOPs and bytes are unknown, "
+            "so no % of peak", "mtia.json: no peak for device 17 'ARTEMIS'; pass --peak-tflops/--peak-gbps"]
+        assert rows(s, "SELECT kind, name, count(*) FROM gpu_ops GROUP BY ALL ORDER BY 1, 2") == [
+            ("kernel", "merge", 1), ("kernel", "pe_exe", 2), ("memcpy", "dma_request", 2)]
+        assert rows(s, "SELECT name, category FROM kernel_categories ORDER BY 1") == [
+            ("dma_request", "memcpy_other"), ("merge", "other"), ("pe_exe", "other")]
+        assert scalar(s, "SELECT count(*) FROM kernels") == 3
+        # what temporal counts as compute is what the kernels report lists: 450 us
+        (t,) = s.report("temporal").fetchall()
+        assert t[6] == 450.0 and t[9] == 50.0  # compute_us, memory_us (dma alone: 40 + 10)
+        # the runtime calls launch them (launches view)
+        assert rows(s, "SELECT name, launch_name FROM launches WHERE kind = 'kernel' ORDER BY ts_ns") == [
+            ("pe_exe", "runFunction - job_prep_and_submit_for_execution"),
+            ("pe_exe", "runFunction - job_prep_and_submit_for_execution"), ("merge", "enqueueCommand merge")]
+
+
+def test_over_peak_is_flagged_and_explained(cli_app):
+    """issue 13 item 5: a kernel above 100% of a peak gets over_peak and a note naming
+    the estimator and op behind the number. fixtures/kernels/over_peak.json
+    (make_fixtures.py, over_peak_events): a Winograd conv kernel, an add, a GEMM."""
+    conv_flops = 2 * 32 * 256 * 28 * 28 * 256 * 3 * 3           # 29,595,009,024
+    conv_bytes = 2 * 32 * 256 * 28 * 28 * 2 + 256 * 256 * 9 * 2  # in + out + weight, bf16
+    with session(FIX / "over_peak.json") as s:
+        out, notes = report(s, limit=0)
+        r = by_name(out)
+        conv = r["cudnn_winograd_fprop_bf16_kernel"]
+        assert (conv["flops"], conv["bytes"]) == (conv_flops, conv_bytes)
+        assert conv["compute_pct"] == round(100 * conv_flops / 20e-6 / 1e12 / H100_BF16, 2) == 149.55
+        assert conv["bandwidth_pct"] == round(100 * conv_bytes / 20e-6 / 1e9 / H100_BW, 2) == 40.1
+        assert conv["over_peak"] == "compute"
+        add = r["vectorized_elementwise_kernel_add"]
+        assert add["bandwidth_pct"] == round(100 * ADD_BYTES / 3e-6 / 1e9 / H100_BW, 2) == 125.2
+        assert add["over_peak"] == "bandwidth"
+        assert r["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"]["over_peak"] is None
+        assert notes == [
+            "over_peak.json: cudnn_winograd_fprop_bf16_kernel (device 0) runs at 150% of the bf16 compute "
+            "peak, which no kernel reaches (over_peak): its FLOPs come from aten::convolution by the conv "
+            "estimator (duckprof/estimators/conv.py); a Winograd or FFT convolution does fewer multiplies "
+            "than the direct formula counts",
+            "over_peak.json: vectorized_elementwise_kernel_add (device 0) runs at 125% of the DRAM bandwidth "
+            "peak, which no kernel reaches (over_peak): its bytes come from aten::add by the elementwise rule "
+            "(duckprof/estimators/traffic.py), the minimum DRAM traffic of the op's tensors; data served from "
+            "L2 cache (small or reused tensors), or a gather that reads only the rows it picks, moves less"]
+        # with a user peak high enough, nothing is flagged and nothing said
+        out, notes = report(s, limit=0, peak_tflops=2000.0, peak_gbps=5000.0)
+        assert [x["over_peak"] for x in out] == [None] * 3 and notes == []
+    # the default terminal table shows the flag
+    res = invoke(cli_app, "report", "kernels", FIX / "over_peak.json")
+    assert res.exit_code == 0, res.output
+    head, *lines = res.stdout.splitlines()
+    assert "over peak" in head
+    assert any("cudnn_winograd" in l and "compute" in l for l in lines)
+    assert any("vectorized_elementwise" in l and "bandwidth" in l for l in lines)
 
 
 def test_no_shapes_no_devices_still_runs_and_says_what_is_missing():
@@ -315,7 +452,7 @@ def test_cli_formats(cli_app, tmp_path):
     res = invoke(cli_app, "report", "kernels", H100, "--format", "csv")
     assert res.exit_code == 0, res.output
     table = list(csv.DictReader(io.StringIO(res.stdout)))
-    assert table[0]["name"].startswith("sm90_xmma_gemm") and table[0]["compute_pct"] == "34.72"
+    assert table[0]["name"].startswith("sm90_xmma_gemm") and table[0]["compute_pct"] == "46.3"
     res = invoke(cli_app, "report", "kernels", H100, "-f", "json", "--sort", "name", "-n", "2")
     data = json.loads(res.stdout)
     assert [d["name"] for d in data] == ["dot_kernel_part", "my_custom_kernel"]
@@ -388,7 +525,10 @@ def test_corpus_report_runs_everywhere_and_counts_match_json(corpus_session, cor
     expected = collections.Counter()
     for name, tid in ids.items():
         for e in trace_events(read_trace(CORPUS / name)):
-            if e.get("ph") == "X" and str(e.get("cat", "")).lower() == "kernel":
+            cat = str(e.get("cat", "")).lower()
+            # kernels, and other accelerators' compute (MTIA: mtia_ccp_events but DMA transfers)
+            if e.get("ph") == "X" and (cat == "kernel" or (
+                    cat == "mtia_ccp_events" and not str(e.get("name")).startswith(("dma", "Memcpy", "Memset")))):
                 a = e.get("args") or {}
                 dev = a.get("device", e.get("pid"))
                 expected[(tid, int(dev) if str(dev).lstrip("-").isdigit() else None, e.get("name"))] += 1

@@ -204,6 +204,64 @@ def test_profiler_step_self_time_with_stack(corpus_session):
                         ("moca/library/model_hub/entry_point.py(106): run_action", 7750803)]
 
 
+@pytest.mark.parametrize("options", [dict(stack=3), dict(serving=True, epoch_ts=True)],
+                         ids=["with_stack", "serving_epoch_ts"])
+def test_synthetic_stack_traces_match_stack_walk(tmp_path, options):
+    """Synthetic with_stack traces (duckprof.synth: python frames around the
+    ops, a frame crossing every ProfilerStep#N; with epoch_ts, fractional
+    absolute timestamps that need exact_ts.sql) nest as the reference stack
+    walk says, over exact Decimal times."""
+    from duckprof.synth import generate
+
+    path = str(tmp_path / "t.json")
+    generate(path, events=2500, seed=3, **options)
+    events = trace_events(read_trace(path, exact=True))
+    tree = stack_nesting(events)
+    expected = {i: v + (op_ancestor(events, tree, i),) for i, v in tree.items()}
+    with duckprof.connect() as s:
+        s.load([path])
+        got = {eid - 1: (None if p is None else p - 1, d, self_ns, None if o is None else o - 1)
+               for eid, p, d, self_ns, o in rows(
+                   s, "SELECT event_id, parent_event_id, depth, self_ns, op_event_id FROM events "
+                      "WHERE depth IS NOT NULL")}
+    crossed = [i for i, e in enumerate(events) if e["name"].startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation"]
+    # the step is not a child of the frame that crosses it (it outlives it)
+    assert crossed and all(got[i][0] is None or events[got[i][0]]["name"] != "torch/autograd/profiler.py(754): __enter__"
+                           for i in crossed)
+    assert len(got) == len(expected)
+    diff = {i: (got.get(i), v) for i, v in expected.items() if got.get(i) != v}
+    assert not diff, f"{len(diff)} events differ (got, expected), e.g. {sorted(diff.items())[:3]}"
+
+
+def test_with_stack_traces_are_nested_in_one_pass(tmp_path, monkeypatch):
+    """A trace with python_function events is nested by one statement that
+    looks for crossings on every thread (nesting_crossing.sql -> crossing =
+    'all'); one without them by the cheaper pass, and again only for the
+    threads that cross ('check', then 'threads'): the with_stack saving, kept."""
+    from duckprof import sqlfiles
+    from duckprof.synth import generate
+
+    modes = []
+    render = sqlfiles.render
+
+    def spy(name, **kw):
+        if name == "load/nesting.sql":
+            modes.append(kw["crossing"])
+        return render(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", spy)
+    stack, plain = str(tmp_path / "stack.json"), str(tmp_path / "plain.json")
+    generate(stack, events=1500, seed=1, stack=2)
+    with open(plain, "w") as f:  # an event crossing another, no python frames
+        json.dump({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": ts, "dur": 4}
+                                   for n, ts in (("a", 0), ("b", 2))]}, f)
+    for path, expected in ((stack, ["all"]), (plain, ["check", "threads"])):
+        modes.clear()
+        with duckprof.connect() as s:
+            s.load([path])
+            assert rows(s, "SELECT count(*) FROM events WHERE depth < 0") == [(0,)]
+        assert modes == expected, path
+
+
 # -- random traces ----------------------------------------------------------------
 
 # Small integer times make ties (equal starts, equal ends, zero lengths, a child
@@ -247,13 +305,7 @@ def _nesting_of(s, traces):
             for k in range(len(traces))]
 
 
-# Each example is 4 to 8 random traces loaded together, so the default 20
-# examples check about 100 traces (the property test used to check 60, one
-# session each). Run longer with NESTING_EXAMPLES=500.
-@settings(max_examples=int(os.environ.get("NESTING_EXAMPLES", 20)), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.lists(_interval, min_size=1, max_size=14), min_size=4, max_size=8))
-@example([
+_CROSSING_EXAMPLE = [
     # tid 0: an identical pair, a child sharing the start, one sharing the end, zero-length
     # events inside and at the end, and one that starts inside and outlives them (crossing)
     [(0, 6, "cpu_op", 0), (0, 6, "cpu_op", 0), (0, 2, "user_annotation", 0), (4, 2, "cpu_op", 0),
@@ -262,15 +314,34 @@ def _nesting_of(s, traces):
      (1, 3, "user_annotation", 1), (1, 0, "cpu_op", 1), (2, 3, "cpu_op", 1), (5, 0, "cpu_op", 1),
      (5, 0, "cpu_op", 1)],
     [(0, 0, "cpu_op", 0)],
-])
-def test_random_intervals_match_stack_walk(random_session, traces):
+]
+
+
+# Each example is 4 to 8 random traces loaded together, so the default 20
+# examples check about 100 traces (the property test used to check 60, one
+# session each). Run longer with NESTING_EXAMPLES=500.
+@settings(max_examples=int(os.environ.get("NESTING_EXAMPLES", 20)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(_interval, min_size=1, max_size=14), min_size=4, max_size=8), st.booleans())
+@example(_CROSSING_EXAMPLE, False)
+@example(_CROSSING_EXAMPLE, True)
+def test_random_intervals_match_stack_walk(random_session, traces, with_stack):
     """Arbitrary intervals on two threads (nested, tied, zero-length and
     crossing ones) nest exactly as the reference stack walk says. An example
-    is several such traces, loaded together as a new run of one session."""
+    is several such traces, loaded together as a new run of one session.
+    with_stack: the user_annotations are python_functions instead, and a
+    third thread holds a ProfilerStep#1 that a python frame crosses, which
+    makes the loader look for crossings on every thread in one pass
+    (nesting_crossing.sql); otherwise it redoes the threads that cross."""
     events_of, expected = [], []
     for intervals in traces:
-        events = [{"ph": "X", "cat": cat, "name": f"e{i}", "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+        events = [{"ph": "X", "cat": "python_function" if with_stack and cat == "user_annotation" else cat,
+                   "name": f"e{i}", "pid": 1, "tid": tid, "ts": ts, "dur": dur}
                   for i, (ts, dur, cat, tid) in enumerate(intervals)]
+        if with_stack:
+            events += [{"ph": "X", "cat": "python_function", "name": "enter", "pid": 1, "tid": 2, "ts": 0, "dur": 3},
+                       {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 2,
+                        "ts": 1, "dur": 10}]
         tree = stack_nesting(events)
         events_of.append(events)
         expected.append({i: v + (op_ancestor(events, tree, i),) for i, v in tree.items()})

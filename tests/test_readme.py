@@ -35,3 +35,14 @@ def test_ci_runs_the_readme_test_command():
     command = 'pip install ".[test]" && python -m pytest -q'
     assert command in readme()
     assert command in ci
+
+
+def test_readme_says_how_long_the_tests_take():
+    """issue 13 item 18: next to the test command, how long it takes on 2 cores, and the
+    quick run without the slow tests."""
+    text = readme()
+    start = text.index('python -m pytest -q')
+    part = text[start:start + 1500]
+    assert re.search(r"on 2 cores the full command took [0-9.]+ min", part)
+    assert re.search(r'`python -m pytest -q -m "not\s+slow"`', part)
+    assert re.search(r"[0-9]+ tests in [0-9]+ min [0-9]+ s on 2 cores", part)

@@ -42,6 +42,7 @@ REPORTS = [
     ("gpu_time_hta", ["gpu-time", "--hta"]),
     ("idle", ["idle", "--limit", "15"]),
     ("idle_hta", ["idle", "--hta", "--limit", "15"]),
+    ("idle_events", ["idle", "--by", "event", "--limit", "15"]),
     ("queue", ["queue"]),
     ("queue_hta", ["queue", "--hta"]),
     ("temporal", ["temporal"]),

@@ -251,3 +251,25 @@ def test_collective_arrivals_match_by_seq_else_by_type_and_occurrence():
                    ("a", "0/seq 7", "0", "all_reduce", 3, 160, 2, 100, 160, 3, 0),
                    ("a", "1/all_reduce #1", "1", "all_reduce", 1, 300, 2, 250, 300, 1, 0),
                    ("a", "1/all_reduce #1", "1", "all_reduce", 3, 250, 2, 250, 300, 1, 50)]
+
+
+# -- user_frame (frames.sql) ----------------------------------------------------------
+
+def test_user_frame_innermost_frame_outside_torch():
+    # thread (1, 1): main.py [0,100] > torch/nn/modules/module.py [10,90] > model.py [20,80]
+    #   > torch/utils/_device.py [30,70] > nn.Module: Linear_0 [31,69]; thread (1, 2): other.py [0,100]
+    # call a [40,50] on (1,1): model.py (the torch frames and 'nn.Module' are skipped)
+    # call b [12,15] on (1,1): main.py (module.py is torch's); call c [0,100] on (1,2): other.py
+    # (a frame equal to the call encloses it); call d [5,6] on (1,3): no frame -> no row
+    got = sql("""{% from 'templates/frames.sql' import user_frame %}
+        CREATE TABLE python_functions AS SELECT * FROM (VALUES
+            (1, 1, 1, 'main.py(3): <module>', 0, 100, 0),
+            (1, 1, 1, '/usr/lib/python3/site-packages/torch/nn/modules/module.py(1501): _call_impl', 10, 90, 1),
+            (1, 1, 1, 'model.py(42): forward', 20, 80, 2),
+            (1, 1, 1, 'torch/utils/_device.py(104): __torch_function__', 30, 70, 3),
+            (1, 1, 1, 'nn.Module: Linear_0', 31, 69, 4),
+            (1, 1, 2, 'other.py(7): run', 0, 100, 0)) t(trace_id, pid, tid, name, ts_ns, end_ns, depth);
+        WITH calls(trace_id, id, pid, tid, ts_ns, end_ns) AS (
+            VALUES (1, 'a', 1, 1, 40, 50), (1, 'b', 1, 1, 12, 15), (1, 'c', 1, 2, 0, 100), (1, 'd', 1, 3, 5, 6))
+        SELECT * FROM ({{ user_frame('calls', ['trace_id', 'id']) }}) ORDER BY id""")
+    assert got == [(1, "a", "model.py(42): forward"), (1, "b", "main.py(3): <module>"), (1, "c", "other.py(7): run")]

@@ -232,3 +232,81 @@ def test_gzip_without_isal(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "isal", None)  # import isal -> ImportError: stdlib gzip path
     synth.generate(gz, events=800, seed=2)
     assert gzip.decompress(gz.read_bytes()) == plain.read_bytes()
+
+
+# -- options: with_stack, epoch timestamps, serving ------------------------------
+
+def _host_spans(doc, tid=None):
+    return [e for e in doc["traceEvents"]
+            if e.get("ph") == "X" and e.get("cat") in CPU_CATS and (tid is None or e["tid"] == tid)]
+
+
+def test_stack_frames_around_top_level_ops(tmp_path):
+    """stack=N: every top-level cpu_op of the main thread runs inside exactly
+    N python frames (a chain, by Python parent id), and each ProfilerStep#N
+    is crossed by the python frame that opens it: the frame starts before
+    the step and ends inside it."""
+    s = synth.generate(tmp_path / "s.json", events=3000, seed=0, stack=3)
+    doc = _load(tmp_path / "s.json")
+    main = s["threads"][0]
+    spans = _host_spans(doc, main)
+    frames = [e for e in spans if e["cat"] == "python_function"]
+    assert s["categories"]["python_function"] == sum(1 for e in doc["traceEvents"] if e.get("cat") == "python_function")
+    # a frame's parent id names an earlier frame, or none
+    ids = {e["args"]["Python id"] for e in frames}
+    assert all(e["args"]["Python parent id"] is None or e["args"]["Python parent id"] in ids for e in frames)
+    ops = [e for e in spans if e["cat"] == "cpu_op"]
+
+    def enclosing(e, cat):
+        t0, t1 = _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])
+        return [f for f in spans if f is not e and f["cat"] == cat
+                and _ns(f["ts"]) <= t0 and t1 <= _ns(f["ts"]) + _ns(f["dur"])]
+    top = [e for e in ops if not enclosing(e, "cpu_op")]
+    assert len(top) > 20
+    for e in top:
+        stack = [f for f in enclosing(e, "python_function") if f["name"] in synth_frames()]
+        assert len(stack) == 3, e["name"]
+    steps = [e for e in spans if e["name"].startswith("ProfilerStep#")]
+    openers = [e for e in frames if e["name"] == "torch/autograd/profiler.py(754): __enter__"]
+    assert len(steps) == len(openers) == s["steps"]
+    for st, op in zip(steps, openers):
+        assert _ns(op["ts"]) < _ns(st["ts"]) < _ns(op["ts"]) + _ns(op["dur"]) < _ns(st["ts"]) + _ns(st["dur"])
+    # without the option: no python frame crosses a step (test_cpu_events_nest_properly)
+    plain = synth.generate(tmp_path / "p.json", events=3000, seed=0)
+    assert plain["categories"]["python_function"] < s["categories"]["python_function"] / 3
+
+
+def synth_frames():
+    from duckprof.synth.sim import PY_FRAMES
+    return set(PY_FRAMES)
+
+
+def test_epoch_timestamps(tmp_path):
+    """epoch_ts: the same events, every ts moved by baseTimeNanoseconds (now
+    absent) to absolute microseconds with three decimals."""
+    plain = synth.generate(tmp_path / "p.json", events=2000, seed=1, stack=2)
+    epoch = synth.generate(tmp_path / "e.json", events=2000, seed=1, stack=2, epoch_ts=True)
+    a, b = _load(tmp_path / "p.json"), _load(tmp_path / "e.json")
+    assert "baseTimeNanoseconds" in a and "baseTimeNanoseconds" not in b and epoch["base_time_ns"] is None
+    assert len(a["traceEvents"]) == len(b["traceEvents"]) == plain["events"] == epoch["events"]
+    shift = decimal.Decimal(a["baseTimeNanoseconds"]) / 1000
+    for x, y in zip(a["traceEvents"], b["traceEvents"]):
+        assert {k: v for k, v in x.items() if k != "ts"} == {k: v for k, v in y.items() if k != "ts"}
+        assert y["ts"] - x["ts"] == shift
+    fractional = [e["ts"] for e in b["traceEvents"] if e["ts"] != int(e["ts"])]
+    assert len(fractional) > len(b["traceEvents"]) / 2 and min(fractional) > decimal.Decimal("1.7e15")
+    assert all(-e["ts"].as_tuple().exponent == 3 for e in b["traceEvents"])
+
+
+def test_serving_steps(tmp_path):
+    """serving: forward-only steps on one CPU thread (no autograd thread, no
+    optimizer, no all-reduce), python frames 12 deep by default, most events
+    python_function, as in a model server's with_stack trace."""
+    s = synth.generate(tmp_path / "s.json", events=4000, seed=0, serving=True)
+    doc = _load(tmp_path / "s.json")
+    names = {e["name"] for e in doc["traceEvents"]}
+    assert {e["tid"] for e in _host_spans(doc)} == {s["threads"][0]}
+    assert not any(n.startswith("autograd::") or n.startswith("Optimizer") or n == "nccl:all_reduce" for n in names)
+    assert "scheduler.schedule" in names and sum(n.startswith("ProfilerStep#") for n in names) == s["steps"]
+    assert s["categories"]["python_function"] > 0.5 * s["events"]
+    assert s["categories"]["kernel"] > 0

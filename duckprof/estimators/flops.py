@@ -30,6 +30,36 @@ def estimate(name, input_dims, input_types, concrete_inputs):
     return op, a, res[0], res[1]
 
 
+def family(op) -> str | None:
+    """The estimator (module and formula) that counts ``op``'s FLOPs: 'gemm',
+    'conv', 'conv_backward' or 'attention'; None when none does."""
+    if op in CONV:
+        return "conv"
+    if op in CONV_BACKWARD:
+        return "conv_backward"
+    if op in ATTN_FWD or op in ATTN_BWD:
+        return "attention"
+    if op in GEMM_ARITY:
+        return "gemm"
+    return None
+
+
+def flops_formula(name, input_dims, input_types=None, concrete_inputs=None) -> str | None:
+    """Which formula gave op_flops(...) its value, as op_estimates.flops_formula
+    stores it: family(op), 'attention_causal' for causal attention (half the
+    score matrix); None when op_flops is None."""
+    try:
+        op, a, flops, _ = estimate(name, input_dims, input_types, concrete_inputs)
+        if flops is None:
+            return None
+        f = family(op)
+        if f == "attention" and sdpa_is_causal(name, a.dims, a.types, a.concrete):
+            return "attention_causal"
+        return f
+    except Exception:
+        return None
+
+
 def has_formula(op) -> bool:
     """Whether ``op`` (a base name) is one of the ops with a FLOP formula here."""
     return op in CONV or op in CONV_BACKWARD or op in ATTN_FWD or op in ATTN_BWD or op in GEMM_ARITY

@@ -8,14 +8,16 @@ import json
 
 from .. import sqlfiles
 from .args import op_dtype
-from .flops import op_flops
-from .traffic import op_bytes
+from .flops import flops_formula, op_flops
+from .traffic import bytes_and_rule, op_bytes
 
 
 def estimates(name, input_dims, input_types, concrete_inputs) -> list:
-    """[flops, bytes, dtype] of one op signature, as op_estimates stores them."""
-    return [op_flops(name, input_dims, input_types, concrete_inputs),
-            op_bytes(name, input_dims, input_types, concrete_inputs), op_dtype(input_dims, input_types)]
+    """[flops, bytes, dtype, flops_formula, bytes_formula] of one op signature,
+    as op_estimates stores them."""
+    nbytes, rule = bytes_and_rule(name, input_dims, input_types, concrete_inputs)
+    return [op_flops(name, input_dims, input_types, concrete_inputs), nbytes, op_dtype(input_dims, input_types),
+            flops_formula(name, input_dims, input_types, concrete_inputs), rule]
 
 
 def add_estimates(con, first_trace_id: int, last_trace_id: int) -> int:
@@ -37,7 +39,8 @@ def estimate_table(con, source_sql: str, table: str = "op_estimates") -> int:
     ``source_sql`` is a query (structure, not user values) returning columns
     ``name, input_dims, input_types, concrete_inputs`` (VARCHAR or JSON).  Creates
     (or replaces) ``table`` with those four columns as VARCHAR plus ``flops``
-    BIGINT, ``bytes`` BIGINT, ``dtype`` VARCHAR, and returns its row count.  Join it
+    BIGINT, ``bytes`` BIGINT, ``dtype``, ``flops_formula``, ``bytes_formula``
+    VARCHAR (as in op_estimates), and returns its row count.  Join it
     back with ``IS NOT DISTINCT FROM`` on the four keys cast to VARCHAR.  Python runs
     once per distinct signature (thousands, not per event); the results go back
     in one statement as one bound JSON parameter.
@@ -49,12 +52,13 @@ def estimate_table(con, source_sql: str, table: str = "op_estimates") -> int:
     data = [[n, d, t, c, *estimates(n, d, t, c)] for n, d, t, c in rows]
     con.execute(
         f"CREATE OR REPLACE TABLE {table} (name VARCHAR, input_dims VARCHAR, input_types VARCHAR,"
-        f" concrete_inputs VARCHAR, flops BIGINT, bytes BIGINT, dtype VARCHAR)"
+        f" concrete_inputs VARCHAR, flops BIGINT, bytes BIGINT, dtype VARCHAR, flops_formula VARCHAR,"
+        f" bytes_formula VARCHAR)"
     )
     if data:
         con.execute(
             f"INSERT INTO {table} SELECT r->>0, r->>1, r->>2, r->>3, CAST(r->>4 AS BIGINT),"
-            f" CAST(r->>5 AS BIGINT), r->>6 FROM (SELECT unnest(CAST(CAST(? AS JSON) AS JSON[])) AS r)",
+            f" CAST(r->>5 AS BIGINT), r->>6, r->>7, r->>8 FROM (SELECT unnest(CAST(CAST(? AS JSON) AS JSON[])) AS r)",
             [json.dumps(data)],
         )
     return len(data)

@@ -8,7 +8,7 @@ from typing import NamedTuple
 from . import reductions, schemas
 from .args import Args, broadcast, op_dtype, shape
 from .dtypes import DTYPE_ALIASES, DTYPE_BYTES, SCALAR_TYPE_CODES
-from .flops import estimate, has_formula
+from .flops import estimate, family, has_formula
 
 # Ops that only reinterpret or allocate memory: no DRAM traffic of their own (a
 # copy, when reshape/contiguous/flatten make one, is a child aten::clone/copy_).
@@ -34,6 +34,9 @@ WRITE_ONLY = frozenset({
 COPIES = {"copy_": (1, 0), "_copy_from": (0, 1), "_copy_from_and_resize": (0, 1)}
 # Functional ops whose output dtype is an argument (a c10::ScalarType code).
 DTYPE_ARG = {"_to_copy": 1}
+
+
+NONE = (None, None)
 
 
 class _Tensor(NamedTuple):
@@ -71,7 +74,22 @@ def _in_place(op: str) -> bool:
 
 
 def op_bytes(name, input_dims, input_types=None, concrete_inputs=None) -> int | None:
-    """Minimum DRAM traffic of one op call, in bytes; None if unknown.
+    """Minimum DRAM traffic of one op call, in bytes; None if unknown (rules:
+    bytes_and_rule)."""
+    return bytes_and_rule(name, input_dims, input_types, concrete_inputs)[0]
+
+
+#: op_estimates.bytes_formula: the rule of bytes_and_rule that gave the bytes
+BYTES_RULES = ("view", "triton_buffers", "write_only", "copy", "out", "in_place", "gemm", "conv",
+               "conv_backward", "attention", "reduction", "elementwise")
+
+
+def bytes_and_rule(name, input_dims, input_types=None, concrete_inputs=None) -> tuple[int | None, str | None]:
+    """(bytes, rule): the minimum DRAM traffic of one op call, in bytes, and which
+    rule below gave it (one of BYTES_RULES: 'view', 'write_only', 'copy', 'out',
+    'in_place', the FLOP family whose output shapes it used ('gemm', 'conv',
+    'conv_backward', 'attention'), 'reduction', 'elementwise', 'triton_buffers');
+    (None, None) if unknown.
 
     Every tensor the op reads is read once and every tensor it writes is
     written once (perfect caching, no re-reads), each with its own element
@@ -121,38 +139,38 @@ def op_bytes(name, input_dims, input_types=None, concrete_inputs=None) -> int | 
     try:
         op, a, flops, outs = estimate(name, input_dims, input_types, concrete_inputs)
         if op is None or a.dims is None or a.types is None:
-            return None
+            return NONE
         if isinstance(name, str) and name.strip().startswith("triton_") and flops is None:
             # An Inductor-generated Triton kernel's record_function: its tensor args are exactly
             # the buffers it reads and writes (in_ptr*, out_ptr*, in_out_ptr*), so each counted once.
             tensors = _tensors(a)
             if not tensors or any(t.size is None for t in tensors):
-                return None
-            return int(sum(t.numel * t.size for t in tensors))
+                return NONE
+            return int(sum(t.numel * t.size for t in tensors)), "triton_buffers"
         if not (isinstance(name, str) and name.strip().startswith("aten::")) and flops is None:
-            return None  # fbgemm::, vllm::, c10d::, autograd nodes ...: no shape semantics to rely on
+            return NONE  # fbgemm::, vllm::, c10d::, autograd nodes ...: no shape semantics to rely on
         if op in ZERO_TRAFFIC:
-            return 0
+            return 0, "view"
         tensors = _tensors(a)
         if not tensors:
-            return None
+            return NONE
         dtype = op_dtype(a.dims, a.types)
         out_size = DTYPE_BYTES.get(dtype) if dtype else None
         if out_size is None:
-            return None
+            return NONE
 
         def nbytes(t: _Tensor) -> int:
             return t.numel * (t.size if t.size is not None else out_size)
 
         if op in WRITE_ONLY:
             largest = max((t for t in tensors if t.shape is not None), key=lambda t: t.numel)
-            return largest.numel * out_size
+            return largest.numel * out_size, "write_only"
         if op in COPIES:
             src, dst = (next((t for t in tensors if t.pos == p and t.shape is not None), None) for p in COPIES[op])
-            return None if src is None or dst is None else nbytes(src) + nbytes(dst)
+            return (NONE if src is None or dst is None else (nbytes(src) + nbytes(dst), "copy"))
         if flops is None and (has_formula(op) or op.startswith(("convolution_backward",
                                                                "cudnn_convolution_backward"))):
-            return None  # a known op whose shapes do not fit: no guessing
+            return NONE  # a known op whose shapes do not fit: no guessing
         role = schemas.roles(name, a)
         n_args = a.n()  # without the out= tensors of an empty out (below)
         outs_given = [t for t in tensors if role[t.pos] == schemas.WRITE]
@@ -166,26 +184,27 @@ def op_bytes(name, input_dims, input_types=None, concrete_inputs=None) -> int | 
         for t in tensors:
             total += nbytes(t) * (2 if role[t.pos] == schemas.READ_WRITE else 1)
         if outs_given:
-            return int(total)  # an out= variant: its out tensors are its outputs
+            return int(total), "out"  # an out= variant: its out tensors are its outputs
         if _in_place(op) and any(r == schemas.READ_WRITE for r in role):
-            return int(total)  # in place: self is the output
+            return int(total), "in_place"  # in place: self is the output
         if flops is not None:
             if outs is None:
-                return None  # e.g. a transposed conv without output_padding recorded
-            return int(total + sum(math.prod(s) for s in outs) * out_size)
+                return NONE  # e.g. a transposed conv without output_padding recorded
+            return int(total + sum(math.prod(s) for s in outs) * out_size), family(op)
         reduced = reductions.outputs(op, a, n_args)
         if reduced == reductions.UNKNOWN:
-            return None
+            return NONE
         if reduced is not None:
-            return int(total + sum(math.prod(s) * (DTYPE_BYTES[dt] if dt else out_size) for s, dt in reduced))
+            return (int(total + sum(math.prod(s) * (DTYPE_BYTES[dt] if dt else out_size) for s, dt in reduced)),
+                    "reduction")
         shapes = [t.shape for t in tensors if t.shape is not None]
         if not shapes:
-            return None
+            return NONE
         out = broadcast(*shapes)
         out = out if out is not None else max(shapes, key=math.prod)
         if op in DTYPE_ARG:
             converted = SCALAR_TYPE_CODES.get(a.int(DTYPE_ARG[op]))
             out_size = DTYPE_BYTES[converted] if converted else out_size
-        return int(total + math.prod(out) * out_size)
+        return int(total + math.prod(out) * out_size), "elementwise"
     except Exception:
-        return None
+        return NONE

@@ -459,7 +459,7 @@ def kernels_view(ctx: Context, sec: Section) -> dict:
 
 
 def idle_view(ctx: Context, sec: Section) -> dict:
-    idle = ctx.reports.get("idle", limit=TOP_IDLE)
+    idle = ctx.reports.get("idle", limit=TOP_IDLE, by="event")  # BasicEvaluation's single calls
     blocks, more = ctx.blocks(idle)
     out = []
     for tid, dev in blocks:

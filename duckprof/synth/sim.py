@@ -9,6 +9,17 @@ from .format import (C_FLOW, C_INST, C_OP, C_PY, C_RT, C_UA, C_GUA, CATS, COMM_S
 from .ops import NONE, L, S, T, contiguous_strides
 
 
+# python frames of with_stack traces (file(line): function), innermost last
+PY_FRAMES = (
+    "serve.py(212): run_engine", "vllm/engine/llm_engine.py(1388): step",
+    "vllm/worker/model_runner.py(1654): execute_model", "torch/nn/modules/module.py(1751): _call_impl",
+    "torch/nn/modules/module.py(1762): _wrapped_call_impl", "model.py(143): forward",
+    "torch/nn/modules/linear.py(125): forward", "torch/nn/functional.py(2901): layer_norm",
+    "torch/_ops.py(1158): __call__", "torch/utils/_contextlib.py(116): decorate_context",
+    "vllm/attention/layer.py(244): forward", "vllm/model_executor/layers/activation.py(77): forward_cuda",
+)
+
+
 class Sim:
     def __init__(self, rng, out, pid, main, bwd, device, rank, world_size):
         self.rng = rng
@@ -38,6 +49,9 @@ class Sim:
         self.job = None         # a job.Job when the ranks of one job are written together
         self.collective = None  # the sequence number of the NCCL kernel being launched (job mode)
         self.coll_seq = 0
+        self.stack = 0          # python frames around each top-level op on the main thread (with_stack)
+        self.serving = False    # inference steps: forward only (no backward, optimizer, all-reduce)
+        self._depth = 0
 
     # --- primitive emitters ---------------------------------------------------
     def mem(self, tid, nbytes):
@@ -120,7 +134,32 @@ class Sim:
         self.t = t0 + d
 
     def op(self, o, seq=None, fwd_thread=0):
-        """Emit one Op tree starting at the current time; returns the op's External id."""
+        """Emit one Op tree starting at the current time; returns the op's External id.
+        With ``stack``, a top-level op of the main thread runs inside that many
+        python frames, as ``profile(with_stack=True)`` records them."""
+        if self.stack and self._depth == 0 and fwd_thread == 0:
+            frames = [self.py_begin_at(200 + int(600 * self.r())) for _ in range(self.stack)]
+            self._depth += 1
+            try:
+                ext = self._op(o, seq, fwd_thread)
+            finally:
+                self._depth -= 1
+            parent = None
+            parents = []
+            for f in frames:
+                parents.append(parent)
+                parent = f[2]
+            for k in range(len(frames) - 1, -1, -1):
+                self.t += 150 + int(400 * self.r())
+                self.py_end(frames[k], PY_FRAMES[k % len(PY_FRAMES)], parents[k])
+            return ext
+        self._depth += 1
+        try:
+            return self._op(o, seq, fwd_thread)
+        finally:
+            self._depth -= 1
+
+    def _op(self, o, seq=None, fwd_thread=0):
         r = self.r
         out = self.out
         slot = len(out)
@@ -138,7 +177,7 @@ class Sim:
             seqtxt = ', "Sequence number": %d, "Fwd thread id": %d' % (seq, fwd_thread)
         else:
             seqtxt = ""
-        op = self.op
+        op = self._op
         for c in o.children:
             op(c, None, fwd_thread)
             self.t += 300 + int(1200 * r())
@@ -173,6 +212,11 @@ class Sim:
         self.pyid += 1
         self.evidx += 1
         return slot, self.t, self.pyid, self.evidx
+
+    def py_begin_at(self, gap_ns):
+        """A python frame opened gap_ns after the current time (which moves there)."""
+        self.t += gap_ns
+        return self.py_begin()
 
     def py_end(self, span, name, parent):
         slot, start, pyid, ev = span
@@ -237,17 +281,28 @@ def run_step(sim, model, img, step_no):
     fwd, bwd_groups, head_bwd, stem_bwd, opt, adamw, zero, n, D = model.shape(img)
     sim.first7 = None
     sim.t += 2000 + int(r() * 6000)
+    if sim.stack:
+        # with_stack: ProfilerStep#N starts inside the python frame that opens
+        # it and outlives it (the frame "crosses" it), as in real traces
+        opener = sim.py_begin()
+        sim.t += 1500 + int(r() * 1000)
     step_span = sim.span_begin()
+    if sim.stack:
+        sim.t += 2000 + int(r() * 1000)
+        sim.py_end(opener, "torch/autograd/profiler.py(754): __enter__", None)
     sim.t += 8000 + int(r() * 8000)
 
     # --- data loading (CPU only: leaves the GPU idle) ------------------------
     dl = sim.span_begin()
     x = r()
-    if x < 0.12 and sim.job is None:  # a job: its late rank is the straggler
+    if sim.serving:
+        sim.t += 20_000 + int(r() * 60_000)               # the scheduler picks the next batch
+    elif x < 0.12 and sim.job is None:  # a job: its late rank is the straggler
         sim.t += 8_000_000 + int(r() * 25_000_000)        # loader stall
     else:
         sim.t += 300_000 + int(r() * 2_500_000)
-    sim.ua_end(dl, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", main)
+    sim.ua_end(dl, "scheduler.schedule" if sim.serving else "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+               main)
     sim.t += 5000 + int(r() * 10000)
 
     # --- host-to-device copies ----------------------------------------------
@@ -285,6 +340,16 @@ def run_step(sim, model, img, step_no):
             sim.py_end(py, mod_name, fwd_py[2])
     sim.py_end(fwd_py, "nn.Module: HybridViT_0", step_py[2])
     sim.t += 5000 + int(r() * 10000)
+
+    if sim.serving:
+        # inference: the step ends with the forward pass
+        sim.t += 3000 + int(r() * 5000)
+        sim.py_end(step_py, "serve.py(88): serve_step", None)
+        sim.t += 3000 + int(r() * 5000)
+        ext = sim.ua_end(step_span, "ProfilerStep#%d" % step_no, main)
+        if sim.first7 is not None:
+            sim.gpu_annotation("ProfilerStep#%d" % step_no, COMPUTE_STREAM, sim.first7 - 1, sim.last7 + 1, ext)
+        return
 
     # --- backward on the autograd thread ------------------------------------
     bwd_py = sim.py_begin()

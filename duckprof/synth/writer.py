@@ -52,7 +52,7 @@ def approx_events_for_bytes(n_bytes):
 
 
 def generate(out_path, events=20000, seed=0, rank=0, world_size=1, target_bytes=None, blocks=None,
-             compresslevel=1, steps=None, job=None):
+             compresslevel=1, steps=None, job=None, stack=None, epoch_ts=False, serving=False):
     """Write one synthetic Kineto trace to ``out_path`` (gzip if it ends in ``.gz``).
 
     events        approximate number of trace events (whole steps are written,
@@ -70,6 +70,16 @@ def generate(out_path, events=20000, seed=0, rank=0, world_size=1, target_bytes=
     job           a job.Job when this rank is one of several written together
                   (duckprof.synth.generate_job): the ranks share one clock and
                   each NCCL kernel ends when the last rank has joined it
+    stack         python frames around each top-level operator of the main
+                  thread, as ``profile(with_stack=True)`` writes them
+                  (``python_function`` events), and a python frame that
+                  opens each ProfilerStep#N and ends inside it (so the two
+                  cross); default 0, or 12 with ``serving``
+    epoch_ts      timestamps in absolute microseconds since the Unix epoch
+                  with three decimals (~1.7e15), and no
+                  ``baseTimeNanoseconds`` (as some Kineto versions write them)
+    serving       inference steps like a model server's (vLLM): forward pass
+                  only, a short scheduling gap instead of data loading
 
     Returns a summary dict: path, events, bytes (uncompressed JSON size),
     file_bytes (size on disk), steps, categories (event count per "cat";
@@ -96,11 +106,17 @@ def generate(out_path, events=20000, seed=0, rank=0, world_size=1, target_bytes=
     out = []
     sim = Sim(rng, out, pid, main, bwd, device, int(rank), int(world_size))
     sim.job = job
+    sim.serving = bool(serving)
+    sim.stack = int(stack) if stack is not None else (12 if serving else 0)
     model = Model(pid, main, bwd, device, blocks, int(world_size))
     # monotonic-clock microseconds, like Kineto (~2 weeks of uptime)
     t_origin = (1_200_000_000_000 + int(r() * 80_000_000_000)) * 1000
     if job is not None:
         t_origin = job.t_origin  # the ranks of one job share one clock
+    base_ns = BASE_TIME_NS
+    if epoch_ts:
+        t_origin += BASE_TIME_NS  # absolute: ns since the epoch, written as us
+        base_ns = None
     sim.t = t_origin
     sim.free = {COMPUTE_STREAM: t_origin, COMM_STREAM: t_origin}
     trace_start = t_origin
@@ -175,8 +191,8 @@ def generate(out_path, events=20000, seed=0, rank=0, world_size=1, target_bytes=
     sim.cnt[C_TRACE] += 1
     written_events = sum(sim.cnt)
     trace_name = "/tmp/duckprof_synth/seed%d_rank%d.pt.trace.json" % (int(seed), int(rank))
-    sink.write("".join(m) + '\n  ],\n  "traceName": "%s",\n  "displayTimeUnit": "ms",\n  "baseTimeNanoseconds": %d\n}\n'
-               % (trace_name, BASE_TIME_NS))
+    sink.write("".join(m) + '\n  ],\n  "traceName": "%s",\n  "displayTimeUnit": "ms"' % trace_name
+               + ('' if base_ns is None else ',\n  "baseTimeNanoseconds": %d' % base_ns) + '\n}\n')
     sink.close()
     cats = {CATS[i]: c for i, c in enumerate(sim.cnt) if c}
     return {
@@ -197,7 +213,7 @@ def generate(out_path, events=20000, seed=0, rank=0, world_size=1, target_bytes=
         "categories": cats,
         "trace_start_us": trace_start / 1000.0,
         "trace_end_us": t_end / 1000.0,
-        "base_time_ns": BASE_TIME_NS,
+        "base_time_ns": base_ns,
     }
 
 
@@ -225,7 +241,10 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rank", type=int, default=0)
     ap.add_argument("--world-size", type=int, default=1)
+    ap.add_argument("--stack", type=int, default=None, help="python frames per top-level op (with_stack)")
+    ap.add_argument("--epoch-ts", action="store_true", help="absolute fractional timestamps, no baseTimeNanoseconds")
+    ap.add_argument("--serving", action="store_true", help="inference steps (forward only), 12 frames deep")
     a = ap.parse_args(argv)
     s = generate(a.out, events=a.events, seed=a.seed, rank=a.rank, world_size=a.world_size,
-                 target_bytes=a.target_bytes)
+                 target_bytes=a.target_bytes, stack=a.stack, epoch_ts=a.epoch_ts, serving=a.serving)
     print(json.dumps(s, indent=1))

@@ -7,8 +7,11 @@
 -- (event_id BIGINT, exact_ns BIGINT: ns since the epoch), which normalize.sql
 -- uses instead of the double (when within 1 us of it: a "ts" key inside args
 -- written before the event's own is not taken).
--- Parameter: files (the trace's traceEvents in one chunk: event_id = position).
--- Run by the loader only when such timestamps are present (exact_ts_needed.sql).
+-- Parameter: files (one chunk file of the trace's traceEvents: event_id =
+-- position in the chunk, shifted like the chunk's events by stage_view.sql).
+-- Run by the loader right after the chunk is parsed (the same file: no second
+-- read of the trace), only when such timestamps are present
+-- (exact_ts_needed.sql).
 CREATE OR REPLACE TABLE {{ table }} AS
 SELECT event_id, round(try_cast(txt AS DECIMAL(38, 9)) * 1000)::BIGINT AS exact_ns
 FROM (

@@ -3,10 +3,10 @@
 -- statement), before they are inserted: writes the staging table {{ nest }}
 -- (trace_id, event_id, thread, parent_event_id, depth, self_ns, op_event_id),
 -- which insert_events.sql joins to the events. Template: raws, exact (see
--- normalize.sql), nest. Parameters: first_trace_id, base_ns (normalize.sql)
--- and crossing_threads (UBIGINT[], see below): empty on the first pass, which
--- covers every thread; the second pass covers only these. A thread is
--- hash(trace_id, pid_label, tid_label): pid and tid as written.
+-- normalize.sql), nest, crossing (see below). Parameters: first_trace_id,
+-- base_ns (normalize.sql), and with crossing = 'threads' crossing_threads
+-- (UBIGINT[]). A thread is hash(trace_id, pid_label, tid_label): pid and tid
+-- as written.
 --
 -- Quadratic interval joins die on big traces, so nesting comes from sorted
 -- passes instead. Per thread, every event contributes a start point (+1) and
@@ -29,14 +29,21 @@
 -- innermost event that contains it entirely, and an open event that a later
 -- event starts inside and outlives ("crosses") is closed where that event
 -- starts: its end point moves to close_ns. Those intervals nest properly, so
--- the passes above apply unchanged. Crossed events are found by a window over
--- the events starting inside each one; only those few are joined with their
--- crossers. That window is costly, so the loader runs this file first with no
--- crossing_threads: the first crossing on a thread always leaves an event
--- whose parent ends before it does (or that is its own parent), and that pass
--- writes such events with depth -1. nesting_check.sql finds their threads,
--- which are then computed again (their rows deleted first: nesting_clear.sql),
--- with the window; so no -1 stays in the table.
+-- the passes above apply unchanged. Crossed events are found with the events
+-- in start order: those starting strictly inside an event are a run of
+-- consecutive positions, from a count and an ASOF join, whose latest end a
+-- ROWS window takes (RANGE frames bounded by each event's duration cost
+-- more, and worse than linearly: long events make long searches);
+-- only the few events outlived by one are joined with their crossers. That
+-- costs part of a pass, so `crossing` chooses:
+-- 'all': every thread with crossings found, one pass (with_stack traces whose
+-- ProfilerStep#N a python frame crosses: the loader asks nesting_crossing.sql);
+-- 'check': no crossings looked for, but the first crossing on a thread always
+-- leaves an event whose parent ends before it does (or that is its own
+-- parent), written with depth -1; nesting_check.sql finds their threads,
+-- whose rows are deleted (nesting_clear.sql) and computed again with
+-- 'threads': crossings found on crossing_threads only. So no -1 stays in the
+-- table, and the three give the same rows.
 {% from "templates/categories.sql" import not_host_cats, sql_list %}
 {% from "load/normalize.sql" import normalized_events %}
 INSERT INTO {{ nest }}
@@ -46,16 +53,32 @@ WITH host AS (
     FROM ({{ normalized_events(raws, exact) }})
     WHERE ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
       AND cat NOT IN {{ sql_list(not_host_cats) }}
-      AND (len(CAST($crossing_threads AS UBIGINT[])) = 0
-           OR list_contains(CAST($crossing_threads AS UBIGINT[]), hash(trace_id, pid_label, tid_label)))
+      {%- if crossing == 'threads' %}
+      AND list_contains(CAST($crossing_threads AS UBIGINT[]), hash(trace_id, pid_label, tid_label))
+      {%- endif %}
+),
+{%- if crossing in ('all', 'threads') %}
+started AS (
+    -- in start order (pos): the events starting at or before ts_ns (le)
+    SELECT trace_id, event_id, thread, ts_ns, end_ns,
+           row_number() OVER ws AS pos,
+           count(*) OVER (ws RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS le
+    FROM host
+    WINDOW ws AS (PARTITION BY thread ORDER BY ts_ns)
+),
+ends AS (
+    -- and those starting before end_ns (lt_end: le of the last one; at
+    -- least le), so the events starting strictly inside are the positions
+    -- le + 1 .. lt_end
+    SELECT c.*, greatest(c.le, coalesce(x.le, 0)) AS lt_end
+    FROM started c ASOF LEFT JOIN started x ON x.thread = c.thread AND x.ts_ns < c.end_ns
 ),
 inner_max AS (
     -- the latest end among the events that start strictly inside (ts_ns, end_ns)
     SELECT trace_id, event_id, thread, ts_ns, end_ns,
-           max(end_ns) OVER (PARTITION BY thread ORDER BY ts_ns
-                             RANGE BETWEEN 1 FOLLOWING AND greatest(dur_ns - 1, 1) FOLLOWING) AS m
-    FROM host
-    WHERE len(CAST($crossing_threads AS UBIGINT[])) > 0
+           CASE WHEN lt_end > le THEN max(end_ns) OVER (PARTITION BY thread ORDER BY pos
+                ROWS BETWEEN le - pos + 1 FOLLOWING AND lt_end - pos FOLLOWING) END AS m
+    FROM ends
 ),
 crossed AS (
     SELECT c.trace_id, c.event_id, min(x.ts_ns) AS close_ns
@@ -64,6 +87,7 @@ crossed AS (
     WHERE c.m > c.end_ns
     GROUP BY c.trace_id, c.event_id
 ),
+{%- endif %}
 points AS (
     -- starts at one time: longer first, then in file order
     SELECT trace_id, event_id, thread, ts_ns AS t, 1 AS kind, -dur_ns AS k2, event_id AS k3, 0 AS k4, 0 AS sub,
@@ -73,12 +97,14 @@ points AS (
     -- ends at one time: innermost first, the reverse of the start order (by the
     -- original duration: a closed event's end may meet its children's); a
     -- zero-length event's end right after its own start
-    SELECT h.trace_id, h.event_id, h.thread, coalesce(c.close_ns, h.end_ns), CASE WHEN h.dur_ns = 0 THEN 1 ELSE 0 END,
+    SELECT h.trace_id, h.event_id, h.thread,
+           {% if crossing in ('all', 'threads') %}coalesce(c.close_ns, h.end_ns){% else %}h.end_ns{% endif %}, CASE WHEN h.dur_ns = 0 THEN 1 ELSE 0 END,
            CASE WHEN h.dur_ns = 0 THEN 0 ELSE -h.ts_ns END,
            CASE WHEN h.dur_ns = 0 THEN h.event_id ELSE h.dur_ns END,
            CASE WHEN h.dur_ns = 0 THEN 0 ELSE -h.event_id END,
            1, -1, h.op, h.ts_ns, h.end_ns
-    FROM host h LEFT JOIN crossed c USING (trace_id, event_id)
+    FROM host h
+    {%- if crossing in ('all', 'threads') %} LEFT JOIN crossed c USING (trace_id, event_id){% endif %}
 ),
 walk AS (
     -- lvl: open intervals after this point, minus 1; op_lvl: the same for cpu_ops
@@ -120,10 +146,13 @@ child_time AS (
     FROM linked WHERE sub = 1 AND parent_id IS NOT NULL GROUP BY trace_id, parent_id
 )
 SELECT l.trace_id, l.event_id, l.thread, l.parent_id AS parent_event_id,
-       -- first pass: depth -1 marks the event of a crossing (see above)
-       CASE WHEN len(CAST($crossing_threads AS UBIGINT[])) = 0
-                 AND (l.parent_id = l.event_id OR l.end_ns > l.parent_end OR l.ts_ns < l.parent_ts)
+       {%- if crossing == 'check' %}
+       -- depth -1 marks the event of a crossing (see above)
+       CASE WHEN l.parent_id = l.event_id OR l.end_ns > l.parent_end OR l.ts_ns < l.parent_ts
             THEN -1 ELSE l.depth END AS depth,
+       {%- else %}
+       l.depth,
+       {%- endif %}
        l.end_ns - l.ts_ns - coalesce(c.child_ns, 0) AS self_ns,
        CASE WHEN l.parent_op = 1 THEN l.parent_id ELSE o.op_id END AS op_event_id
 FROM linked l

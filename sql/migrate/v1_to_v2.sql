@@ -1,7 +1,9 @@
 -- v1_to_v2: migrate a database of schema version 1 (duckprof before issue 12)
 -- to version 2: the nesting table's columns become columns of events
 -- (parent_id -> parent_event_id, op_id -> op_event_id), and the table goes;
--- traces gain their window (first_ts_ns, last_end_ns); the tables
+-- traces gain their window (first_ts_ns, last_end_ns); op_estimates gains the
+-- names of the estimators behind its numbers (NULL for the signatures estimated
+-- before: their numbers stay, the names are not recomputed); the tables
 -- interconnect_peaks, run_tags and trace_facts are new (the session seeds
 -- the first and fills the last after the step).
 -- Run by duckprof.session in one transaction, with the old views dropped first.
@@ -21,6 +23,8 @@ SET first_ts_ns = w.first_ts_ns, last_end_ns = w.last_end_ns
 FROM (SELECT trace_id, min(ts_ns) AS first_ts_ns, max(end_ns) AS last_end_ns
       FROM events WHERE ph = 'X' AND dur_ns >= 0 GROUP BY trace_id) AS w
 WHERE w.trace_id = t.trace_id;
+ALTER TABLE op_estimates ADD COLUMN flops_formula VARCHAR;
+ALTER TABLE op_estimates ADD COLUMN bytes_formula VARCHAR;
 CREATE TABLE IF NOT EXISTS interconnect_peaks (
     device VARCHAR, interconnect VARCHAR, gbps DOUBLE, source VARCHAR);
 CREATE TABLE IF NOT EXISTS run_tags (

@@ -5,7 +5,8 @@
 --
 -- Levels (template `by`):
 --   kernel    every gpu_ops row (kernels, memcpys, memsets), by full name
---   op        every cpu_ops row, by operator name (and input_dims with `shapes`);
+--   op        every cpu_ops row but the ProfilerStep#N ones (steps: 2021 traces record
+--             them as operators), by operator name (and input_dims with `shapes`);
 --             time is inclusive CPU time (dur_ns), or self time with op_time = 'self'
 --   category  gpu_ops by kernel_categories.category
 --   device    gpu_ops by device index ('device 0', ...): A's device 0 against B's device 0
@@ -31,7 +32,7 @@
 -- (divisors when per_step), threshold_pct, min_delta_us, statuses (VARCHAR[] or NULL = all),
 -- row_limit (NULL = all). Template: by, shapes, op_time, normalize, collapse_templates,
 -- raw_names, per_step, sort, qa, qb (catalog prefix of each side: '' or 'dp_src.').
--- requires: gpu_ops, cpu_ops, kernel_categories, trace_files
+-- requires: gpu_ops, cpu_ops, kernel_categories, trace_files, steps
 --
 -- Columns:
 -- name            VARCHAR  kernel / operator name (normalised with `normalize`), category,
@@ -66,8 +67,10 @@
 {%- elif by == 'op' %}
     SELECT name AS key, {% if shapes %}input_dims::VARCHAR{% else %}NULL::VARCHAR{% endif %} AS shapes,
            count(*) AS n, sum({% if op_time == 'self' %}self_ns{% else %}dur_ns{% endif %}) AS total_ns
-    FROM {{ q }}cpu_ops
+    FROM {{ q }}cpu_ops o
     WHERE {{ scope(q, s) }}
+      -- steps are not operators (2021 traces record ProfilerStep#N as one)
+      AND NOT EXISTS (SELECT 1 FROM {{ q }}steps st WHERE st.trace_id = o.trace_id AND st.event_id = o.event_id)
     GROUP BY ALL
 {%- elif by == 'category' %}
     SELECT c.category AS key, NULL::VARCHAR AS shapes, sum(g.n) AS n, sum(g.total_ns) AS total_ns

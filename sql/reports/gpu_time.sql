@@ -3,19 +3,23 @@
 -- One row per device (scope 'device': all streams together, overlapping work
 -- counted once) and one per stream (scope 'stream').
 --
--- Window: from the first device event's start to the last one's end (of the
--- device, or of the stream), as HTA. idle = the gaps between the merged busy
--- intervals (gpu_idle_intervals); busy = window - idle = the union of device
--- events (gpu_busy_intervals); split by HTA's idle categories: host_wait (the
--- next event's launch call began after the gap began: the CPU was late),
--- kernel_wait (shorter than --kernel-wait-us, default 30 µs: launch overhead
--- between back-to-back kernels), other.
+-- Window: the GPU window (gpu_windows: from the first device event's start to
+-- the last one's end, of the device or of the stream, as HTA). idle = the gaps
+-- between the merged busy intervals (gpu_idle_intervals); busy = window - idle
+-- = the union of device events (gpu_busy_intervals); split by HTA's idle
+-- categories: host_wait (the next event's launch call began after the gap
+-- began: the CPU was late), kernel_wait (shorter than --kernel-wait-us, default
+-- 30 µs: launch overhead between back-to-back kernels), other.
+-- With --hta the stream rows are HTA's idle-time breakdown exactly (its
+-- events, times, last-step cut, and its per-event gaps, which are negative
+-- where events on a stream overlap: gpu_idle_intervals(hta := true)); the
+-- device rows and windows use HTA's GPU events (as temporal --hta).
 --
 -- uses: device, gpu_window
 -- option: --kernel-wait-us DOUBLE >= 0 = 30  gaps shorter than this (µs) are kernel_wait (launch overhead), as HTA's consecutive_kernel_delay
 -- option: --by-step FLAG  busy % per ProfilerStep instead (sql/reports/gpu_time_steps.sql)
 -- option: --buckets/-b INTEGER >= 0 = 0  busy and idle over time instead: N equal time buckets per device and stream (sql/reports/gpu_time_buckets.sql)
--- requires: gpu_activity, gpu_idle_intervals, trace_files, gpu_ops
+-- requires: gpu_windows, gpu_activity, gpu_idle_intervals, trace_files, gpu_ops
 --
 -- Columns:
 -- run              VARCHAR  run label
@@ -37,23 +41,20 @@
 -- other_pct        DOUBLE  [wide]  other_us / idle_us, %
 {% from "templates/scope.sql" import scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
-WITH a AS (
-    SELECT trace_id, device, stream, ts_ns, end_ns
-    FROM gpu_activity(exclude_last_step := $exclude_last_step OR $hta, round_to_us := $hta)
-),
-win AS (  -- window and event count per device and per stream
-    SELECT trace_id, device, CASE WHEN g = 1 THEN 'device' ELSE 'stream' END AS scope, stream,
-           events, window_ns
-    FROM (SELECT trace_id, device, stream, grouping(stream) AS g, count(*) AS events,
-                 max(end_ns) - min(ts_ns) AS window_ns
-          FROM a GROUP BY GROUPING SETS ((trace_id, device), (trace_id, device, stream)))
+WITH win AS (  -- window and event count per device and per stream
+    SELECT trace_id, device, scope, stream, events, window_ns
+    FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta) w
+    -- with --hta, as HTA's idle-time breakdown: the streams of its kernels, memcpys and memsets
+    WHERE scope = 'device' OR NOT $hta
+       OR EXISTS (SELECT 1 FROM gpu_activity(hta := $hta) a
+                  WHERE a.trace_id = w.trace_id AND a.stream = w.stream AND a.kind IN ('kernel', 'memcpy', 'memset'))
 ),
 idle AS (
     SELECT trace_id, device, scope, stream,
            sum(dur_ns) FILTER (WHERE category = 'host_wait') AS host_wait_ns,
            sum(dur_ns) FILTER (WHERE category = 'kernel_wait') AS kernel_wait_ns,
            sum(dur_ns) FILTER (WHERE category = 'other') AS other_ns
-    FROM gpu_idle_intervals(exclude_last_step := $exclude_last_step OR $hta, round_to_us := $hta,
+    FROM gpu_idle_intervals(exclude_last_step := $exclude_last_step OR $hta, hta := $hta,
                             kernel_wait_ns := CAST(round($kernel_wait_us * 1000) AS BIGINT))
     GROUP BY trace_id, device, scope, stream
 ),
@@ -81,4 +82,4 @@ WHERE TRUE {{ scope('t.') }}
 ORDER BY tr.run, tr.rank NULLS LAST, t.trace_id, t.device, t.scope, t.stream NULLS FIRST
 
 -- @notes
-{{ gpu_notes() }}
+{{ gpu_notes(unlaunched=true) }}

@@ -39,12 +39,12 @@
 {%- set keys = ['trace_id', 'device', 'scope', 'skey'] %}
 WITH busy AS (
     SELECT trace_id, device, scope, coalesce(stream, -1) AS skey, stream, start_ns, end_ns
-    FROM gpu_busy_intervals(exclude_last_step := $exclude_last_step OR $hta, round_to_us := $hta)
+    FROM gpu_busy_intervals(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)
     WHERE TRUE {{ scope() }}
 ),
 idle AS (
     SELECT trace_id, device, scope, coalesce(stream, -1) AS skey, category, start_ns, end_ns
-    FROM gpu_idle_intervals(exclude_last_step := $exclude_last_step OR $hta, round_to_us := $hta,
+    FROM gpu_idle_intervals(exclude_last_step := $exclude_last_step OR $hta, hta := $hta,
                             kernel_wait_ns := CAST(round($kernel_wait_us * 1000) AS BIGINT))
     WHERE TRUE {{ scope() }}
 ),

@@ -26,7 +26,7 @@
 {% from "templates/intervals.sql" import covered_length %}
 WITH b AS (
     SELECT trace_id, device, start_ns, end_ns
-    FROM gpu_busy_intervals(exclude_last_step := $exclude_last_step OR $hta, round_to_us := $hta)
+    FROM gpu_busy_intervals(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)
     WHERE scope = 'device'
 ),
 sd AS (  -- each step once per device with activity

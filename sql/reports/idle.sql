@@ -1,157 +1,145 @@
--- idle: which CPU ops leave the GPU idle, ranked like torch.profiler._utils.
--- BasicEvaluation (rank_events / get_optimizable_events), per trace and device.
--- question: Which CPU operators leave the GPU idle?
+-- idle: who starves the GPU: its idle time attributed to the host code running
+-- during it, one row per name (operator, Python function, annotation, runtime call).
+-- question: Which host code leaves the GPU idle?
 --
--- GPU idle time here is BasicEvaluation's: the time when the device's queue is
--- empty (queue_depth(per_device := true) = 0: nothing launched and unfinished,
--- i.e. outside the union of [launch call start, event end] of every device
--- event), including all time before the first launch and after the last device
--- event ends. gpu_idle_us of an op = that idle time inside [op start, op end];
--- idle_pct = gpu_idle_us / dur_us (BasicEvaluation's fraction_idle_time).
---
--- Ranking (BasicEvaluation.rank_events): ops that overlap an interval in which
--- the device queue drains from a peak >= 4 to 0 (queue_drains view) are the
--- candidates; each gets score = z(idle fraction) + 0.6 * z(self time), with
--- z over the candidates of the trace and device (sample standard deviation, as
--- torch.std; a z term is 0 when all candidates have the same value).
--- idle_rank orders the candidates by score (1 = first to optimize); other ops
--- have no rank and are listed after them by gpu_idle_us.
--- Deliberate differences from BasicEvaluation: its queue depth counts kernels
--- launched but not yet started, over all devices, launched by cudaLaunchKernel*
--- only; ours (queue_depth view) counts every device event (kernels, memcpys,
--- memsets) from its launch call's start to its end, per device. It ranks every
--- event of the profiler tree; we rank cpu_ops. Its interval overlap helper can
--- skip an interval after a nested one; we take the exact overlap.
---
--- source is BasicEvaluation's source_code_location: the innermost enclosing
--- python_function on the op's thread whose name looks like 'file.py(line): func'
--- (only in traces recorded with with_stack=True).
+-- GPU idle time is gpu-time's and temporal's: the gaps between the device's
+-- merged busy intervals inside its GPU window (gpu_idle_intervals, scope
+-- 'device'; with --exclude-last-step / --hta the window ends with the kept
+-- work). The GPU waits, in a gap, for the work that ends it: the gap goes to
+-- the host thread that launched that work, and each of its instants to the
+-- innermost host event running then on that thread (cpu_ops,
+-- python_functions, user_annotations, runtime calls): an event's idle_us is
+-- the idle inside it minus the idle inside its children. ProfilerStep#N
+-- annotations (steps), which enclose everything, are left out. Two rows of
+-- kind 'none' hold the rest: '(no host event)', idle while the launching
+-- thread ran no host event but a step (Python code between operators in a
+-- trace without Python stacks), and '(no launch call)', gaps ended by work
+-- whose launch call is not in the trace. A device's rows add up to its idle
+-- time (gpu-time's idle_us).
+-- source: for the call of the name with the most idle time, the innermost
+-- Python frame 'file.py(N): f' enclosing it (or itself) outside torch's own
+-- files (templates/frames.sql user_frame; traces recorded with
+-- with_stack=True only).
+-- Difference from torch's BasicEvaluation, which ranks single calls by the
+-- idle time inside them (so the step annotation ranks first): `--by event`.
 --
 -- uses: device, gpu_window
--- option: --limit/-n INTEGER >= 0 = 20  ops per trace and device (0 = all)
--- requires: gpu_activity, queue_drains, cpu_ops, python_functions, trace_files, gpu_ops, runtime
+-- option: --limit/-n INTEGER >= 0 = 20  rows per trace and device (0 = all)
+-- option: --by CHOICE(event)  one row per call instead, ranked as torch's BasicEvaluation (sql/reports/idle_events.sql)
+-- requires: gpu_idle_intervals, gpu_activity, cpu_ops, python_functions, user_annotations, runtime, steps, gpu_windows, trace_files, gpu_ops
 --
 -- Columns:
--- run          VARCHAR  run label
--- rank         INTEGER  rank of the trace
--- trace_id     INTEGER  trace
--- device       INTEGER  GPU index
--- idle_rank    BIGINT   1, 2, ... for the candidates (highest score first); NULL otherwise
--- op           VARCHAR  cpu_ops.name
--- event_id     BIGINT  [wide]  cpu_ops.event_id
--- ts_ms        DOUBLE  [wide]  op start, ms after the trace's first complete event (trace_files.first_ts_ns)
--- dur_us       DOUBLE   op duration, µs
--- self_us      DOUBLE   op self time, µs
--- gpu_idle_us  DOUBLE   GPU idle time during the op, µs
--- idle_pct     DOUBLE   gpu_idle_us / dur_us, %
--- score        DOUBLE   z(idle fraction) + 0.6 * z(self time); NULL when not a candidate
--- source       VARCHAR  e.g. 'train.py(82): step'; NULL when the trace has no Python stacks
+-- run             VARCHAR  run label
+-- rank            INTEGER  rank of the trace
+-- trace_id        INTEGER  trace
+-- device          INTEGER  GPU index
+-- kind            VARCHAR  'cpu_op', 'python_function', 'user_annotation', 'runtime' or 'none'
+-- name            VARCHAR  the host event's name ('(no host event)' or '(no launch call)' for kind 'none')
+-- calls           BIGINT   calls of that name on the threads that launched the device's work (NULL for 'none')
+-- idle_us         DOUBLE   GPU idle time while it was the innermost host event, µs
+-- idle_share_pct  DOUBLE   idle_us / the device's idle time in its GPU window, %
+-- max_call_us     DOUBLE  [wide]  the most idle time of one call, µs (NULL for 'none')
+-- event_id        BIGINT  [wide]  events.event_id of that call (NULL for 'none')
+-- source          VARCHAR  e.g. 'train.py(82): step': the user's frame around that call; NULL without Python stacks
 {% from "templates/scope.sql" import scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
-{% from "templates/intervals.sql" import merged_intervals, covered_length %}
-WITH act AS (  -- every device event with a launch call: queued from the call's start to its end
-    SELECT trace_id, device, launch_ts_ns AS s, greatest(end_ns, launch_ts_ns) AS e
-    FROM gpu_activity(exclude_last_step := $exclude_last_step OR $hta, round_to_us := $hta)
-    WHERE launch_ts_ns IS NOT NULL {{ scope() }}
-),
--- the device queue is non-empty exactly on the union of those intervals; GPU
--- idle time is everything else
-queued AS (
-    {{ merged_intervals('act', ['trace_id', 'device'], s='s', e='e', order=['e']) | indent(4) }}
-),
-falling AS (  -- drain intervals, merged (they do not overlap; merging makes sure)
-    {{ merged_intervals("(SELECT * FROM queue_drains(exclude_last_step := $exclude_last_step OR $hta,
-                                                     round_to_us := $hta) WHERE TRUE " ~ scope() ~ ")",
-                        ['trace_id', 'device'], s='start_ns', e='end_ns') | indent(4) }}
-),
-ops AS (  -- every cpu_op once per device with queued work in its trace
-    SELECT o.trace_id, d.device, o.event_id, o.ts_ns, o.end_ns, o.dur_ns, o.self_ns
-    FROM cpu_ops o JOIN (SELECT DISTINCT trace_id, device FROM queued) d USING (trace_id)
-),
-with_queued AS (
-    {{ covered_length('ops', 'queued', ['trace_id', 'device']) | indent(4) }}
-),
-measured AS (
-    -- idle during the op = its duration minus the time the queue was non-empty;
-    -- a candidate overlaps a drain interval
-    SELECT trace_id, device, event_id, ts_ns, end_ns, dur_ns, self_ns,
-           dur_ns - queued_ns AS gpu_idle_ns, covered_ns AS falling_ns
-    FROM ({{ covered_length('(SELECT * EXCLUDE (covered_ns), covered_ns AS queued_ns FROM with_queued)',
-                            'falling', ['trace_id', 'device']) | indent(10) }}) f
-),
-cand AS (
-    SELECT *, coalesce(gpu_idle_ns / nullif(dur_ns, 0), 0) AS idle_frac, falling_ns > 0 AS candidate
-    FROM measured
-),
-stats AS (
-    SELECT trace_id, device,
-           avg(idle_frac) AS idle_mean, stddev_samp(idle_frac) AS idle_sd,
-           avg(self_ns) AS self_mean, stddev_samp(self_ns) AS self_sd
-    FROM cand WHERE candidate
-    GROUP BY trace_id, device
-),
-scored AS (
-    SELECT c.*,
-           CASE WHEN c.candidate THEN
-               coalesce((c.idle_frac - s.idle_mean) / nullif(s.idle_sd, 0), 0)
-             + 0.6 * coalesce((c.self_ns - s.self_mean) / nullif(s.self_sd, 0), 0) END AS score
-    FROM cand c LEFT JOIN stats s USING (trace_id, device)
-),
-{%- if limit %}
--- the top `limit` candidates by score and the top `limit` other ops by idle time
--- per trace and device (heap-based arg_max(.., n): no sort of every op)
-top_lists AS (
-    SELECT trace_id, device,
-           arg_max(struct_pack(event_id, ts_ns, end_ns, dur_ns, self_ns, gpu_idle_ns,
-                               idle_frac, score), (score, -ts_ns, -event_id), $limit)
-               FILTER (WHERE candidate) AS cands,
-           arg_max(struct_pack(event_id, ts_ns, end_ns, dur_ns, self_ns, gpu_idle_ns,
-                               idle_frac, score), (gpu_idle_ns, -ts_ns, -event_id), $limit)
-               FILTER (WHERE NOT candidate) AS others
-    FROM scored
-    GROUP BY trace_id, device
-),
-picked AS (
-    SELECT trace_id, device, unnest(cands) AS o, generate_subscripts(cands, 1) AS idle_rank FROM top_lists
+{% from "templates/intervals.sql" import covered_length %}
+{% from "templates/frames.sql" import user_frame %}
+WITH host AS (
+    SELECT trace_id, event_id, 'cpu_op' AS kind, name, pid, tid, ts_ns, end_ns, parent_event_id FROM cpu_ops
     UNION ALL
-    SELECT trace_id, device, unnest(others) AS o, NULL AS idle_rank FROM top_lists
+    SELECT trace_id, event_id, 'python_function', name, pid, tid, ts_ns, end_ns, parent_event_id FROM python_functions
+    UNION ALL
+    SELECT trace_id, event_id, 'user_annotation', name, pid, tid, ts_ns, end_ns, parent_event_id FROM user_annotations
+    UNION ALL
+    SELECT trace_id, event_id, 'runtime', name, pid, tid, ts_ns, end_ns, parent_event_id FROM runtime
 ),
-top_ops AS (
-    SELECT trace_id, device, idle_rank, unnest(o)
-    FROM picked
-    QUALIFY row_number() OVER (PARTITION BY trace_id, device
-                               ORDER BY idle_rank NULLS LAST, o.gpu_idle_ns DESC, o.ts_ns, o.event_id) <= $limit
+gaps AS (  -- the device's idle gaps in its GPU window, each with the thread that launched the work ending it
+    SELECT i.trace_id, i.device, i.start_ns, i.end_ns, h.pid, h.tid
+    FROM gpu_idle_intervals(exclude_last_step := $exclude_last_step OR $hta, hta := $hta) i
+    LEFT JOIN (SELECT DISTINCT trace_id, event_id, launch_event_id
+               FROM gpu_activity(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)) a
+      ON a.trace_id = i.trace_id AND a.event_id = i.next_event_id
+    LEFT JOIN host h ON h.trace_id = a.trace_id AND h.event_id = a.launch_event_id
+    WHERE i.scope = 'device' AND i.dur_ns > 0 {{ scope('i.') }}
 ),
-{%- else %}
-top_ops AS (
-    SELECT *,
-           CASE WHEN candidate THEN row_number() OVER (PARTITION BY trace_id, device, candidate
-                                                       ORDER BY score DESC, ts_ns, event_id) END AS idle_rank
-    FROM scored
+threads AS (
+    SELECT DISTINCT trace_id, device, pid, tid FROM gaps WHERE pid IS NOT NULL
 ),
-{%- endif %}
-top AS (  -- names and threads for the rows shown only
-    SELECT t.*, e.name, e.pid, e.tid
-    FROM top_ops t JOIN cpu_ops e ON e.trace_id = t.trace_id AND e.event_id = t.event_id
+ev AS (  -- host events on those threads, once per device
+    SELECT h.*, t.device, s.event_id IS NOT NULL AS is_step
+    FROM host h
+    JOIN threads t USING (trace_id, pid, tid)
+    LEFT JOIN steps s ON s.trace_id = h.trace_id AND s.event_id = h.event_id
+    WHERE h.end_ns >= h.ts_ns
 ),
-src AS (  -- innermost enclosing 'file.py(N): f' python_function on the op's thread
-    SELECT t.trace_id, t.device, t.event_id, arg_max(p.name, (p.ts_ns, p.depth)) AS source
-    FROM top t
-    JOIN python_functions p
-      ON p.trace_id = t.trace_id AND p.pid = t.pid AND p.tid = t.tid
-     AND p.ts_ns <= t.ts_ns AND p.end_ns >= t.end_ns
-    WHERE regexp_matches(p.name, '\.py\(.*\)')
-    GROUP BY t.trace_id, t.device, t.event_id
+thread_gaps AS (
+    SELECT trace_id, device, pid, tid, start_ns, end_ns FROM gaps WHERE pid IS NOT NULL
 ),
-SELECT tr.run, tr.rank, t.trace_id, t.device, t.idle_rank, t.name AS op, t.event_id,
-       (t.ts_ns - tr.first_ts_ns) / 1e6 AS ts_ms,
-       t.dur_ns / 1e3 AS dur_us, t.self_ns / 1e3 AS self_us, t.gpu_idle_ns / 1e3 AS gpu_idle_us,
-       100.0 * t.idle_frac AS idle_pct, t.score, s.source
+inclusive AS (  -- idle inside each event (of the gaps its thread ended)
+    {{ covered_length('ev', 'thread_gaps', ['trace_id', 'device', 'pid', 'tid']) | indent(4) }}
+),
+attributed AS (  -- minus the idle inside its children: the idle while it was innermost
+    SELECT i.*, i.covered_ns - coalesce(c.children_ns, 0) AS idle_ns
+    FROM inclusive i
+    LEFT JOIN (SELECT trace_id, device, parent_event_id, sum(covered_ns) AS children_ns
+               FROM inclusive WHERE parent_event_id IS NOT NULL
+               GROUP BY ALL) c
+      ON c.trace_id = i.trace_id AND c.device = i.device AND c.parent_event_id = i.event_id
+),
+idle_total AS (  -- thread_ns: the part of it ended by work with a launch call in the trace
+    SELECT trace_id, device, sum(end_ns - start_ns) AS idle_ns,
+           coalesce(sum(end_ns - start_ns) FILTER (WHERE pid IS NOT NULL), 0) AS thread_ns
+    FROM gaps GROUP BY ALL
+),
+named AS (
+    SELECT trace_id, device, kind, name, count(*) AS calls, sum(idle_ns) AS idle_ns,
+           max(idle_ns) AS max_call_ns, arg_max(event_id, (idle_ns, -ts_ns)) AS event_id
+    FROM attributed WHERE NOT is_step
+    GROUP BY trace_id, device, kind, name
+    HAVING sum(idle_ns) > 0
+    UNION ALL
+    SELECT it.trace_id, it.device, 'none', '(no host event)', NULL,
+           it.thread_ns - coalesce((SELECT sum(a.idle_ns) FROM attributed a
+                                    WHERE a.trace_id = it.trace_id AND a.device = it.device AND NOT a.is_step), 0),
+           NULL, NULL
+    FROM idle_total it
+    UNION ALL
+    SELECT trace_id, device, 'none', '(no launch call)', NULL, idle_ns - thread_ns, NULL, NULL
+    FROM idle_total
+),
+top AS (
+    SELECT * FROM named WHERE idle_ns > 0
+    {%- if limit %}
+    QUALIFY row_number() OVER (PARTITION BY trace_id, device ORDER BY idle_ns DESC, kind, name) <= $limit
+    {%- endif %}
+),
+calls AS (  -- the call of each row with the most idle time, for its source
+    SELECT DISTINCT t.trace_id, t.event_id, e.pid, e.tid, e.ts_ns, e.end_ns
+    FROM top t JOIN ev e ON e.trace_id = t.trace_id AND e.event_id = t.event_id AND e.device = t.device
+),
+src AS (
+    {{ user_frame('calls', ['trace_id', 'event_id']) | indent(4) }}
+)
+SELECT tr.run, tr.rank, t.trace_id, t.device, t.kind, t.name, t.calls,
+       t.idle_ns / 1e3 AS idle_us, 100.0 * t.idle_ns / nullif(it.idle_ns, 0) AS idle_share_pct,
+       t.max_call_ns / 1e3 AS max_call_us, t.event_id, s.source
 FROM top t
 JOIN trace_files tr USING (trace_id)
-LEFT JOIN src s USING (trace_id, device, event_id)
-ORDER BY tr.run, tr.rank NULLS LAST, t.trace_id, t.device, t.idle_rank NULLS LAST, t.gpu_idle_ns DESC,
-         t.ts_ns, t.event_id
+JOIN idle_total it USING (trace_id, device)
+LEFT JOIN src s USING (trace_id, event_id)
+ORDER BY tr.run, tr.rank NULLS LAST, t.trace_id, t.device, t.idle_ns DESC, t.kind, t.name
 
 -- @notes
-{{ gpu_notes(need_launches=true) }}
+SELECT note, instead FROM (
+    SELECT 0 AS k, w.trace_id, w.device,
+           f.file_name || ': device ' || w.device || ' was never idle in its GPU window (' || w.events
+           || ' device event(s) back to back)' AS note, false AS instead
+    FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta) w
+    JOIN trace_files f USING (trace_id)
+    WHERE w.scope = 'device' {{ scope('w.') }}
+      AND NOT EXISTS (SELECT 1 FROM {{ result }} r WHERE r.trace_id = w.trace_id AND r.device = w.device)
+    UNION ALL
+    SELECT 1, NULL, NULL, note, instead FROM ({{ gpu_notes(need_launches=true, unlaunched=true) | indent(19) }})
+)
+ORDER BY k, trace_id, device

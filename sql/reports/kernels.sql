@@ -2,7 +2,7 @@
 -- --group-by-launch, per name + grid + block): how often it ran, how long,
 -- its share of the device's busy time, the work it did (FLOPs, bytes from
 -- kernel_estimates) and how close that came to the device's datasheet peaks
--- (trace_devices, or --peak-tflops / --peak-gbps), with its arithmetic
+-- (gpu_devices, or --peak-tflops / --peak-gbps), with its arithmetic
 -- intensity against the device's ridge point (compute- or memory-bound).
 -- question: Which kernels take each device's time, and how close do they run to its datasheet peak?
 --
@@ -11,7 +11,13 @@
 -- Rates and % of peak use only the kernels whose FLOPs (bytes) are known:
 -- achieved_tflops = sum(flops) / sum(their dur); compute_pct = sum(flops) /
 -- sum(dur * peak of each kernel's dtype), so a name whose kernels ran in
--- different dtypes is weighted by time.
+-- different dtypes is weighted by time. FLOPs and bytes are estimates from the
+-- op's shapes (kernel_estimates): above 100% of a peak (over_peak) the estimate
+-- is not what the kernel did, and a note names the estimator and the op that
+-- gave it, and the usual reason: a Winograd/FFT convolution does fewer
+-- multiplies than the direct formula counts; a kernel served from L2 cache
+-- moves less DRAM traffic than the estimate; a gather/index kernel reads only
+-- the rows it picks.
 --
 -- uses: device
 -- option: --limit/-n INTEGER >= 0 = 20  rows per device (0 = all)
@@ -20,7 +26,7 @@
 -- option: --dtype VARCHAR  dtype for kernels whose op records no input types (fp32, tf32, bf16, fp16, fp8, fp64, int8; or float, bfloat16, half)
 -- option: --peak-tflops DOUBLE > 0  compute peak, TFLOP/s (overrides the device table)
 -- option: --peak-gbps DOUBLE > 0  DRAM bandwidth peak, GB/s (overrides the device table)
--- requires: kernel_estimates, trace_devices, gpu_ops, kernels, trace_files, cpu_ops, launches
+-- requires: kernel_estimates, gpu_devices, gpu_ops, kernels, trace_files, cpu_ops, launches
 --
 -- Columns:
 -- run                   VARCHAR  run label
@@ -36,6 +42,9 @@
 -- min_us                DOUBLE  [wide]  shortest execution, us
 -- max_us                DOUBLE  [wide]  longest execution, us
 -- busy_pct              DOUBLE   total_us / the device's busy time, %
+-- over_peak             VARCHAR  'compute', 'bandwidth' or 'compute,bandwidth': above 100% of that peak,
+--                                which no kernel can be; a note says which estimator and op gave the
+--                                FLOPs (bytes) and what the kernel does instead. NULL: within the peaks
 -- flops                 BIGINT  [wide]  FLOPs (sum over kernels with an estimate; NULL: none known)
 -- bytes                 BIGINT  [wide]  bytes moved (same rule)
 -- achieved_tflops       DOUBLE   flops / duration of those kernels, TFLOP/s
@@ -86,7 +95,7 @@ k AS (
            coalesce($peak_gbps, p.dram_gbps) AS peak_g
     FROM kernel_estimates e
     JOIN scope s USING (trace_id)
-    LEFT JOIN trace_devices p ON p.trace_id = e.trace_id AND p.device = e.device
+    LEFT JOIN gpu_devices p ON p.trace_id = e.trace_id AND p.device = e.device
     {%- if group_by_launch %}
     LEFT JOIN kernels kk ON kk.trace_id = e.trace_id AND kk.event_id = e.event_id
     {%- endif %}
@@ -125,6 +134,8 @@ report AS (
            round(a.min_ns / 1e3, 3) AS min_us,
            round(a.max_ns / 1e3, 3) AS max_us,
            round(100.0 * a.total_ns / nullif(b.busy_ns, 0), 2) AS busy_pct,
+           nullif(concat_ws(',', CASE WHEN a.pk_flops > a.pk_t_ns * 1e3 THEN 'compute' END,
+                                 CASE WHEN a.pk_bytes > a.pk_g_ns THEN 'bandwidth' END), '') AS over_peak,
            a.flops::BIGINT AS flops,
            a.bytes::BIGINT AS bytes,
            round(a.flops / nullif(a.flops_ns, 0) / 1e3, 3) AS achieved_tflops,
@@ -151,8 +162,9 @@ ORDER BY run, trace_id, device, {{ order_by }}
 
 -- @notes
 -- One line per thing the report cannot say, and why (in this order: per trace,
--- devices without a peak (also when the device_peaks table is empty), then rows
--- without a compute peak).
+-- devices not in deviceProperties that get the trace's only model, devices
+-- without a peak (also when the device_peaks table is empty), rows without a
+-- compute peak, then rows above 100% of a peak).
 {%- set missing_opts = ('/'.join((['--peak-tflops'] if peak_tflops is none else [])
                                 + (['--peak-gbps'] if peak_gbps is none else []))) %}
 {%- set need_peaks = peak_tflops is none or peak_gbps is none %}
@@ -160,12 +172,63 @@ ORDER BY run, trace_id, device, {{ order_by }}
 WITH t AS (
     SELECT f.trace_id, f.file_name,
            (SELECT count(*) FROM kernels k WHERE k.trace_id = f.trace_id {{ device_scope('k.') }}) AS n_kernels,
-           (SELECT count(*) FROM trace_devices d WHERE d.trace_id = f.trace_id) AS n_devices,
+           (SELECT count(*) FROM gpu_devices d WHERE d.trace_id = f.trace_id AND d.listed) AS n_devices,
            EXISTS (SELECT 1 FROM cpu_ops o WHERE o.trace_id = f.trace_id AND o.input_dims IS NOT NULL) AS has_shapes,
            EXISTS (SELECT 1 FROM {{ result }} r WHERE r.trace_id = f.trace_id
                    AND (r.flops IS NOT NULL OR r.bytes IS NOT NULL)) AS has_estimates
     FROM trace_files f
     WHERE TRUE {{ run_scope('f.') }}
+),
+-- rows above 100% of a peak: which op and estimator gave the FLOPs (bytes), and why a
+-- kernel can beat the estimate; the 20 furthest above, then how many more
+flagged AS (
+    SELECT r.trace_id, r.device, r.name, f.file_name, r.what, max(r.pct) AS pct, any_value(r.peak_dtype) AS peak_dtype
+    FROM (SELECT trace_id, device, name, peak_dtype, 'compute' AS what, compute_pct AS pct FROM {{ result }}
+          UNION ALL
+          SELECT trace_id, device, name, peak_dtype, 'bandwidth', bandwidth_pct FROM {{ result }}) r
+    JOIN t f USING (trace_id)
+    WHERE r.pct > 100
+    GROUP BY ALL
+),
+why AS (
+    SELECT f.*,
+           arg_max(e.op_name, e.flops) FILTER (WHERE e.flops > 0) AS flops_op,
+           arg_max(e.flops_formula, e.flops) FILTER (WHERE e.flops > 0) AS flops_formula,
+           arg_max(e.op_name, e.bytes) FILTER (WHERE e.bytes > 0) AS bytes_op,
+           arg_max(e.bytes_formula, e.bytes) FILTER (WHERE e.bytes > 0) AS bytes_formula
+    FROM flagged f
+    JOIN kernel_estimates e ON e.trace_id = f.trace_id AND e.device = f.device AND e.name = f.name
+    GROUP BY ALL
+),
+over_peak_notes AS (
+    SELECT trace_id, row_number() OVER (ORDER BY pct DESC, trace_id, device, name, what) AS n,
+           file_name || ': ' || CASE WHEN length(name) > 60 THEN left(name, 59) || '…' ELSE name END
+           || ' (device ' || device || ') runs at ' || round(pct)::BIGINT || '% of the '
+           || CASE what WHEN 'compute' THEN
+           {%- if peak_tflops is none %} coalesce(peak_dtype || ' ', '') || 'compute peak'
+           {%- else %} 'compute peak given (--peak-tflops)'{% endif %}
+                        ELSE {% if peak_gbps is none %}'DRAM bandwidth peak'{% else %}'bandwidth peak given (--peak-gbps)'{% endif %} END
+           || ', which no kernel reaches (over_peak): '
+           || CASE WHEN what = 'compute' THEN
+                  'its FLOPs come from ' || coalesce(flops_op, 'its op') || ' by the '
+                  || coalesce(flops_formula || ' estimator (duckprof/estimators/'
+                              || CASE flops_formula WHEN 'conv_backward' THEN 'conv' WHEN 'attention_causal'
+                                                    THEN 'attention' ELSE flops_formula END || '.py)',
+                              'estimator of an older duckprof')
+                  || CASE WHEN flops_formula LIKE 'conv%'
+                          THEN '; a Winograd or FFT convolution does fewer multiplies than the direct formula counts'
+                          WHEN flops_formula LIKE 'attention%'
+                          THEN '; an attention kernel that skips masked blocks (causal or windowed attention not '
+                               || 'recorded in the op''s args) does less work'
+                          ELSE '; check the dtype whose peak applies and the op''s recorded shapes' END
+              ELSE
+                  'its bytes come from ' || coalesce(bytes_op, 'its op') || ' by the '
+                  || coalesce(bytes_formula || ' rule', 'rule of an older duckprof')
+                  || ' (duckprof/estimators/traffic.py), the minimum DRAM traffic of the op''s tensors; '
+                  || 'data served from L2 cache (small or reused tensors), or a gather that reads only the '
+                  || 'rows it picks, moves less'
+              END AS note
+    FROM why
 ),
 unlinked AS (  -- of the traces with shapes but no estimate, those where no kernel found its op
     -- (launches is costly: it is read only for those traces, usually none)
@@ -197,21 +260,35 @@ notes AS (
     FROM t WHERE n_kernels > 0 AND n_devices = 0
     UNION ALL
     SELECT DISTINCT 3, p.trace_id, p.device,
-           f.file_name || ': no peak for device ' || p.device || ' ''' || p.device_name
-                       || '''; pass {{ missing_opts }}'
-    FROM trace_devices p JOIN t f USING (trace_id)
-    WHERE p.peak_device IS NULL {{ device_scope('p.') }}
+           f.file_name || ': no peak for device ' || p.device
+           || CASE WHEN p.listed OR p.assumed THEN ' ''' || coalesce(p.device_name, '') || ''''
+                   ELSE ' (it is not in the trace''s deviceProperties, which name several device models)' END
+           || '; pass {{ missing_opts }}'
+    FROM gpu_devices p JOIN t f USING (trace_id)
+    WHERE p.peak_device IS NULL AND f.n_devices > 0 {{ device_scope('p.') }}
       AND EXISTS (SELECT 1 FROM {{ result }} r WHERE r.trace_id = p.trace_id AND r.device = p.device)
     {%- endif %}
+    UNION ALL
+    SELECT DISTINCT 2, p.trace_id, p.device,
+           f.file_name || ': device ' || p.device || ' is not in the trace''s deviceProperties; it gets the '
+           || 'peaks of the only device model they name, ''' || coalesce(p.device_name, '') || ''''
+    FROM gpu_devices p JOIN t f USING (trace_id)
+    WHERE p.assumed {{ device_scope('p.') }}
+      AND EXISTS (SELECT 1 FROM {{ result }} r WHERE r.trace_id = p.trace_id AND r.device = p.device)
     {%- if peak_tflops is none %}
     UNION ALL
     SELECT 4, NULL, 0, format('{:,}', n) || ' row(s) have FLOPs but no compute peak (dtype unknown, or no '
                        || 'datasheet figure for it), so no compute %; pass --dtype or --peak-tflops'
     FROM (SELECT count(*) AS n FROM {{ result }} r
           WHERE r.flops > 0 AND r.peak_tflops IS NULL
-            AND EXISTS (SELECT 1 FROM trace_devices p WHERE p.trace_id = r.trace_id
+            AND EXISTS (SELECT 1 FROM gpu_devices p WHERE p.trace_id = r.trace_id
                         AND p.device = r.device AND p.peak_device IS NOT NULL))
     WHERE n > 0
     {%- endif %}
+    UNION ALL
+    SELECT 5, NULL, n, note FROM over_peak_notes WHERE n <= 20
+    UNION ALL
+    SELECT 6, NULL, 0, format('{:,}', count(*)) || ' more kernel(s) above 100% of a peak (over_peak)'
+    FROM over_peak_notes WHERE n > 20 HAVING count(*) > 0
 )
 SELECT note FROM notes ORDER BY section, trace_id, k, note

@@ -31,7 +31,7 @@
 {% from "templates/intervals.sql" import bucket_overlaps %}
 WITH q AS (  -- each state of a stream's queue, from its change to the next
     SELECT trace_id, device, stream, ts_ns AS start_ns, ts_ns + coalesce(dur_ns, 0) AS end_ns, queue_depth
-    FROM queue_depth(exclude_last_step := $exclude_last_step OR $hta, round_to_us := $hta)
+    FROM queue_depth(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)
     WHERE TRUE {{ scope() }}
 ),
 series AS (

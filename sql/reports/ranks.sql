@@ -6,8 +6,8 @@
 -- together (each device's union; --hta as in `report temporal`): busy = union
 -- of all device activity, compute = union of compute kernels, communication =
 -- communication kernels running while no compute kernel does (exposed
--- communication), idle = window (first device event start to last end, per
--- device) minus busy. overlap_pct = HTA's get_comm_comp_overlap: the time a
+-- communication), idle = window (the GPU window, gpu_windows: first device
+-- event start to last end, per device) minus busy. overlap_pct = HTA's get_comm_comp_overlap: the time a
 -- communication and a compute kernel both run / the union of the
 -- communication kernels.
 -- Stragglers: each collective operation is matched across the run's ranks (by
@@ -20,7 +20,7 @@
 -- skew between hosts shows as lateness.
 --
 -- uses: gpu_window
--- requires: trace_files, steps, gpu_activity, collectives
+-- requires: trace_files, steps, gpu_activity, gpu_windows, collectives
 -- example: duckprof report ranks --db perf.duckdb --run job42
 --
 -- Columns:
@@ -54,7 +54,7 @@ st AS (
 ),
 a AS (
     SELECT trace_id, device, event_id, ts_ns, end_ns, work_class
-    FROM gpu_activity(exclude_last_step := $exclude_last_step OR $hta, round_to_us := $hta)
+    FROM gpu_activity(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)
     WHERE TRUE {{ run_scope() }}
 ),
 unions AS (
@@ -68,7 +68,9 @@ gpu AS (
     SELECT u.trace_id, sum(w.window_ns) AS window_ns, sum(u.busy_ns) AS busy_ns, sum(u.compute_ns) AS compute_ns,
            sum(u.comm_ns) AS comm_ns, sum(u.cc_ns) AS cc_ns
     FROM unions u
-    JOIN (SELECT trace_id, device, max(end_ns) - min(ts_ns) AS window_ns FROM a GROUP BY ALL) w USING (trace_id, device)
+    JOIN (SELECT trace_id, device, window_ns
+          FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)
+          WHERE scope = 'device' {{ run_scope() }}) w USING (trace_id, device)
     GROUP BY u.trace_id
 ),
 c AS (

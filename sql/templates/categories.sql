@@ -10,6 +10,14 @@
 --                 memsets and MTIA's device compute events
 -- runtime_cats    host-side runtime / driver API calls that launch device work
 --                 (runtime view): CUDA, HIP, Intel XPU, PrivateUse1 backends, MTIA
+-- math_categories kernel_categories.category values of the kernels that do an
+--                 op's math: kernel_estimates gives them the op's FLOPs
+-- device_kind(cat, name)  the kind of a device event (a row of device_cats):
+--                 'kernel', 'memcpy' or 'memset'. Kineto's kernel / gpu_memcpy /
+--                 gpu_memset, and for other vendors' accelerator activity
+--                 (MTIA's mtia_ccp_events) the name: DMA transfers (dma*, and
+--                 Memcpy* / Memset*, HTA's MEMORY rule) are copies, the rest is
+--                 compute, i.e. kernels
 -- not_host_cats   complete events that are not host-thread intervals and so are
 --                 left out of nesting: device activity, GPU-side annotations and
 --                 the trace span
@@ -30,6 +38,12 @@
 {%- set runtime_cats = ['cuda_runtime', 'cuda_driver', 'hip_runtime', 'hip_driver', 'xpu_runtime',
     'xpu_driver', 'privateuse1_runtime', 'privateuse1_driver', 'mtia_runtime'] %}
 {%- set not_host_cats = device_cats + ['gpu_user_annotation', 'trace'] %}
+{%- set math_categories = ['gemm', 'conv', 'attention', 'triton_template'] %}
+{% macro device_kind(cat='cat', name='name') -%}
+CASE {{ cat }} WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy' WHEN 'gpu_memset' THEN 'memset'
+    ELSE CASE WHEN {{ name }} LIKE 'dma%' OR {{ name }} LIKE 'Memcpy%' THEN 'memcpy'
+              WHEN {{ name }} LIKE 'Memset%' THEN 'memset' ELSE 'kernel' END END
+{%- endmacro %}
 {% macro sql_list(items) -%}
 ({% for x in items %}'{{ x }}'{% if not loop.last %}, {% endif %}{% endfor %})
 {%- endmacro %}

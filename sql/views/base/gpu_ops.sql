@@ -1,12 +1,16 @@
--- gpu_ops: all device activity: kernels, memcpys and memsets (plus MTIA device
--- events).
+-- gpu_ops: all device activity: kernels, memcpys and memsets, of every vendor.
+-- Accelerator activity that Kineto does not file as kernel / gpu_memcpy /
+-- gpu_memset (MTIA's mtia_ccp_events) gets its kind from its name: DMA
+-- transfers (dma*, Memcpy*, Memset*) are memcpys / memsets, all other device
+-- work (pe_exe, merge, event_wait, ...) is a kernel (sql/templates/categories.sql,
+-- device_kind), as HTA counts it as computation.
 --
 -- requires: events
 --
 -- Columns:
 -- trace_id     INTEGER  trace
 -- event_id     BIGINT   events.event_id
--- kind         VARCHAR  'kernel', 'memcpy', 'memset' or the raw device category
+-- kind         VARCHAR  'kernel', 'memcpy' or 'memset'
 -- name         VARCHAR  kernel name or memcpy/memset kind
 -- device       INTEGER  GPU index (args device; for 2021 traces the GPU pid)
 -- stream       BIGINT   CUDA/HIP stream
@@ -16,11 +20,10 @@
 -- correlation  BIGINT   links to the runtime call that launched it
 -- external_id  BIGINT   'External id' of the launching cpu_op
 -- args         JSON     all args
-{% from "templates/categories.sql" import device_cats, sql_list %}
+{% from "templates/categories.sql" import device_cats, device_kind, sql_list %}
 CREATE OR REPLACE VIEW gpu_ops AS
 SELECT trace_id, event_id,
-       CASE cat WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy'
-                WHEN 'gpu_memset' THEN 'memset' ELSE cat END AS kind,
+       {{ device_kind() }} AS kind,
        name, coalesce(device, pid::INTEGER) AS device, coalesce(stream, tid) AS stream,
        ts_ns, dur_ns, end_ns, correlation, external_id, args
 FROM events

@@ -1,4 +1,6 @@
--- kernels: one row per GPU kernel execution.
+-- kernels: one row per GPU kernel execution: Kineto's kernel events, and the
+-- compute activity of other accelerators (MTIA's mtia_ccp_events other than DMA
+-- transfers: the gpu_ops rows of kind 'kernel').
 --
 -- requires: events
 --
@@ -18,6 +20,7 @@
 -- registers_per_thread  INTEGER  registers per thread
 -- shared_memory_bytes   BIGINT   static + dynamic shared memory per block
 -- args                  JSON     all args
+{% from "templates/categories.sql" import device_cats, device_kind, sql_list %}
 CREATE OR REPLACE VIEW kernels AS
 SELECT trace_id, event_id, name, coalesce(device, pid::INTEGER) AS device, coalesce(stream, tid) AS stream,
        ts_ns, dur_ns, end_ns, correlation, external_id,
@@ -27,4 +30,4 @@ SELECT trace_id, event_id, name, coalesce(device, pid::INTEGER) AS device, coale
        try_cast(json_extract_string(args, '$."shared memory"') AS BIGINT) AS shared_memory_bytes,
        args
 FROM events
-WHERE ph = 'X' AND cat = 'kernel';
+WHERE ph = 'X' AND cat IN {{ sql_list(device_cats) }} AND {{ device_kind() }} = 'kernel';

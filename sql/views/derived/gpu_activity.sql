@@ -3,31 +3,34 @@
 -- events) with the start of the host call that launched it and a work class.
 --
 -- Also a table macro of the same name,
--- gpu_activity(exclude_last_step := false, round_to_us := false).
--- round_to_us := true rounds times like HTA does when a trace has fractional
--- µs timestamps (round_down_time_stamps): start up and end down to whole µs
--- (a sub-µs event can then end before it starts). It exists to reproduce HTA's
--- numbers; it changes nothing on traces with whole-µs timestamps.
--- With exclude_last_step := true it keeps only what HTA keeps by default
--- (TraceAnalysis include_last_profiler_step=False): in a trace with at least two
--- ProfilerStep#N host annotations, only device activity whose launch call started
--- before the start of the last ProfilerStep (device activity with no launch call
--- in the trace is dropped too). Traces with fewer than two steps are kept whole.
--- Difference from HTA: HTA takes the last step start over every non-device event
--- named ProfilerStep, including gpu_user_annotation events on the GPU timeline;
--- we use the host-side annotations only (the steps view).
+-- gpu_activity(exclude_last_step := false, hta := false).
+-- With exclude_last_step := true it keeps what HTA keeps by default
+-- (TraceAnalysis include_last_profiler_step=False), the way duckprof reads a
+-- trace: in a trace with at least two ProfilerStep#N host annotations, only
+-- device activity whose launch call started before the start of the last
+-- ProfilerStep (device activity with no launch call in the trace is dropped
+-- too). Traces with fewer than two steps are kept whole.
+-- With hta := true the rows are HTA's own GPU events (hta_events: every event
+-- with a stream arg, so also cuda_sync events and a cpu_op that records a
+-- stream), with HTA's times (whole µs when the trace's ts are fractional,
+-- end = floor of the float64 ts + dur), HTA's last-step cut (also when a
+-- GPU-side annotation holds the last ProfilerStep) and HTA's launch link
+-- (index_correlation; launch_ts_ns is its ts_runtime); work_class follows HTA's
+-- kernel type, with 'other' for its OTHER events (Event/Stream/Context Sync).
+-- exclude_last_step is then implied. It exists to reproduce HTA's numbers.
 --
 -- The launch call is the runtime/driver call (runtime view) with the same
 -- correlation: any such call, so cudaLaunchKernel(ExC), cuLaunchKernel(Ex),
 -- cudaGraphLaunch, cudaMemcpyAsync, cudaMemsetAsync, synchronous cudaMemcpy,
 -- hipLaunchKernel, hipExtModuleLaunchKernel, hipMemcpyAsync, MTIA enqueueCommand ...
 --
--- requires: gpu_ops, runtime, steps
+-- requires: gpu_ops, runtime, steps, hta_events
 --
 -- Columns:
 -- trace_id         INTEGER  trace
 -- event_id         BIGINT   gpu_ops.event_id
--- kind             VARCHAR  'kernel', 'memcpy', 'memset' or the raw device category
+-- kind             VARCHAR  'kernel', 'memcpy' or 'memset' (gpu_ops.kind); with hta also the category of
+--                           HTA's other GPU events ('cuda_sync', 'cpu_op')
 -- name             VARCHAR  kernel name or memcpy/memset kind
 -- device           INTEGER  GPU index
 -- stream           BIGINT   CUDA/HIP stream
@@ -38,45 +41,57 @@
 -- work_class       VARCHAR  'communication' (kernel named nccl* / rccl*, e.g. ncclDevKernel_AllReduce...),
 --                           'memory' (memcpy, memset, and device events named Memcpy* /
 --                           Memset* / dma* like MTIA's dma_request: HTA's MEMORY rule),
+--                           'other' (only with hta: HTA's OTHER kernel type, the sync events),
 --                           else 'compute'
 -- launch_event_id  BIGINT   runtime.event_id of the launch call (NULL: not in the trace)
 -- launch_name      VARCHAR  e.g. 'cudaLaunchKernel'
 -- launch_ts_ns     BIGINT   when the launch call started, ns since the epoch
-CREATE OR REPLACE MACRO gpu_activity(exclude_last_step := false, round_to_us := false) AS TABLE
+{% from "templates/categories.sql" import device_cats, device_kind, sql_list %}
+CREATE OR REPLACE MACRO gpu_activity(exclude_last_step := false, hta := false) AS TABLE
 WITH rt AS (
-    SELECT trace_id, correlation,
-           min(CASE WHEN round_to_us THEN (ts_ns + 999) // 1000 * 1000 ELSE ts_ns END) AS launch_ts_ns,
+    SELECT trace_id, correlation, min(ts_ns) AS launch_ts_ns,
            arg_min(event_id, ts_ns) AS launch_event_id, arg_min(name, ts_ns) AS launch_name
     FROM runtime
-    WHERE correlation IS NOT NULL
+    WHERE correlation IS NOT NULL AND NOT hta
     GROUP BY trace_id, correlation
 ),
 last_step AS (
-    SELECT trace_id,
-           max(CASE WHEN round_to_us THEN (ts_ns + 999) // 1000 * 1000 ELSE ts_ns END) AS last_step_ts_ns
+    SELECT trace_id, max(ts_ns) AS last_step_ts_ns
     FROM steps
-    WHERE exclude_last_step
+    WHERE exclude_last_step AND NOT hta
     GROUP BY trace_id
     HAVING count(DISTINCT step) >= 2
 ),
-g AS (
-    SELECT trace_id, event_id, kind, name, device, stream,
-           CASE WHEN round_to_us THEN (ts_ns + 999) // 1000 * 1000 ELSE ts_ns END AS ts_ns,
-           CASE WHEN round_to_us THEN end_ns // 1000 * 1000 ELSE end_ns END AS end_ns,
-           correlation
-    FROM gpu_ops
-    WHERE dur_ns IS NOT NULL
+ours AS (
+    SELECT g.trace_id, g.event_id, g.kind, g.name, g.device, g.stream, g.ts_ns, g.dur_ns, g.end_ns, g.correlation,
+           CASE WHEN g.kind IN ('memcpy', 'memset') OR g.name LIKE 'Memcpy%' OR g.name LIKE 'Memset%'
+                     OR g.name LIKE 'dma%' THEN 'memory'
+                WHEN g.kind = 'kernel' AND (g.name ILIKE 'nccl%' OR g.name ILIKE 'rccl%') THEN 'communication'
+                ELSE 'compute' END AS work_class,
+           r.launch_event_id, r.launch_name, r.launch_ts_ns
+    FROM gpu_ops g
+    LEFT JOIN rt r ON r.trace_id = g.trace_id AND r.correlation = g.correlation
+    LEFT JOIN last_step s ON s.trace_id = g.trace_id
+    WHERE NOT hta AND g.dur_ns IS NOT NULL
+      AND (s.last_step_ts_ns IS NULL OR r.launch_ts_ns < s.last_step_ts_ns)
+),
+one_device AS (  -- HTA has no devices: its other GPU events (a cpu_op's stream) join the trace's only one
+    SELECT trace_id, min(device) AS device FROM gpu_ops WHERE hta GROUP BY trace_id HAVING count(DISTINCT device) = 1
+),
+theirs AS (
+    SELECT h.trace_id, h.event_id,
+           CASE WHEN h.cat IN {{ sql_list(device_cats) }} THEN {{ device_kind('h.cat', 'h.name') }} ELSE h.cat END AS kind,
+           h.name, coalesce(h.device, d.device) AS device, h.stream, h.ts_ns, h.dur_ns, h.end_ns, h.correlation,
+           CASE h.kernel_type WHEN 'COMPUTATION' THEN 'compute' WHEN 'COMMUNICATION' THEN 'communication'
+                              WHEN 'MEMORY' THEN 'memory' ELSE 'other' END AS work_class,
+           h.partner_event_id AS launch_event_id, r.name AS launch_name, h.partner_ts_ns AS launch_ts_ns
+    FROM hta_events h
+    LEFT JOIN one_device d USING (trace_id)
+    LEFT JOIN runtime r ON r.trace_id = h.trace_id AND r.event_id = h.partner_event_id
+    WHERE hta AND h.stream <> -1
 )
-SELECT g.trace_id, g.event_id, g.kind, g.name, g.device, g.stream,
-       g.ts_ns, g.end_ns - g.ts_ns AS dur_ns, g.end_ns, g.correlation,
-       CASE WHEN g.kind IN ('memcpy', 'memset') OR g.name LIKE 'Memcpy%' OR g.name LIKE 'Memset%'
-                 OR g.name LIKE 'dma%' THEN 'memory'
-            WHEN g.kind = 'kernel' AND (g.name ILIKE 'nccl%' OR g.name ILIKE 'rccl%') THEN 'communication'
-            ELSE 'compute' END AS work_class,
-       r.launch_event_id, r.launch_name, r.launch_ts_ns
-FROM g
-LEFT JOIN rt r ON r.trace_id = g.trace_id AND r.correlation = g.correlation
-LEFT JOIN last_step s ON s.trace_id = g.trace_id
-WHERE s.last_step_ts_ns IS NULL OR r.launch_ts_ns < s.last_step_ts_ns;
+SELECT * FROM ours
+UNION ALL
+SELECT * FROM theirs;
 
 CREATE OR REPLACE VIEW gpu_activity AS SELECT * FROM gpu_activity();

@@ -9,8 +9,8 @@
 -- touching intervals merge.
 --
 -- Also a table macro of the same name,
--- gpu_busy_intervals(exclude_last_step := false, round_to_us := false, work_classes := NULL):
--- exclude_last_step and round_to_us as in gpu_activity; work_classes, a list such as ['compute']
+-- gpu_busy_intervals(exclude_last_step := false, hta := false, work_classes := NULL):
+-- exclude_last_step and hta as in gpu_activity; work_classes, a list such as ['compute']
 -- or ['compute', 'communication'], merges only events of those work classes
 -- (gpu_activity.work_class); NULL merges all.
 --
@@ -29,10 +29,10 @@
 -- first_event_id      BIGINT   gpu_activity.event_id of the event that opens the interval
 -- first_launch_ts_ns  BIGINT   start of that event's launch call (NULL if not in the trace)
 {% from "templates/intervals.sql" import merged_intervals %}
-CREATE OR REPLACE MACRO gpu_busy_intervals(exclude_last_step := false, round_to_us := false, work_classes := NULL) AS TABLE
+CREATE OR REPLACE MACRO gpu_busy_intervals(exclude_last_step := false, hta := false, work_classes := NULL) AS TABLE
 WITH a AS (
     SELECT trace_id, device, stream, event_id, ts_ns, end_ns, launch_ts_ns
-    FROM gpu_activity(exclude_last_step := exclude_last_step, round_to_us := round_to_us)
+    FROM gpu_activity(exclude_last_step := exclude_last_step, hta := hta)
     WHERE work_classes IS NULL OR list_contains(work_classes, work_class)
 ),
 both_scopes AS (

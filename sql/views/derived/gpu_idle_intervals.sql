@@ -14,12 +14,19 @@
 -- Differences from HTA: HTA takes the gap between each event and the previous
 -- event on the stream (negative when they overlap, and then subtracted from
 -- kernel_wait); we take the gaps of the merged busy intervals, never negative.
+-- With hta := true the stream rows are HTA's own (get_idle_time_breakdown): its
+-- events of the categories kernel, gpu_memcpy, gpu_memset, mtia_ccp_events
+-- (old spellings too; not its sync events) on the stream in start order, one
+-- row per event but the first: the gap from the previous event's end to its
+-- start (zero or negative when they touch or overlap), host_wait when its
+-- ts_runtime (gpu_activity(hta := true).launch_ts_ns) is after the previous end.
+-- The device rows stay gaps of merged busy intervals.
 --
 -- Also a table macro of the same name,
--- gpu_idle_intervals(exclude_last_step := false, round_to_us := false, kernel_wait_ns := 30000)
--- (exclude_last_step and round_to_us as in gpu_activity).
+-- gpu_idle_intervals(exclude_last_step := false, hta := false, kernel_wait_ns := 30000)
+-- (exclude_last_step and hta as in gpu_activity).
 --
--- requires: gpu_busy_intervals
+-- requires: gpu_busy_intervals, gpu_activity
 --
 -- Columns:
 -- trace_id           INTEGER  trace
@@ -28,19 +35,32 @@
 -- stream             BIGINT   the stream (scope 'stream'); NULL for scope 'device'
 -- start_ns           BIGINT   gap start = end of the previous busy interval, ns since the epoch
 -- end_ns             BIGINT   gap end = start of the next busy interval
--- dur_ns             BIGINT   end_ns - start_ns (> 0)
+-- dur_ns             BIGINT   end_ns - start_ns (> 0; with hta, stream rows: any, as HTA's idle_interval)
 -- next_event_id      BIGINT   gpu_activity.event_id of the event that ends the gap
 -- next_launch_ts_ns  BIGINT   when that event's launch call started (NULL if not in the trace)
 -- host_wait          BOOLEAN  next_launch_ts_ns > start_ns
 -- category           VARCHAR  'host_wait', 'kernel_wait' or 'other'
-CREATE OR REPLACE MACRO gpu_idle_intervals(exclude_last_step := false, round_to_us := false, kernel_wait_ns := 30000) AS TABLE
+CREATE OR REPLACE MACRO gpu_idle_intervals(exclude_last_step := false, hta := false, kernel_wait_ns := 30000) AS TABLE
 WITH gaps AS (
     SELECT trace_id, device, scope, stream,
            lag(end_ns) OVER (PARTITION BY trace_id, device, scope, stream ORDER BY interval_no) AS start_ns,
            start_ns AS end_ns,
            first_event_id AS next_event_id,
            first_launch_ts_ns AS next_launch_ts_ns
-    FROM gpu_busy_intervals(exclude_last_step := exclude_last_step, round_to_us := round_to_us)
+    FROM gpu_busy_intervals(exclude_last_step := exclude_last_step, hta := hta)
+    WHERE NOT hta OR scope = 'device'
+),
+hta_gaps AS (  -- HTA's idle-time breakdown: every event's gap to the previous one on its stream
+    SELECT trace_id, device, 'stream' AS scope, stream,
+           lag(end_ns) OVER (PARTITION BY trace_id, device, stream ORDER BY ts_ns, event_id) AS start_ns,
+           ts_ns AS end_ns, event_id AS next_event_id, launch_ts_ns AS next_launch_ts_ns
+    FROM gpu_activity(hta := hta)
+    WHERE hta AND kind IN ('kernel', 'memcpy', 'memset')
+),
+all_gaps AS (
+    SELECT * FROM gaps
+    UNION ALL
+    SELECT * FROM hta_gaps
 )
 SELECT trace_id, device, scope, stream, start_ns, end_ns, end_ns - start_ns AS dur_ns,
        next_event_id, next_launch_ts_ns,
@@ -48,7 +68,7 @@ SELECT trace_id, device, scope, stream, start_ns, end_ns, end_ns - start_ns AS d
        CASE WHEN next_launch_ts_ns > start_ns THEN 'host_wait'
             WHEN end_ns - start_ns < kernel_wait_ns THEN 'kernel_wait'
             ELSE 'other' END AS category
-FROM gaps
+FROM all_gaps
 WHERE start_ns IS NOT NULL;
 
 CREATE OR REPLACE VIEW gpu_idle_intervals AS SELECT * FROM gpu_idle_intervals();

@@ -7,7 +7,7 @@
 --   memcpy_htod, memcpy_dtoh, memcpy_dtod, memcpy_peer
 --                       gpu_ops.kind is 'memcpy', by the direction Kineto writes in the name
 --                       ('Memcpy HtoD (Pageable -> Device)', 'DtoH', 'DtoD', 'PtoP' peer-to-peer);
---   memcpy_other        a memcpy of any other direction ('HtoH', unknown)
+--   memcpy_other        a memcpy of any other direction ('HtoH', unknown; MTIA DMA transfers)
 --   memset              gpu_ops.kind is 'memset'; any other non-kernel kind -> 'other'
 --   communication       'nccl', 'rccl', 'all_reduce', 'allreduce', 'all_gather', 'allgather',
 --                       'reduce_scatter', 'alltoall' (NCCL/RCCL collectives, p2p, symmetric memory)

@@ -2,17 +2,21 @@
 -- the cpu_op that launched it (launches.op_event_id; estimates in op_estimates).
 --
 -- Attribution when one op launches several kernels (a GEMM + its split-K
--- reduce, a conv + a layout transform, grad-input + grad-weight convs): the
--- op's FLOPs and bytes are split across its kernels in proportion to kernel
--- duration, so every kernel of the op shows the op's average rate, no kernel
--- looks faster than the op as a whole, and per op the kernels' flops (bytes)
--- add up exactly to the op's estimate. (torch's profile_analysis instead gives
--- every kernel the op's full count, counting it once per kernel.) Integer
--- shares: kernel i of an op with F FLOPs gets floor(F * d_i / D), d_i its
--- duration and D the sum over the op's kernels (each kernel weighs 1 instead
--- when all took 0 ns); what rounding leaves over (fewer than the number of
--- kernels) goes to the longest kernel (ties: the first in the file). Bytes
--- the same way. One kernel per op: it gets everything.
+-- reduce, a layout transform + a convolution + the transform back, grad-input +
+-- grad-weight convs): FLOPs go to the kernels that do the math, the op's
+-- kernels whose kernel_categories.category is gemm, conv, attention or
+-- triton_template (math_kernel); its other kernels (layout transforms,
+-- split-K reductions, casts) get 0 FLOPs. An op none of whose kernels is in
+-- those categories (a GEMM kernel whose name says nothing) gives every kernel
+-- a share (math_kernel true for all). Bytes go to every kernel of the op. Each
+-- is split in proportion to kernel duration among the kernels that get a share,
+-- so per op the kernels' flops (bytes) add up exactly to the op's estimate.
+-- (torch's profile_analysis instead gives every kernel the op's full count,
+-- counting it once per kernel.) Integer shares: kernel i of an op with F FLOPs
+-- gets floor(F * d_i / D), d_i its duration and D the sum over the kernels
+-- sharing (each weighs 1 instead when all took 0 ns); what rounding leaves
+-- over (fewer than the number of kernels) goes to the longest of them (ties:
+-- the first in the file). One kernel per op: it gets everything.
 --
 -- Kernels whose op has no estimate (no op found, no formula, record_shapes
 -- off) get NULL. The kernel_flop / kernel_num_gb args that `duckprof augment`
@@ -24,7 +28,7 @@
 -- from the kernel name (bf16/bfloat16, e4m3/e5m2/fp8, fp16/half, tf32/sgemm/
 -- f32, dgemm/fp64); else NULL (reports take --dtype then).
 --
--- requires: launches, op_estimates
+-- requires: launches, op_estimates, kernel_categories
 --
 -- Columns:
 -- trace_id      INTEGER  trace
@@ -37,56 +41,76 @@
 -- op_event_id   BIGINT   cpu_ops.event_id of the launching op (NULL: none found)
 -- op_name       VARCHAR  e.g. 'aten::addmm'
 -- op_kernels    BIGINT   kernels launched by that op (1 when no op)
+-- category      VARCHAR  kernel_categories.category of this kernel (gemm, conv, elementwise, ...)
+-- math_kernel   BOOLEAN  whether it gets a share of the op's FLOPs (see above); NULL: op_flops unknown
 -- op_flops      BIGINT   the op's FLOPs (op_estimates.flops; NULL: unknown)
 -- op_bytes      BIGINT   the op's minimum DRAM traffic, bytes (NULL: unknown)
 -- flops         BIGINT   this kernel's share of op_flops (NULL: unknown)
 -- bytes         BIGINT   this kernel's share of op_bytes, bytes (NULL: unknown)
+-- flops_formula VARCHAR  the estimator of op_flops (op_estimates.flops_formula: gemm, conv, ...)
+-- bytes_formula VARCHAR  the rule of op_bytes (op_estimates.bytes_formula: elementwise, reduction, ...)
 -- dtype         VARCHAR  canonical dtype: fp64, fp32, bf16, fp16, fp8, fp4, int64, int32, ... (NULL: unknown)
 -- dtype_source  VARCHAR  'op', 'kernel_name' or NULL
 -- peak_dtype    VARCHAR  which datasheet peak applies (a trace_devices column): fp64, fp32,
 --                        tf32 (fp32 op whose kernel name says tf32/xf32/s1688), bf16, fp16,
 --                        fp8, fp4, int8 (int8/uint8); NULL for other dtypes or unknown
 {% from "templates/op_signature.sql" import op_signature %}
+{% from "templates/categories.sql" import math_categories, sql_list %}
 CREATE OR REPLACE VIEW kernel_estimates AS
-WITH k AS (
+WITH k0 AS (
     SELECT l.trace_id, l.event_id, l.name, l.device, l.stream, l.ts_ns, l.dur_ns,
            l.op_event_id, l.op_name, e.flops AS op_flops, e.bytes AS op_bytes, e.dtype AS op_dtype,
+           e.flops_formula, e.bytes_formula, c.category,
            greatest(coalesce(l.dur_ns, 0), 0) AS d,
            coalesce(l.op_event_id, -l.event_id) AS op_key  -- a kernel without op is its own group
     FROM launches l
     LEFT JOIN op_estimates e
       ON l.op_event_id IS NOT NULL
      AND e.sig = {{ op_signature('l.', name='op_name') }}
+    LEFT JOIN kernel_categories c ON c.kind = l.kind AND c.name = l.name
     WHERE l.kind = 'kernel'
 ),
+k AS (  -- math kernels; every kernel of an op that has none
+    SELECT *, coalesce(category IN {{ sql_list(math_categories) }}, false)
+              OR NOT bool_or(coalesce(category IN {{ sql_list(math_categories) }}, false))
+                     OVER (PARTITION BY trace_id, op_key) AS math_kernel
+    FROM k0
+),
 per_op AS (
-    SELECT trace_id, op_key, count(*) AS op_kernels, sum(d) AS op_dur
+    SELECT trace_id, op_key, count(*) AS op_kernels, sum(d) AS op_dur,
+           count(*) FILTER (WHERE math_kernel) AS math_kernels, sum(d) FILTER (WHERE math_kernel) AS math_dur
     FROM k GROUP BY trace_id, op_key
 ),
 j AS (
-    SELECT k.*, p.op_kernels, p.op_dur FROM k JOIN per_op p USING (trace_id, op_key)
+    SELECT k.*, p.op_kernels, p.op_dur, p.math_kernels, p.math_dur FROM k JOIN per_op p USING (trace_id, op_key)
 ),
 split AS (  -- ops with several kernels: floor of the proportional share ...
     SELECT *,
-           (op_flops::HUGEINT * wt // wt_total)::BIGINT AS f0,
+           CASE WHEN NOT math_kernel AND op_flops IS NOT NULL THEN 0
+                ELSE (op_flops::HUGEINT * f_wt // f_wt_total)::BIGINT END AS f0,
            (op_bytes::HUGEINT * wt // wt_total)::BIGINT AS b0
     FROM (SELECT *, CASE WHEN op_dur > 0 THEN d ELSE 1 END AS wt,
-                    CASE WHEN op_dur > 0 THEN op_dur ELSE op_kernels END AS wt_total
+                    CASE WHEN op_dur > 0 THEN op_dur ELSE op_kernels END AS wt_total,
+                    CASE WHEN math_dur > 0 THEN d ELSE 1 END AS f_wt,
+                    CASE WHEN math_dur > 0 THEN math_dur ELSE math_kernels END AS f_wt_total
           FROM j WHERE op_kernels > 1)
 ),
-remainder AS (  -- ... and what rounding left over (fewer than op_kernels) to the longest kernel
+remainder AS (  -- ... and what rounding left over (fewer than the kernels sharing) to the longest of them
     SELECT trace_id, op_key, any_value(op_flops) - sum(f0) AS f_rest, any_value(op_bytes) - sum(b0) AS b_rest,
-           arg_max(event_id, (wt, -event_id)) AS longest
+           arg_max(event_id, (wt, -event_id)) AS longest,
+           arg_max(event_id, (f_wt, -event_id)) FILTER (WHERE math_kernel) AS longest_math
     FROM split GROUP BY trace_id, op_key
 ),
 shared AS (
     SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, op_event_id, op_name, op_kernels,
-           op_flops, op_bytes, op_dtype, op_flops AS flops_share, op_bytes AS bytes_share
+           category, math_kernel, op_flops, op_bytes, op_dtype, flops_formula, bytes_formula,
+           op_flops AS flops_share, op_bytes AS bytes_share
     FROM j WHERE op_kernels = 1  -- most kernels: the only kernel of their op gets all of it
     UNION ALL
     SELECT s.trace_id, s.event_id, s.name, s.device, s.stream, s.ts_ns, s.dur_ns, s.op_event_id, s.op_name,
-           s.op_kernels, s.op_flops, s.op_bytes, s.op_dtype,
-           s.f0 + CASE WHEN s.event_id = r.longest THEN r.f_rest ELSE 0 END,
+           s.op_kernels, s.category, s.math_kernel, s.op_flops, s.op_bytes, s.op_dtype, s.flops_formula,
+           s.bytes_formula,
+           s.f0 + CASE WHEN s.event_id = r.longest_math THEN r.f_rest ELSE 0 END,
            s.b0 + CASE WHEN s.event_id = r.longest THEN r.b_rest ELSE 0 END
     FROM split s JOIN remainder r USING (trace_id, op_key)
 ),
@@ -102,9 +126,10 @@ named AS (
     FROM shared s
 )
 SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, op_event_id, op_name, op_kernels,
-       op_flops, op_bytes,
+       category, CASE WHEN op_flops IS NOT NULL THEN math_kernel END AS math_kernel, op_flops, op_bytes,
        flops_share::BIGINT AS flops,
        bytes_share::BIGINT AS bytes,
+       flops_formula, bytes_formula,
        dtype_ AS dtype,
        CASE WHEN op_dtype IS NOT NULL THEN 'op' WHEN dtype_ IS NOT NULL THEN 'kernel_name' END AS dtype_source,
        CASE WHEN dtype_ = 'fp32' AND regexp_matches(name, 'tf32|tfloat32|xf32|s1688', 'i') THEN 'tf32'

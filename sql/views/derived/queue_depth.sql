@@ -10,9 +10,16 @@
 -- Each row's state lasts dur_ns, until the next change on the same stream.
 --
 -- Also a table macro of the same name, queue_depth(exclude_last_step := false,
--- round_to_us := false, per_device := false) (exclude_last_step and round_to_us
--- as in gpu_activity). With per_device := true the series is per device (all
--- streams together; stream is NULL), as BasicEvaluation's queue depth is.
+-- hta := false, per_device := false) (exclude_last_step and hta as in
+-- gpu_activity). With per_device := true the series is per device (all streams
+-- together; stream is NULL), as BasicEvaluation's queue depth is. With hta := true
+-- it is HTA's queue length series (TraceCounters): only events launched by a
+-- call HTA counts (cudaLaunchKernel(ExC), cuLaunchKernel, cudaMemcpyAsync,
+-- cudaMemsetAsync, MTIA's runFunction - job_prep_and_submit_for_execution,
+-- hipLaunchKernel, hipExtModuleLaunchKernel, hipMemcpyAsync, hipMemsetAsync,
+-- hipMemcpyWithStream) whose own link is not the trace's first event
+-- (index_correlation > 0), and HTA's pending (queue_length) orders a launch and
+-- a start at the same time as HTA's sort of its rows does: the launch first.
 --
 -- requires: gpu_activity
 --
@@ -27,15 +34,19 @@
 -- queue_depth  BIGINT   launched and not yet finished, after this change
 -- pending      BIGINT   launched and not yet started, after this change
 -- dur_ns       BIGINT   time until the next change (NULL for the last change, which leaves depth 0)
-CREATE OR REPLACE MACRO queue_depth(exclude_last_step := false, round_to_us := false, per_device := false) AS TABLE
+CREATE OR REPLACE MACRO queue_depth(exclude_last_step := false, hta := false, per_device := false) AS TABLE
 WITH a AS (
     SELECT trace_id, device, CASE WHEN per_device THEN NULL ELSE stream END AS stream,
            event_id, launch_ts_ns, ts_ns, end_ns
-    FROM gpu_activity(exclude_last_step := exclude_last_step, round_to_us := round_to_us)
+    FROM gpu_activity(exclude_last_step := exclude_last_step, hta := hta)
     WHERE launch_ts_ns IS NOT NULL
+      AND (NOT hta OR (event_id > 1 AND launch_name IN (
+          'cudaLaunchKernel', 'cudaLaunchKernelExC', 'cuLaunchKernel', 'cudaMemcpyAsync', 'cudaMemsetAsync',
+          'runFunction - job_prep_and_submit_for_execution', 'hipLaunchKernel', 'hipExtModuleLaunchKernel',
+          'hipMemsetAsync', 'hipMemcpyAsync', 'hipMemcpyWithStream')))
 ),
 changes AS (
-    SELECT trace_id, device, stream, launch_ts_ns AS ts_ns, 'launch' AS change, 2 AS ord,
+    SELECT trace_id, device, stream, launch_ts_ns AS ts_ns, 'launch' AS change, CASE WHEN hta THEN 0.5 ELSE 2 END AS ord,
            event_id, 1 AS d_depth, 1 AS d_pending FROM a
     UNION ALL
     SELECT trace_id, device, stream, ts_ns, 'start', 1, event_id, 0, -1 FROM a

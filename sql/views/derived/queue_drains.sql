@@ -1,7 +1,7 @@
 -- queue_drains: the intervals in which a device's queue drains from a peak of
 -- at least 4 down to 0: torch.profiler._utils.BasicEvaluation.rank_events'
 -- "decrease intervals", on the per-device series queue_depth(per_device := true).
--- CPU ops that overlap one are the candidates of `duckprof report idle`.
+-- CPU ops that overlap one are the candidates of `duckprof report idle --by event`.
 --
 -- BasicEvaluation's walk, reproduced without a loop: going backwards from each
 -- change point where the depth is 0 (an anchor), it takes the nearest earlier
@@ -20,7 +20,7 @@
 -- Differences from BasicEvaluation: see queue_depth (what the depth counts).
 --
 -- Also a table macro of the same name,
--- queue_drains(exclude_last_step := false, round_to_us := false) (see gpu_activity).
+-- queue_drains(exclude_last_step := false, hta := false) (see gpu_activity).
 --
 -- requires: gpu_activity
 --
@@ -31,10 +31,10 @@
 -- end_ns      BIGINT   time the queue is empty again (the anchor)
 -- dur_ns      BIGINT   end_ns - start_ns
 -- peak_depth  BIGINT   queue depth at the peak (>= 4)
-CREATE OR REPLACE MACRO queue_drains(exclude_last_step := false, round_to_us := false) AS TABLE
+CREATE OR REPLACE MACRO queue_drains(exclude_last_step := false, hta := false) AS TABLE
 WITH a AS (
     SELECT trace_id, device, event_id, launch_ts_ns, ts_ns, end_ns
-    FROM gpu_activity(exclude_last_step := exclude_last_step, round_to_us := round_to_us)
+    FROM gpu_activity(exclude_last_step := exclude_last_step, hta := hta)
     WHERE launch_ts_ns IS NOT NULL
 ),
 -- Busy periods of the queue: in launch order, an event whose launch call starts
