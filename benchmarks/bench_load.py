@@ -102,7 +102,9 @@ tmp = tempfile.mkdtemp(prefix='duckprof-bench-')
 """
 POSTLUDE = """
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print('RESULT ' + json.dumps({{'seconds': secs, 'events': int(n), 'peak_rss_bytes': rss}}))
+cpu = sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                            resource.getrusage(resource.RUSAGE_CHILDREN)))
+print('RESULT ' + json.dumps({{'seconds': secs, 'events': int(n), 'peak_rss_bytes': rss, 'cpu_seconds': cpu}}))
 """
 
 

@@ -8,7 +8,8 @@ with one file of the same total size for the throughput to compare with.
     python benchmarks/bench_ranks.py --single 1GB           # also one 1 GB file (throughput reference)
 
 Each (tool, input) runs once in a fresh subprocess (peak RSS is that tool's own:
-ru_maxrss); the rank files are made once by duckprof.synth (seed r for rank r)
+ru_maxrss; CPU s: its user + system seconds, with its worker processes', the figure
+to compare when other work shares the machine); the rank files are made once by duckprof.synth (seed r for rank r)
 into --data-dir (benchmarks/common.py). HTA runs with --hta-python, else
 $DUCKPROF_REFERENCE_PYTHON, else this Python if it can `import hta`. HTA keeps
 every rank in pandas: on the 16x100MB job it needs many GB of memory; skip it
@@ -74,13 +75,15 @@ def main(argv=None):
             r.update(tool=tool, input=os.path.basename(path), files=len(files), json_bytes=json_bytes)
             results.append(r)
             if "error" in r:
-                rows.append([tool, r["input"], len(files), json_bytes / 1e6, None, None, None, r["error"]])
+                rows.append([tool, r["input"], len(files), json_bytes / 1e6, None, None, None, None, r["error"]])
             else:
                 rows.append([tool, r["input"], len(files), json_bytes / 1e6, r["seconds"],
-                             json_bytes / 1e6 / r["seconds"], r["peak_rss_bytes"] / 1e6, f"{r['events']:,} events"])
+                             json_bytes / 1e6 / r["seconds"], r.get("cpu_seconds"), r["peak_rss_bytes"] / 1e6,
+                             f"{r['events']:,} events"])
+            print(rows[-1], file=sys.stderr, flush=True)
     from tabulate import tabulate
-    print(tabulate(rows, headers=["tool", "input", "files", "JSON MB", "seconds", "MB/s", "peak RSS MB", "note"],
-                   floatfmt=",.1f", tablefmt="github"))
+    print(tabulate(rows, headers=["tool", "input", "files", "JSON MB", "seconds", "MB/s", "CPU s", "peak RSS MB",
+                                  "note"], floatfmt=",.1f", tablefmt="github"))
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(results, f, indent=1)

@@ -174,6 +174,22 @@ def rank_of(path: str, metadata: dict):
     return int(m.group(1)) if m else None
 
 
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _of_bytes(done: int, total: int, files: int) -> str:
+    """', 12 of 200 MB' for a progress line over several files (bytes done before this file)."""
+    if files < 2 or not total:
+        return ""
+    unit, div = ("GB", 1e9) if total >= 1e10 else ("MB", 1e6)
+    digits = 1 if total / div < 100 else 0
+    return f", {done / div:,.{digits}f} of {total / div:,.{digits}f} {unit}"
+
+
 def _int_or_none(v):
     try:
         return int(v)
@@ -553,10 +569,14 @@ class Loader:
         # directory or by a pattern) may be a config or metrics JSON: skipped
         named = {os.path.abspath(p) for p in _path_list(paths) if os.path.isfile(p)}
         not_traces, pending = [], []
+        sizes = [_size(f) for f in files]
+        read = 0
         for i, path in enumerate(files):
             fr = FileReport(path=path)
             report.files.append(fr)
-            self.progress(f"[{i + 1}/{len(files)}] reading {os.path.basename(path)}")
+            self.progress(f"[{i + 1}/{len(files)}] reading {os.path.basename(path)}"
+                          + _of_bytes(read, sum(sizes), len(files)))
+            read += sizes[i]
             t0 = time.perf_counter()
             p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}")
             try:
@@ -579,8 +599,11 @@ class Loader:
         already loaded into the run is skipped."""
         self._phase("parsing")
         prepared = []
+        parsed, to_parse = 0, sum(_size(p.path) for p, _ in pending)
         for i, (p, fr) in enumerate(pending):
-            self.progress(f"[{i + 1}/{n_files}] parsing {os.path.basename(p.path)}")
+            self.progress(f"[{i + 1}/{n_files}] parsing {os.path.basename(p.path)}"
+                          + _of_bytes(parsed, to_parse, len(pending)))
+            parsed += _size(p.path)
             t0 = time.perf_counter()
             if p.split.content_hash in known:
                 fr.skipped = f"already loaded in run '{run}' (same content); skipped"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 
 import pytest
 
@@ -138,6 +139,24 @@ def test_chunk_files_are_removed_once_staged(tmp_path, monkeypatch):
         assert rows(s, "SELECT count(*) FROM traces") == [(3,)]
     assert left == [[]]  # one batch, nothing left when it is inserted
     assert list(temp.iterdir()) == []  # and the load's temp dir is gone
+
+
+def test_progress_counts_files_and_bytes(tmp_path):
+    """A load of several files says which file of how many it is at, and how many
+    of the job's bytes it has read and parsed before it."""
+    files = [tmp_path / "rank0.json", tmp_path / "rank1.json"]
+    for seed, f in enumerate(files):
+        synth.generate(str(f), target_bytes=400_000 * (seed + 1), seed=seed)
+    sizes = [os.path.getsize(f) for f in files]
+    said = []
+    with duckprof.connect() as s:
+        s.load([str(f) for f in files], run="r", progress=said.append)
+    total = f"{sum(sizes) / 1e6:.1f} MB"
+    assert sizes[0] > 300_000 and total == f"{sum(sizes) / 1e6:.1f} MB" != "0.0 MB"
+    assert said[:4] == [f"[1/2] reading rank0.json, 0.0 of {total}",
+                        f"[2/2] reading rank1.json, {sizes[0] / 1e6:.1f} of {total}",
+                        f"[1/2] parsing rank0.json, 0.0 of {total}",
+                        f"[2/2] parsing rank1.json, {sizes[0] / 1e6:.1f} of {total}"]
 
 
 def test_exact_timestamps_of_every_chunk(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import json
 
 import pytest
 
@@ -139,6 +140,23 @@ def test_report_ranks_names_the_late_rank(late_job):
     assert all(r["caused_wait_us"] == 0 for r in rows[1:])
     assert [c["collective"] for c in coll] == ["all_reduce"] and coll[0]["calls"] == 16 and coll[0]["ranks"] == 4
     assert coll[0]["spread_mean_us"] >= 3000 * 0.9
+
+
+def test_job_summary_names_missing_and_duplicate_ranks(late_job, tmp_path):
+    """Ranks 0, 1, 3 of the 4-rank job, rank 1 twice (a second file of other
+    content): rank 2 missing, rank 1 loaded more than once."""
+    import shutil
+    for r in (0, 1, 3):
+        shutil.copy(late_job / f"rank{r}.json", tmp_path / f"rank{r}.json")
+    doc = json.loads((late_job / "rank1.json").read_text())
+    doc["traceEvents"].append({"ph": "X", "cat": "cpu_op", "name": "extra", "pid": 1, "tid": 1,
+                               "ts": doc["traceEvents"][-1]["ts"], "dur": 1})
+    (tmp_path / "again_rank1.json").write_text(json.dumps(doc))
+    with duckprof.connect() as s:
+        rep = s.load([str(tmp_path)], run="job")
+    job = rep.job()
+    assert (job["ranks"], job["world_size"], job["missing"], job["duplicates"]) == ([0, 1, 3], 4, [2], {1: 2})
+    assert rep.job_summary() == "ranks 0-1,3 of world size 4; 1 missing: 2; loaded more than once: rank 1 (2 files)"
 
 
 @pytest.mark.slow

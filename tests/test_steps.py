@@ -90,6 +90,10 @@ def test_no_steps_one_row_for_the_window(tmp_path):
         res = s.report_result("steps")
         got = as_dicts(res.relation)
         window = s.sql("SELECT wall_ns / 1e3 FROM trace_files").fetchall()[0][0]
+        summary = as_dicts(s.report("steps", summary=True))
+    # one value per figure: no outlier
+    assert summary[0]["figure"] == "step_us" and summary[0]["mean"] == window
+    assert {(r["steps"], r["outlier_step"], r["outlier_vs_median_pct"]) for r in summary} == {(1, None, None)}
     assert len(got) == 1 and got[0]["step"] is None and got[0]["step_us"] == window
     assert got[0]["vs_median_pct"] is None and got[0]["gpu_busy_pct"] == 0
     assert res.notes == ["nosteps.json: no GPU activity in this trace: its device figures are 0",

@@ -41,6 +41,8 @@
 -- stack of the forward operator with its sequence number, as torch does).
 -- --top-level-only: only names whose first call has no parent (device rows
 -- always, as in torch).
+-- Columns: torch's, but the call count comes right after the key (torch's
+-- '# of Calls' is last), so a table narrowed to the terminal keeps it.
 --
 -- option: --sort/-s CHOICE(self_cpu,cpu_total,self_device,device_total,count,cpu_mem,self_cpu_mem,device_mem,self_device_mem,flops,name) = self_cpu  order of the rows (torch's sort_by)
 -- option: --limit/-n INTEGER >= 0 = 30  rows per trace (0 = all)
@@ -61,6 +63,7 @@
 --                                 (only with --group-by-stack)
 -- kind                   VARCHAR  [wide]  'cpu_op', 'user_annotation', 'python_function', 'runtime',
 --                                 'kernel', 'memcpy', 'memset', 'gpu_user_annotation', ... (of its first call)
+-- count                  BIGINT   calls
 -- self_cpu_pct           DOUBLE   self_cpu_us / the sum of all self CPU times, %
 -- self_cpu_us            DOUBLE   self CPU time, µs
 -- cpu_total_pct          DOUBLE   cpu_total_us / the sum of all self CPU times, %
@@ -70,7 +73,6 @@
 -- self_device_pct        DOUBLE  [wide]  self_device_us / the sum over kernels, memcpys and memsets, %
 -- device_total_us        DOUBLE   device time including what its children launched, µs
 -- device_avg_us          DOUBLE  [wide]  device_total_us / count
--- count                  BIGINT   calls
 -- flops                  BIGINT   FLOPs of its calls (sum over calls with an estimate; NULL: none)
 -- cpu_mem_bytes          BIGINT  [wide]  CPU bytes allocated (net) during its calls (profile_memory)
 -- self_cpu_mem_bytes     BIGINT   cpu_mem_bytes less its children's
@@ -392,7 +394,7 @@ report AS (
     SELECT s.run, s.rank, k.trace_id, k.name,
            {%- if group_by_input_shape %} k.input_shapes,{% endif %}
            {%- if group_by_stack %} k.stack,{% endif %}
-           k.kind,
+           k.kind, k.count,
            100.0 * k.self_ns / nullif(sum(k.self_ns) OVER t, 0) AS self_cpu_pct,
            k.self_ns / 1e3 AS self_cpu_us,
            100.0 * k.dur_ns / nullif(sum(k.self_ns) OVER t, 0) AS cpu_total_pct,
@@ -402,7 +404,7 @@ report AS (
            100.0 * k.self_dev_ns / nullif(sum(k.self_dev_ns) FILTER (WHERE k.device_work) OVER t, 0) AS self_device_pct,
            k.dev_ns / 1e3 AS device_total_us,
            k.dev_ns / 1e3 / k.count AS device_avg_us,
-           k.count, k.flops,
+           k.flops,
            k.cpu_mem AS cpu_mem_bytes, k.self_cpu_mem AS self_cpu_mem_bytes,
            k.dev_mem AS device_mem_bytes, k.self_dev_mem AS self_device_mem_bytes,
            k.first_top

@@ -7,7 +7,8 @@
 -- gpu_busy_pct, kernel_us, ... other_us; computed as there,
 -- sql/templates/steps.sql). cv_pct = population standard deviation / mean.
 -- The outlier is the step furthest from the median (the first such step on a
--- tie). A trace without steps has one window, so its statistics are those of
+-- tie); none when every step has the same value (one step, or a figure that is 0
+-- throughout). A trace without steps has one window, so its statistics are those of
 -- that one value.
 --
 -- option: --rules VARCHAR  CSV of your own kernel category rules (columns pattern, category), tried first
@@ -26,7 +27,7 @@
 -- min                DOUBLE   smallest
 -- max                DOUBLE   largest
 -- cv_pct             DOUBLE   coefficient of variation: standard deviation / mean, %
--- outlier_step       BIGINT   the step furthest from the median
+-- outlier_step       BIGINT   the step furthest from the median (NULL when every step has the same value)
 -- outlier_vs_median_pct  DOUBLE  its value relative to the median, %
 {% from "templates/steps.sql" import step_figures with context %}
 WITH {{ step_figures(rules) }},
@@ -50,8 +51,10 @@ med AS (
 SELECT f.run, f.rank, m.trace_id, m.figure, count(*) AS steps,
        avg(m.v) AS mean, any_value(m.med) AS median, min(m.v) AS min, max(m.v) AS max,
        100.0 * stddev_pop(m.v) / nullif(avg(m.v), 0) AS cv_pct,
-       arg_max(m.step, (abs(m.v - m.med), -m.ts_ns)) AS outlier_step,
-       100.0 * (arg_max(m.v, (abs(m.v - m.med), -m.ts_ns)) / nullif(any_value(m.med), 0) - 1) AS outlier_vs_median_pct
+       CASE WHEN max(m.v) > min(m.v) THEN arg_max(m.step, (abs(m.v - m.med), -m.ts_ns)) END AS outlier_step,
+       CASE WHEN max(m.v) > min(m.v)
+            THEN 100.0 * (arg_max(m.v, (abs(m.v - m.med), -m.ts_ns)) / nullif(any_value(m.med), 0) - 1)
+       END AS outlier_vs_median_pct
 FROM med m
 JOIN trace_files f USING (trace_id)
 GROUP BY f.run, f.rank, m.trace_id, m.figure
