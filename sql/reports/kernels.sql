@@ -58,6 +58,11 @@
 -- flops_per_byte        DOUBLE  [wide]  arithmetic intensity, FLOP/byte (kernels with both estimates)
 -- ridge_flops_per_byte  DOUBLE  [wide]  the device's ridge point for this dtype: peak FLOP/s / peak byte/s
 -- bound                 VARCHAR  'compute' (intensity >= ridge), 'memory', or NULL (unknown)
+-- flops_op              VARCHAR  [wide]  the op whose estimate gave the row's kernel with the most FLOPs
+--                                (e.g. 'aten::mm'; NULL: no FLOPs known)
+-- flops_formula         VARCHAR  [wide]  that estimate's estimator (gemm, conv, attention, ...)
+-- bytes_op              VARCHAR  [wide]  the op whose estimate gave the row's kernel with the most bytes
+-- bytes_formula         VARCHAR  [wide]  that estimate's rule (elementwise, reduction, ...)
 {% from "templates/scope.sql" import run_scope, device_scope with context %}
 {% from "templates/intervals.sql" import union_lengths %}
 {%- set orders = {
@@ -83,7 +88,7 @@ busy AS (
     {{ union_lengths('dev_ops', ['trace_id', 'device']) | indent(4) }}
 ),
 k AS (
-    SELECT e.trace_id, e.device, e.name, e.dur_ns, e.flops, e.bytes,
+    SELECT e.trace_id, e.device, e.name, e.dur_ns, e.flops, e.bytes, e.op_name, e.flops_formula, e.bytes_formula,
            {%- if group_by_launch %}
            kk.grid::VARCHAR AS grid, kk.block::VARCHAR AS block,
            {%- endif %}
@@ -121,7 +126,11 @@ agg AS (
            coalesce(sum(dur_ns * peak_g) / nullif(sum(dur_ns) FILTER (WHERE peak_g IS NOT NULL), 0),
                     avg(peak_g)) AS peak_gbps,
            min(pdt) FILTER (WHERE peak_t IS NOT NULL) AS pdt_lo,
-           max(pdt) FILTER (WHERE peak_t IS NOT NULL) AS pdt_hi
+           max(pdt) FILTER (WHERE peak_t IS NOT NULL) AS pdt_hi,
+           arg_max(op_name, flops) FILTER (WHERE flops > 0) AS flops_op,
+           arg_max(flops_formula, flops) FILTER (WHERE flops > 0) AS flops_formula,
+           arg_max(op_name, bytes) FILTER (WHERE bytes > 0) AS bytes_op,
+           arg_max(bytes_formula, bytes) FILTER (WHERE bytes > 0) AS bytes_formula
     FROM k
     GROUP BY ALL
 ),
@@ -149,7 +158,8 @@ report AS (
            round(a.peak_tflops * 1e3 / nullif(a.peak_gbps, 0), 2) AS ridge_flops_per_byte,
            CASE WHEN a.ai_bytes IS NULL OR a.ai_bytes = 0 OR a.peak_tflops IS NULL OR a.peak_gbps IS NULL THEN NULL
                 WHEN a.ai_flops / a.ai_bytes >= a.peak_tflops * 1e3 / a.peak_gbps THEN 'compute'
-                ELSE 'memory' END AS bound
+                ELSE 'memory' END AS bound,
+           a.flops_op, a.flops_formula, a.bytes_op, a.bytes_formula
     FROM agg a
     JOIN scope s USING (trace_id)
     LEFT JOIN busy b ON b.trace_id = a.trace_id AND b.device IS NOT DISTINCT FROM a.device
@@ -182,23 +192,18 @@ WITH t AS (
 -- rows above 100% of a peak: which op and estimator gave the FLOPs (bytes), and why a
 -- kernel can beat the estimate; the 20 furthest above, then how many more
 flagged AS (
-    SELECT r.trace_id, r.device, r.name, f.file_name, r.what, max(r.pct) AS pct, any_value(r.peak_dtype) AS peak_dtype
-    FROM (SELECT trace_id, device, name, peak_dtype, 'compute' AS what, compute_pct AS pct FROM {{ result }}
+    -- which op and estimator gave the FLOPs (bytes): the main query's columns, so
+    -- kernel_estimates is not read again
+    SELECT r.trace_id, r.device, r.name, f.file_name, r.what, max(r.pct) AS pct,
+           arg_max(r.peak_dtype, r.pct) AS peak_dtype,
+           arg_max(r.flops_op, r.pct) AS flops_op, arg_max(r.flops_formula, r.pct) AS flops_formula,
+           arg_max(r.bytes_op, r.pct) AS bytes_op, arg_max(r.bytes_formula, r.pct) AS bytes_formula
+    FROM (SELECT *, 'compute' AS what, compute_pct AS pct FROM {{ result }}
           UNION ALL
-          SELECT trace_id, device, name, peak_dtype, 'bandwidth', bandwidth_pct FROM {{ result }}) r
+          SELECT *, 'bandwidth', bandwidth_pct FROM {{ result }}) r
     JOIN t f USING (trace_id)
     WHERE r.pct > 100
-    GROUP BY ALL
-),
-why AS (
-    SELECT f.*,
-           arg_max(e.op_name, e.flops) FILTER (WHERE e.flops > 0) AS flops_op,
-           arg_max(e.flops_formula, e.flops) FILTER (WHERE e.flops > 0) AS flops_formula,
-           arg_max(e.op_name, e.bytes) FILTER (WHERE e.bytes > 0) AS bytes_op,
-           arg_max(e.bytes_formula, e.bytes) FILTER (WHERE e.bytes > 0) AS bytes_formula
-    FROM flagged f
-    JOIN kernel_estimates e ON e.trace_id = f.trace_id AND e.device = f.device AND e.name = f.name
-    GROUP BY ALL
+    GROUP BY r.trace_id, r.device, r.name, f.file_name, r.what
 ),
 over_peak_notes AS (
     SELECT trace_id, row_number() OVER (ORDER BY pct DESC, trace_id, device, name, what) AS n,
@@ -228,7 +233,7 @@ over_peak_notes AS (
                   || 'data served from L2 cache (small or reused tensors), or a gather that reads only the '
                   || 'rows it picks, moves less'
               END AS note
-    FROM why
+    FROM flagged
 ),
 unlinked AS (  -- of the traces with shapes but no estimate, those where no kernel found its op
     -- (launches is costly: it is read only for those traces, usually none)
