@@ -469,3 +469,20 @@ def test_overview_names_the_run_its_ranks_and_tags(tmp_path):
         s.load([str(TWO)], run="base", tags={"commit": "abc123", "batch": "64"})
         sec = section(str(s.html(run="base")), "overview")
     assert '<p class="runline">run base · ranks 0 · tags: batch=64, commit=abc123</p>' in sec
+
+
+def test_page_connection_shares_views_once(two):
+    # every shared view is a TEMP table on the page's connection, and reading its name there
+    # gives the database view's rows (the reports read it unchanged)
+    con = P.page_connection(two)
+    try:
+        temp = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
+        names = [n for n, readers in P.SHARED_PLAIN_VIEWS.items() if any(P.Reports.has(r) for r in readers)]
+        assert {"launches", "memory_events", "kernel_categories"} <= set(names)
+        for name in [*P.SHARED_VIEWS, *names]:
+            assert f"duckprof_page_{name}" in temp, name
+            got = sorted(con.execute(f"SELECT * FROM {name}").fetchall(), key=repr)
+            assert got == sorted(two.con.execute(f"SELECT * FROM {name}").fetchall(), key=repr), name
+        assert con.execute("SELECT count(*) FROM launches").fetchone()[0] == 8  # K1..K6, NCCL, a memcpy
+    finally:
+        con.close()

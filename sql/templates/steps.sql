@@ -21,7 +21,7 @@
 --   on the thread that runs the steps, or
 --   on any thread in a trace without steps), other (the rest: Python, waiting).
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/intervals.sql" import merged_intervals, covered_length, union_lengths %}
+{% from "templates/intervals.sql" import merged_intervals, covered_length %}
 {% from "templates/categories.sql" import categorized %}
 
 {% macro step_figures(rules) -%}
@@ -101,15 +101,22 @@ host_kept AS (
        OR (h.outermost AND (st.trace_id IS NOT NULL
                             OR h.trace_id NOT IN (SELECT trace_id FROM step_threads)))
 ),
-host_clipped AS (
-    SELECT w.trace_id, w.window_id, greatest(h.ts_ns, w.ts_ns) AS ts_ns, least(h.end_ns, w.end_ns) AS end_ns, h.r
-    FROM host_kept h
-    JOIN windows w ON w.trace_id = h.trace_id AND h.ts_ns < w.end_ns AND h.end_ns > w.ts_ns
+{%- for k in range(1, 5) %}
+host_merged_{{ k }} AS (  -- the union of the host ranges of priority <= {{ k }} (empty ones add nothing)
+    {{ merged_intervals('(SELECT trace_id, ts_ns, end_ns FROM host_kept WHERE r <= ' ~ k ~ ' AND end_ns > ts_ns)',
+                        ['trace_id']) | indent(4) }}
 ),
+host_cov_{{ k }} AS (  -- ... inside each window: the length of the union of the ranges clipped to it
+    {{ covered_length('windows', 'host_merged_' ~ k, ['trace_id']) | indent(4) }}
+),
+{%- endfor %}
 host_cum AS (
-    {{ union_lengths('host_clipped', ['trace_id', 'window_id'],
-                     sets={'u1_ns': 'r <= 1', 'u2_ns': 'r <= 2', 'u3_ns': 'r <= 3', 'u4_ns': 'r <= 4'})
-       | indent(4) }}
+    SELECT trace_id, window_id, c1.covered_ns AS u1_ns, c2.covered_ns AS u2_ns, c3.covered_ns AS u3_ns,
+           c4.covered_ns AS u4_ns
+    FROM host_cov_1 c1
+    JOIN host_cov_2 c2 USING (trace_id, window_id)
+    JOIN host_cov_3 c3 USING (trace_id, window_id)
+    JOIN host_cov_4 c4 USING (trace_id, window_id)
 ),
 figures AS (
     SELECT w.trace_id, w.step, w.window_id, w.ts_ns, w.end_ns, w.end_ns - w.ts_ns AS step_ns,
