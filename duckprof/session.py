@@ -107,8 +107,8 @@ def estimators_digest() -> str:
 # 1 -> 2: nesting (parent, depth, self time, enclosing op) moved from the
 # nesting table into columns of events, so cpu_ops and the other host views
 # need no join.
-SCHEMA_VERSION = 2
-MIGRATIONS = {1: "migrate/v1_to_v2.sql"}
+SCHEMA_VERSION = 3
+MIGRATIONS = {1: "migrate/v1_to_v2.sql", 2: "migrate/v2_to_v3.sql"}
 
 
 def _ident(name: str) -> str:

@@ -1,11 +1,8 @@
 -- v1_to_v2: migrate a database of schema version 1 (duckprof before issue 12)
 -- to version 2: the nesting table's columns become columns of events
 -- (parent_id -> parent_event_id, op_id -> op_event_id), and the table goes;
--- traces gain their window (first_ts_ns, last_end_ns); op_estimates gains the
--- names of the estimators behind its numbers (NULL for the signatures estimated
--- before: their numbers stay, the names are not recomputed); the tables
--- interconnect_peaks, run_tags and trace_facts are new (the session seeds
--- the first and fills the last after the step).
+-- traces gain their window (first_ts_ns, last_end_ns). What came after
+-- version 2 was released is v2_to_v3.sql.
 -- Run by duckprof.session in one transaction, with the old views dropped first.
 ALTER TABLE events ADD COLUMN parent_event_id BIGINT;
 ALTER TABLE events ADD COLUMN depth INTEGER;
@@ -23,12 +20,3 @@ SET first_ts_ns = w.first_ts_ns, last_end_ns = w.last_end_ns
 FROM (SELECT trace_id, min(ts_ns) AS first_ts_ns, max(end_ns) AS last_end_ns
       FROM events WHERE ph = 'X' AND dur_ns >= 0 GROUP BY trace_id) AS w
 WHERE w.trace_id = t.trace_id;
-ALTER TABLE op_estimates ADD COLUMN flops_formula VARCHAR;
-ALTER TABLE op_estimates ADD COLUMN bytes_formula VARCHAR;
-CREATE TABLE IF NOT EXISTS interconnect_peaks (
-    device VARCHAR, interconnect VARCHAR, gbps DOUBLE, source VARCHAR);
-CREATE TABLE IF NOT EXISTS run_tags (
-    run VARCHAR NOT NULL, key VARCHAR NOT NULL, value VARCHAR NOT NULL, set_at TIMESTAMP, PRIMARY KEY (run, key));
-CREATE TABLE IF NOT EXISTS trace_facts (
-    trace_id INTEGER, devices INTEGER, steps BIGINT, step_total_ns BIGINT, step_max_ns BIGINT,
-    busy_ns BIGINT, window_ns BIGINT);
