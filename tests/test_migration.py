@@ -2,7 +2,7 @@
 its own table) opens in this version: a read-only open names the one command
 that migrates it, `duckprof migrate` (or any load) migrates it in place, and
 every run's data is intact. The database and the figures it must keep were
-made by fixtures/legacy_db/make_v1_db.py at commit 0f2c9b9."""
+made by fixtures/legacy_db/make_legacy_db.py v1 at commit 0f2c9b9."""
 
 from __future__ import annotations
 
@@ -20,12 +20,17 @@ LEGACY = REPO / "fixtures" / "legacy_db"
 EXPECTED = json.loads((LEGACY / "schema_v1.json").read_text())
 
 
-@pytest.fixture
-def v1_db(tmp_path):
-    db = tmp_path / "old.duckdb"
-    with gzip.open(LEGACY / "schema_v1.duckdb.gz", "rb") as src, open(db, "wb") as dst:
+def unpacked(tmp_path, version: str):
+    """fixtures/legacy_db/schema_<version>.duckdb.gz as a database file in tmp_path."""
+    db = tmp_path / f"{version}.duckdb"
+    with gzip.open(LEGACY / f"schema_{version}.duckdb.gz", "rb") as src, open(db, "wb") as dst:
         shutil.copyfileobj(src, dst)
     return db
+
+
+@pytest.fixture
+def v1_db(tmp_path):
+    return unpacked(tmp_path, "v1")
 
 
 def figures(s, run):
@@ -80,14 +85,11 @@ def test_a_load_migrates_then_adds(v1_db):
 
 @pytest.fixture
 def v2_db(tmp_path):
-    db = tmp_path / "v2.duckdb"
-    with gzip.open(LEGACY / "schema_v2.duckdb.gz", "rb") as src, open(db, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return db
+    return unpacked(tmp_path, "v2")
 
 
 def test_released_v2_database_migrates_and_keeps_every_run(v2_db, cli_app):
-    # written by fixtures/legacy_db/make_v2_db.py at 5addfac: no run_tags, trace_facts,
+    # written by fixtures/legacy_db/make_legacy_db.py v2 at 5addfac: no run_tags, trace_facts,
     # interconnect_peaks, no estimator names in op_estimates
     expected = json.loads((LEGACY / "schema_v2.json").read_text())
     before = db_state(v2_db)
