@@ -19,6 +19,12 @@ from pathlib import Path
 
 import pytest
 
+# pytest rewrites every test module's asserts at import and caches the result
+# as .pyc; with PYTHONDONTWRITEBYTECODE set (as on this project's machines)
+# it redoes that on every run and in every xdist worker: 8-10 s of each
+# collection. The test modules, imported after this file, keep their cache.
+sys.dont_write_bytecode = False
+
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # tests run against the source tree
     sys.path.insert(0, str(REPO))
