@@ -25,6 +25,12 @@ import pytest
 # collection. The test modules, imported after this file, keep their cache.
 sys.dont_write_bytecode = False
 
+# pytest-xdist hands its workers COLUMNS=<the controller's terminal width>; the
+# tables the CLI prints take their width from COLUMNS, so tests see in every
+# worker what they see without xdist: no COLUMNS unless a test sets it.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # tests run against the source tree
     sys.path.insert(0, str(REPO))
