@@ -65,7 +65,10 @@ L.Loader._nest = timed('nesting', L.Loader._nest)
 L.Loader._insert = timed('insert', L.Loader._insert)
 E.add_estimates = timed('estimates', E.add_estimates)
 S.fill_trace_facts = timed('trace_facts', S.fill_trace_facts)
-S.Session._checkpoint_without_vacuum = timed('checkpoint', S.Session._checkpoint_without_vacuum)
+if hasattr(S, 'checkpoint_without_vacuum'):  # a function of the module since issue 17
+    S.checkpoint_without_vacuum = timed('checkpoint', S.checkpoint_without_vacuum)
+else:
+    S.Session._checkpoint_without_vacuum = timed('checkpoint', S.Session._checkpoint_without_vacuum)
 db = None if MEMORY else os.path.join(tmp, 'bench.duckdb')
 t0 = time.perf_counter(); c0 = time.process_time()
 s = duckprof.connect(db)

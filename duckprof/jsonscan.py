@@ -147,6 +147,8 @@ def _scan_reversed(rev: bytes, whole: bool):
             depth += 1
             if depth == 2 and tok == b"]":
                 closing = m.start()
+                if _stays_inside(rev, m.end(), closing + _SKIP_BUDGET + 1):
+                    return closing  # what the walk below would find, token by token
         elif tok in (b"{", b"["):
             depth -= 1
             if depth == 1 and closing is not None:
@@ -159,6 +161,33 @@ def _scan_reversed(rev: bytes, whole: bool):
         if closing is None or depth < 2:
             return False
     return closing
+
+
+# what lies between two brackets in the reversed tail: strings and the rest
+_RNOT_BRACKET = re.compile(rb'(?:' + _RSTRING + rb'|[^"{}\[\]]+)+')
+# a pair in the reversed tail: a closing bracket, then (further back) its opening one
+_RPAIRS = (b"}{", b"][", b"}[", b"]{")
+
+
+def _stays_inside(rev: bytes, start: int, stop: int) -> bool:
+    """True if rev[start:stop] never leaves the top-level array whose closing
+    ']' (reversed) ends just before start: the walk of _scan_reversed over the
+    skip budget, done by C-level regex and replace instead of a Python step
+    per bracket (a small trace's whole array lies within the budget). Only
+    the brackets are kept; matched pairs are removed until none is left; an
+    opening bracket left first is the array's own. False also when rev ends
+    before stop, or a string is cut at stop (then the walk decides)."""
+    if stop > len(rev):
+        return False
+    brackets = _RNOT_BRACKET.sub(b"", rev[start:stop]).replace(b'"', b"")
+    while True:
+        shorter = brackets
+        for pair in _RPAIRS:
+            shorter = shorter.replace(pair, b"")
+        if len(shorter) == len(brackets):
+            break
+        brackets = shorter
+    return not brackets.startswith((b"{", b"["))
 
 
 def _suffix_after(stripped: bytes, end: int):
