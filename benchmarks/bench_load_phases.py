@@ -59,6 +59,8 @@ def timed(name, f):
     return g
 L.Loader._split = timed('split', L.Loader._split)
 L.Loader._finish = timed('parse+validate', L.Loader._finish)
+if hasattr(L.Loader, '_finish_group'):  # small files parsed in groups (issue 17/19)
+    L.Loader._finish_group = timed('parse+validate', L.Loader._finish_group)
 if hasattr(L.Loader, '_exact_ts'):  # before: a second read of the file at nesting
     L.Loader._exact_ts = timed('exact_ts', L.Loader._exact_ts)
 L.Loader._nest = timed('nesting', L.Loader._nest)
