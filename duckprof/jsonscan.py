@@ -167,6 +167,10 @@ def _scan_reversed(rev: bytes, whole: bool):
 _RNOT_BRACKET = re.compile(rb'(?:' + _RSTRING + rb'|[^"{}\[\]]+)+')
 # a pair in the reversed tail: a closing bracket, then (further back) its opening one
 _RPAIRS = (b"}{", b"][", b"}[", b"]{")
+# every byte but quotes and brackets (bytes.translate deletes them), and a
+# string among what is left when no backslash escapes a quote
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"{}[]')))
+_PLAIN_STRING = re.compile(rb'"[^"]*"')
 
 
 def _stays_inside(rev: bytes, start: int, stop: int) -> bool:
@@ -174,12 +178,19 @@ def _stays_inside(rev: bytes, start: int, stop: int) -> bool:
     ']' (reversed) ends just before start: the walk of _scan_reversed over the
     skip budget, done by C-level regex and replace instead of a Python step
     per bracket (a small trace's whole array lies within the budget). Only
-    the brackets are kept; matched pairs are removed until none is left; an
+    the brackets outside strings are kept (without a backslash in the range,
+    quotes only open and close strings: everything else is deleted first,
+    which is faster); matched pairs are removed until none is left; an
     opening bracket left first is the array's own. False also when rev ends
-    before stop, or a string is cut at stop (then the walk decides)."""
+    before stop (then the walk decides). A string cut at stop leaves its
+    brackets at the end, where they can only make this answer False."""
     if stop > len(rev):
         return False
-    brackets = _RNOT_BRACKET.sub(b"", rev[start:stop]).replace(b'"', b"")
+    part = rev[start:stop]
+    if b"\\" in part:
+        brackets = _RNOT_BRACKET.sub(b"", part).replace(b'"', b"")
+    else:
+        brackets = _PLAIN_STRING.sub(b"", part.translate(None, _NOT_STRUCTURE)).replace(b'"', b"")
     while True:
         shorter = brackets
         for pair in _RPAIRS:
