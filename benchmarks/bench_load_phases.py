@@ -9,6 +9,7 @@ chunks parsed by one read_json into a table, nothing else) in one run.
                       # real-shaped traces, generated once (benchmarks/common.py shaped_trace): synthetic
                       # with_stack / serving (fractional epoch ts) traces, corpus traces grown by replicate_trace.py
     python benchmarks/bench_load_phases.py --profile FILE         # also DuckDB's per-operator profile
+    python benchmarks/bench_load_phases.py --joined RANK_DIR      # and one file of the same events
 
 Phases (duckprof's Loader and Session methods, timed by wrapping them; no
 change to the loader): split (copy/decompress into chunk files; the chunks'
@@ -34,7 +35,7 @@ import subprocess
 import sys
 import textwrap
 
-from common import CORPUS, DATA_DIR, REPO, shaped_trace
+from common import CORPUS, DATA_DIR, REPO, joined_ranks, shaped_trace
 
 PHASES = ["split", "parse+validate", "exact_ts", "nesting", "insert", "estimates", "trace_facts",
           "commit", "checkpoint"]
@@ -59,13 +60,18 @@ def timed(name, f):
     return g
 L.Loader._split = timed('split', L.Loader._split)
 L.Loader._finish = timed('parse+validate', L.Loader._finish)
+if hasattr(L.Loader, '_finish_group'):  # small files parsed in groups (issue 17/19)
+    L.Loader._finish_group = timed('parse+validate', L.Loader._finish_group)
 if hasattr(L.Loader, '_exact_ts'):  # before: a second read of the file at nesting
     L.Loader._exact_ts = timed('exact_ts', L.Loader._exact_ts)
 L.Loader._nest = timed('nesting', L.Loader._nest)
 L.Loader._insert = timed('insert', L.Loader._insert)
 E.add_estimates = timed('estimates', E.add_estimates)
 S.fill_trace_facts = timed('trace_facts', S.fill_trace_facts)
-S.Session._checkpoint_without_vacuum = timed('checkpoint', S.Session._checkpoint_without_vacuum)
+if hasattr(S, 'checkpoint_without_vacuum'):  # a function of the module since issue 17
+    S.checkpoint_without_vacuum = timed('checkpoint', S.checkpoint_without_vacuum)
+else:
+    S.Session._checkpoint_without_vacuum = timed('checkpoint', S.Session._checkpoint_without_vacuum)
 db = None if MEMORY else os.path.join(tmp, 'bench.duckdb')
 t0 = time.perf_counter(); c0 = time.process_time()
 s = duckprof.connect(db)
@@ -171,6 +177,9 @@ def main(argv=None):
                     help="another duckprof checkout (e.g. `git archive main | tar -x -C DIR`): its load is "
                          "measured too, as tool 'before', in the same rounds")
     ap.add_argument("--memory", action="store_true", help="load into memory (as `duckprof query FILE` does)")
+    ap.add_argument("--joined", action="store_true",
+                    help="after each rank directory, one file of all its events (common.joined_ranks): "
+                         "what the job costs beyond its events")
     ap.add_argument("--tools", default="duckprof,duckdb-raw,json")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", action="store_true",
@@ -180,6 +189,8 @@ def main(argv=None):
     paths = list(args.paths) + [shaped_trace(spec, args.data_dir) for spec in args.shapes.split(",") if spec]
     if args.corpus:
         paths += sorted(os.path.join(CORPUS, f) for f in os.listdir(CORPUS) if f.endswith((".json", ".json.gz")))
+    if args.joined:
+        paths = [q for p in paths for q in ([p, joined_ranks(p, args.data_dir)] if os.path.isdir(p) else [p])]
     tools = args.tools.split(",")
     if args.before:
         tools.insert(1, "before")
