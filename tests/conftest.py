@@ -20,6 +20,12 @@ from pathlib import Path
 
 import pytest
 
+# pytest rewrites every test module's asserts at import and caches the result
+# as .pyc; with PYTHONDONTWRITEBYTECODE set (as on this project's machines)
+# it redoes that on every run and in every xdist worker: 8-10 s of each
+# collection. The test modules, imported after this file, keep their cache.
+sys.dont_write_bytecode = False
+
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # tests run against the source tree
     sys.path.insert(0, str(REPO))
@@ -171,6 +177,24 @@ def invoke(app, *args):
     """Run the CLI in-process (typer's CliRunner); returns the Result."""
     from typer.testing import CliRunner
     return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def _command_built_once():
+    """typer's CliRunner.invoke builds the click command from the app on every
+    call (0.05-0.1 s; the snapshot test alone invokes 700 times): build it
+    once per app."""
+    import typer.main
+    import typer.testing
+    built = {}
+
+    def get_command(app):
+        if id(app) not in built:
+            built[id(app)] = (app, typer.main.get_command(app))
+        return built[id(app)][1]
+    typer.testing._get_command = get_command
+
+
+_command_built_once()
 
 
 def assert_one_line_error(stderr: str, must_contain):

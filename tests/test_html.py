@@ -505,6 +505,7 @@ def test_steps_chart_highlights_the_outlier_of_report_steps(tmp_path):
     assert "ProfilerStep#3 (the outlier step)" in sec
 
 
+@pytest.mark.slow
 def test_steps_chart_highlights_nothing_when_no_step_stands_out(tmp_path):
     """three_steps.json with ProfilerStep#3 cut to 104 µs: 100, 100, 104; the
     step furthest from the median is 4% away, under STEP_OUTLIER_PCT: no column
@@ -530,6 +531,7 @@ def test_overview_shows_the_top_three_findings_of_report_patterns(two, two_page)
     assert t["rows"] == [[r[cols.index(c)] for c in t["columns"]] for r in rows[:3]]
 
 
+@pytest.mark.slow
 def test_overview_names_the_run_its_ranks_and_tags(tmp_path):
     db = tmp_path / "p.duckdb"
     with duckprof.connect(db) as s:

@@ -105,6 +105,7 @@ def test_traces_without_memory_say_so(cli_app):
         "no [memory] events in this trace (record with profile_memory=True)"
 
 
+@pytest.mark.slow
 @needs_corpus
 def test_2021_trace_without_totals_or_addresses():
     """v100 resnet50 (2021): no Total Allocated, no Addr: levels are the running sum

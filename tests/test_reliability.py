@@ -148,6 +148,7 @@ def test_interrupt_in_the_insert_phase_rolls_back_in_one_line(cli_app, tmp_path,
     assert not fresh.exists() and not Path(str(fresh) + ".wal").exists()
 
 
+@pytest.mark.slow
 def test_interrupt_after_commit_reports_the_run_loaded(cli_app, tmp_path, monkeypatch):
     """An interrupt landing after COMMIT (in the checkpoint, the cleanup) must not
     report failure: exit 130, but the line says the run is loaded, and it is."""
@@ -554,6 +555,7 @@ def test_readers_during_a_200mb_load(tmp_path):
         assert "cannot open" not in r.stderr
 
 
+@pytest.mark.slow
 def test_another_load_committing_while_this_one_parsed(cli_app, tmp_path, monkeypatch):
     """Two loads into one database overlap (each takes the lock only to
     insert): when another process committed while this load parsed, this one
