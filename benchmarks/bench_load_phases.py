@@ -94,20 +94,9 @@ extra = {'phases': wall, 'cpu': cpu, 'cpu_total': time.process_time() - c0}
 """
 
 RAW = """
-import duckdb
-from duckprof.split import split_trace
+from raw_load import raw_load
 t0 = time.perf_counter(); c0 = time.process_time()
-con = duckdb.connect(':memory:' if MEMORY else os.path.join(tmp, 'raw.duckdb'))
-if not MEMORY:
-    con.execute("SET memory_limit = '1GB'")
-con.execute("CREATE TABLE raw (ph VARCHAR, cat VARCHAR, name VARCHAR, pid VARCHAR, tid VARCHAR, "
-            "ts DOUBLE, dur DOUBLE, id VARCHAR, args JSON USING COMPRESSION zstd)")
-chunks = [c for p in files for c in split_trace(p, tmp, chunks=4).chunks]
-con.execute("INSERT INTO raw SELECT * FROM read_json($f, format = 'array', columns = {ph: 'VARCHAR', "
-            "cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', ts: 'DOUBLE', "
-            "dur: 'DOUBLE', id: 'VARCHAR', args: 'JSON'})", {'f': chunks})
-n = con.execute("SELECT count(*) FROM raw").fetchall()[0][0]
-con.close()
+n = raw_load(files, tmp, None if MEMORY else os.path.join(tmp, 'raw.duckdb'))
 secs = time.perf_counter() - t0
 extra = {'cpu_total': time.process_time() - c0}
 """
@@ -126,6 +115,7 @@ extra = {'cpu_total': time.process_time() - c0}
 PRELUDE = """
 import os, sys, time, json, resource, tempfile
 sys.path.insert(0, {repo!r})
+sys.path.append({bench!r})  # raw_load
 path = {path!r}
 MEMORY = {memory!r}
 PROFILE = {profile!r}
@@ -144,7 +134,8 @@ TOOLS = {"duckprof": DUCKPROF, "duckdb-raw": RAW, "json": JSON}
 
 
 def run_child(tool, path, memory, profile=False, timeout=1800, repo=REPO):
-    code = PRELUDE.format(repo=repo, path=path, memory=memory, profile=profile) \
+    code = PRELUDE.format(repo=repo, bench=os.path.dirname(os.path.abspath(__file__)), path=path, memory=memory,
+                          profile=profile) \
         + textwrap.dedent(TOOLS[tool]) + POSTLUDE
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
     for line in p.stdout.splitlines():

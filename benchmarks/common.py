@@ -11,9 +11,11 @@ DUCKPROF_REFERENCE_PYTHON: an interpreter with the reference tools installed
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -143,3 +145,19 @@ def reference_python(explicit: str | None, module: str) -> str | None:
             ok = subprocess.run([py, "-c", f"import {module}"], capture_output=True).returncode == 0
             return py if ok else None
     return None
+
+
+def run_once(args, repo: str = REPO) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one `duckprof ARGS` in a fresh process
+    (the duckprof of `repo`). CPU seconds (user + system of the child) move
+    less than wall time when other work shares the machine."""
+    args = [str(a) for a in args]
+    env = dict(os.environ, PYTHONPATH=repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "duckprof", *args], capture_output=True, text=True, env=env, cwd="/")
+    dt = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if r.returncode != 0:
+        raise RuntimeError(f"duckprof {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()[:300]}")
+    return dt, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

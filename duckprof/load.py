@@ -757,6 +757,7 @@ class Loader:
         set together with the COMMIT (signals wait for both)."""
         con = self.con
         con.execute("BEGIN TRANSACTION")
+        step = "preparing the database (schema, views)"
         try:
             target.prepare(con)
             done_files = 0
@@ -775,6 +776,7 @@ class Loader:
                     fr.trace_id = b.first + k
                     fr.seconds += seconds * p.split.json_bytes / size
                 done_files += len(b.files)
+            step = "storing the run's summary (trace_facts, tags)"
             target.complete(con, report)
             self._phase("committing")
             with interrupts.deferred():
@@ -784,9 +786,13 @@ class Loader:
                     self._after_failed_commit(con, report)
                     raise self._write_error(e, target, None, "", report) from None
                 report.committed = True
-        except BaseException:
+        except BaseException as e:
             if not report.committed:
                 _quietly(lambda: con.execute("ROLLBACK"))
+            if isinstance(e, duckdb.Error) and not interrupts.is_interrupt(e):
+                # any other statement of the transaction (the schema, the derived
+                # tables): a full disk reads as it does in the inserts and the COMMIT
+                raise self._write_error(e, target, None, "", step=step) from None
             raise
         self._phase("committed")
 
@@ -816,8 +822,9 @@ class Loader:
             return
         report.committed = bool(ids) and n == len(ids)
 
-    def _write_error(self, e, target, p, together: str, report=None) -> Exception:
-        """What a DuckDB error inside the transaction means (rolled back)."""
+    def _write_error(self, e, target, p, together: str, report=None, step: str = "the load's commit") -> Exception:
+        """What a DuckDB error inside the transaction means (rolled back);
+        `step`: what failed when it was no insert of file p."""
         if report is not None and report.committed:
             return DuckprofError(f"{target.label}: the load's commit reported an error "
                                  f"({str(e).splitlines()[0]}), but run {target.run!r} was committed")
@@ -826,10 +833,11 @@ class Loader:
         if dbfile.disk_full(e):
             return DuckprofError(f"{target.label}: {dbfile.space_problem(e)} on the device that holds the database "
                                  f"while loading; {outcome}")
-        if p is None:
-            return DuckprofError(f"{target.label}: the load's commit failed ({str(e).splitlines()[0]}); {outcome}")
         if isinstance(e, duckdb.OutOfMemoryException):
-            return _out_of_memory(p.path, "loading", e, self.memory_limit)
+            return _out_of_memory(p.path if p else target.label, "loading" if p else step, e,
+                                  self.memory_limit)
+        if p is None:
+            return DuckprofError(f"{target.label}: {step} failed ({str(e).splitlines()[0]}); {outcome}")
         # validation should have caught it: still name the file(s)
         return TraceError(p.path, self._describe(e, p.split) + together)
 

@@ -8,6 +8,7 @@ handmade) or counted independently here with Python's json module.
 from __future__ import annotations
 
 import collections
+import contextlib
 import decimal
 import gzip
 import hashlib
@@ -226,6 +227,23 @@ def assert_error_block(stderr: str, must_contain):
 
 
 # -- small query helpers (DuckDB relations have no fetchone()) ------------------
+
+@contextlib.contextmanager
+def loaded(*paths, run: str = "r"):
+    """An in-memory session with the trace(s) `paths` loaded as `run` (the body
+    of a module fixture: `with loaded(FILE) as s: yield s`)."""
+    s = duckprof.connect()
+    try:
+        s.load([str(p) for p in paths], run=run)
+        yield s
+    finally:
+        s.close()
+
+
+def as_dicts(rel) -> list[dict]:
+    """A relation's rows as dicts by column name."""
+    return [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+
 
 def rows(s, sql: str, params=None) -> list[tuple]:
     return s.con.execute(sql, params).fetchall() if params else s.con.execute(sql).fetchall()
