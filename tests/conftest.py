@@ -135,6 +135,17 @@ def corpus_session():
     s.close()
 
 
+@pytest.fixture(scope="session")
+def corpus_db(tmp_path_factory):
+    """A database file holding every corpus trace as run 'corpus'."""
+    if not corpus_files():
+        pytest.skip(f"no trace corpus at {CORPUS}")
+    db = tmp_path_factory.mktemp("corpus") / "corpus.duckdb"
+    with duckprof.connect(db) as s:
+        s.load([str(CORPUS)], run="corpus")
+    return db
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
     for item in items:

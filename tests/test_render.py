@@ -10,12 +10,11 @@ import io
 
 import pytest
 
-from conftest import CORPUS, REPO, corpus_files, invoke, needs_corpus
+from conftest import CORPUS, REPO, invoke, needs_corpus
 
-import duckprof
 from duckprof import render, reports
 
-H100 = REPO.parent / "shared" / "traces" / "h100_vit_inference.json.gz"
+H100 = CORPUS / "h100_vit_inference.json.gz"
 KERNELS = REPO / "fixtures" / "kernels" / "h100_two_kernels_one_op.json"
 
 
@@ -59,17 +58,6 @@ def test_kernels_table_for_people(cli_app, monkeypatch):
     exact = invoke(cli_app, "report", "kernels", KERNELS, "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(exact.stdout)))
     assert len(rows[0]) == 28 and "over_peak" in rows[0] and "flops_formula" in rows[0] and "flops_per_byte" in rows[0] and rows[0]["total_us"].replace(".", "").isdigit()
-
-
-@pytest.fixture(scope="module")
-def corpus_db(tmp_path_factory):
-    """A database file holding every corpus trace as run 'corpus'."""
-    if not corpus_files():
-        pytest.skip(f"no trace corpus at {CORPUS}")
-    db = tmp_path_factory.mktemp("render") / "corpus.duckdb"
-    with duckprof.connect(db) as s:
-        s.load([str(f) for f in corpus_files()], run="corpus")
-    return db
 
 
 @pytest.mark.slow

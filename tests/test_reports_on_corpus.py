@@ -12,7 +12,7 @@ import json
 import duckdb
 import pytest
 
-from conftest import CORPUS, corpus_files, invoke, needs_corpus
+from conftest import corpus_files, invoke, needs_corpus
 
 import duckprof
 
@@ -20,16 +20,6 @@ CASES = [("ops", []), ("ops", ["--group-by-input-shape"]), ("categories", ["--by
          ("categories", ["--category", "gemm"]), ("steps", []), ("steps", ["--summary"]),
          ("steps", ["--breakdown", "tensorboard"]), ("memory", []), ("memory", ["--ops"]),
          ("memory", ["--by-step"])]
-
-
-@pytest.fixture(scope="module")
-def corpus_db(tmp_path_factory):
-    if not corpus_files():
-        pytest.skip(f"no trace corpus at {CORPUS}")
-    db = tmp_path_factory.mktemp("corpus") / "corpus.duckdb"
-    with duckprof.connect(db) as s:
-        s.load([str(CORPUS)], run="all")
-    return db
 
 
 def options(args):
@@ -50,11 +40,11 @@ def options(args):
 @pytest.mark.parametrize("name,args", CASES)
 def test_every_format_from_a_database(corpus_db, cli_app, tmp_path, name, args):
     with duckprof.connect(corpus_db, read_only=True) as s:
-        res = s.report_result(name, run="all", **options(args))
+        res = s.report_result(name, run="corpus", **options(args))
         want = res.relation.fetchall()
         columns = res.relation.columns
     traces = len(corpus_files())
-    base = ["report", name, *args, "--db", corpus_db, "--run", "all"]
+    base = ["report", name, *args, "--db", corpus_db, "--run", "corpus"]
     got = invoke(cli_app, *base, "--format", "csv")
     assert got.exit_code == 0, got.output
     rows = list(csv.reader(io.StringIO(got.stdout)))
