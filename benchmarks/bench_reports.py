@@ -22,6 +22,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 from common import REPO, synthetic_trace  # noqa: E402
@@ -47,6 +48,7 @@ COMMANDS = {
     "report patterns": ["report", "patterns"],
     "report patterns --list": ["report", "patterns", "--list"],
     "runs": ["runs"],
+    "html": ["html", "-o", os.path.join(tempfile.gettempdir(), "duckprof_bench_reports_page.html")],
     "query count(*) from cpu_ops by name": [
         "query", "select name, count(*), sum(self_ns) from cpu_ops group by 1 order by 3 desc limit 20"],
 }

@@ -207,8 +207,9 @@ def fill_trace_facts(con) -> None:
 
 
 #: the derived tables, each filled by sql/load/<table>.sql, in this order (the
-#: kernel estimates read the stored launches); their views read them
-DERIVED = ("derived_launches", "derived_kernel_estimates", "derived_memory_events")
+#: kernel estimates read the stored launches, the call totals the stored memory
+#: events); their views read them
+DERIVED = ("derived_launches", "derived_kernel_estimates", "derived_memory_events", "derived_call_totals")
 
 
 def fill_derived(con, trace_ids) -> None:

@@ -154,8 +154,8 @@ CREATE TABLE IF NOT EXISTS trace_facts (
     window_ns      BIGINT    -- first device event start to last end per device, summed, ns
 );
 
--- Derived tables: what the launches, kernel_estimates and memory_events views
--- return, computed once per trace in the load's transaction (sql/load/derived_*.sql,
+-- Derived tables: what the launches, kernel_estimates, memory_events and
+-- call_totals views return, computed once per trace in the load's transaction (sql/load/derived_*.sql,
 -- duckprof.session.fill_derived) instead of at every query: a report reads
 -- stored rows. Same columns as the views, which select from them (see each
 -- view's header for the columns). Recomputed for every trace when a newer
@@ -223,4 +223,12 @@ CREATE TABLE IF NOT EXISTS derived_memory_events (
     device_type            INTEGER,
     device_id              INTEGER,
     addr                   BIGINT
+);
+
+CREATE TABLE IF NOT EXISTS derived_call_totals (
+    trace_id          INTEGER,
+    event_id          BIGINT,   -- a host call (cpu_op, user annotation, Python function, runtime call)
+    device_ns         BIGINT,   -- device time launched by the calls on its thread starting inside it
+    cpu_mem_bytes     BIGINT,   -- bytes of the CPU [memory] events during it, any thread
+    device_mem_bytes  BIGINT    -- bytes of the device [memory] events during it, any thread
 );

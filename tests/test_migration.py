@@ -114,8 +114,13 @@ def test_released_v2_database_migrates_and_keeps_every_run(v2_db, cli_app):
 
 # -- schema version 3, as released (commit fff1bcf), to 4 -------------------------------
 
-V3_REPORTS = [("kernels", {}), ("kernels", {"group_by_launch": True}), ("ops", {}), ("categories", {}),
+V3_REPORTS = [("kernels", {}), ("kernels", {"group_by_launch": True}), ("ops", {}), ("ops", {"group_by_input_shape": True}),
+              ("categories", {}),
               ("steps", {}), ("memory", {}), ("memory", {"ops": True}), ("patterns", {}), ("queue", {})]
+
+
+DERIVED_COUNTS = ("SELECT (SELECT count(*) FROM derived_launches), (SELECT count(*) FROM derived_kernel_estimates), "
+                  "(SELECT count(*) FROM derived_memory_events), (SELECT count(*) FROM derived_call_totals)")
 
 
 def report_rows(s, run):
@@ -148,9 +153,10 @@ def test_released_v3_database_migrates_and_reports_as_a_fresh_load(tmp_path, cli
         for run, figs in expected.items():
             assert figures(s, run) == figs, run
             assert report_rows(s, run) == want[run], run
-        counts = s.sql("SELECT (SELECT count(*) FROM derived_launches), (SELECT count(*) FROM derived_kernel_estimates), "
-                       "(SELECT count(*) FROM derived_memory_events)").fetchall()
-        assert counts == [(17, 15, 8)]  # 15 kernels + 2 memcpy/memset; 8 [memory] events
+        counts = s.sql(DERIVED_COUNTS).fetchall()
+        assert counts == [(17, 15, 8, 17)]  # 15 kernels + 2 memcpy/memset; 8 [memory] events; 17 calls with some
+    with duckprof.connect(fresh, read_only=True) as s:
+        assert s.sql(DERIVED_COUNTS).fetchall() == counts
     before = db_state(v3_db)
     assert invoke(cli_app, "migrate", "--db", v3_db).exit_code == 0  # again: nothing to do
     assert db_state(v3_db) == before

@@ -356,7 +356,8 @@ def test_planted_views_never_run(tmp_db, tmp_path, cli_app):
 
 DERIVED_COUNTS = ("SELECT t.run, (SELECT count(*) FROM derived_launches d WHERE d.trace_id = t.trace_id), "
                   "(SELECT count(*) FROM derived_kernel_estimates d WHERE d.trace_id = t.trace_id), "
-                  "(SELECT count(*) FROM derived_memory_events d WHERE d.trace_id = t.trace_id) "
+                  "(SELECT count(*) FROM derived_memory_events d WHERE d.trace_id = t.trace_id), "
+                  "(SELECT count(*) > 0 FROM derived_call_totals d WHERE d.trace_id = t.trace_id) "
                   "FROM traces t ORDER BY t.run")
 
 
@@ -372,7 +373,7 @@ def test_derived_tables_follow_loads_reloads_and_rm(cli_app, tmp_db):
         n_gpu = scalar(s, "select count(*) from gpu_ops where kind in ('kernel', 'memcpy', 'memset')")
         n_kernels = scalar(s, "select count(*) from kernels")
         n_mem = scalar(s, "select count(*) from events where name = '[memory]'")
-        assert rows(s, DERIVED_COUNTS) == [("g", n_gpu, n_kernels, 0), ("m", 0, 0, n_mem)]
+        assert rows(s, DERIVED_COUNTS) == [("g", n_gpu, n_kernels, 0, True), ("m", 0, 0, n_mem, True)]
         assert n_gpu > 0 and n_kernels > 0 and n_mem > 0
     before = db_state(tmp_db)
     r = invoke(cli_app, "load", gpu, "--db", tmp_db, "-q", "-r", "g")
@@ -380,6 +381,6 @@ def test_derived_tables_follow_loads_reloads_and_rm(cli_app, tmp_db):
     assert db_state(tmp_db) == before
     assert invoke(cli_app, "rm", "g", "--db", tmp_db).exit_code == 0
     with duckprof.connect(tmp_db, read_only=True) as s:
-        assert rows(s, DERIVED_COUNTS) == [("m", 0, 0, n_mem)]
-        for t in ("derived_launches", "derived_kernel_estimates", "derived_memory_events"):
+        assert rows(s, DERIVED_COUNTS) == [("m", 0, 0, n_mem, True)]
+        for t in ("derived_launches", "derived_kernel_estimates", "derived_memory_events", "derived_call_totals"):
             assert scalar(s, f"select count(*) from {t} where trace_id not in (select trace_id from traces)") == 0

@@ -1,7 +1,7 @@
 -- Schema version 3 -> 4: the derived tables derived_launches,
--- derived_kernel_estimates and derived_memory_events are new: the launches,
--- kernel_estimates and memory_events views now read them instead of
--- computing their rows at every query. Created here (without zstd: a file in
+-- derived_kernel_estimates, derived_memory_events and derived_call_totals are
+-- new: the launches, kernel_estimates, memory_events and call_totals views
+-- read them instead of computing their rows at every query. Created here (without zstd: a file in
 -- an older storage format refuses it) and filled for every trace by the
 -- session after the step, in the same transaction (duckprof.session.refresh_stored:
 -- a database without duckprof_meta.derived_hash has every trace's rows
@@ -22,3 +22,5 @@ CREATE TABLE IF NOT EXISTS derived_memory_events (
     trace_id INTEGER, event_id BIGINT, pid BIGINT, tid BIGINT, ts_ns BIGINT, bytes BIGINT,
     total_allocated_bytes BIGINT, total_reserved_bytes BIGINT, device_type INTEGER, device_id INTEGER,
     addr BIGINT);
+CREATE TABLE IF NOT EXISTS derived_call_totals (
+    trace_id INTEGER, event_id BIGINT, device_ns BIGINT, cpu_mem_bytes BIGINT, device_mem_bytes BIGINT);
