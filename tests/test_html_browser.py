@@ -23,7 +23,7 @@ import pytest
 
 import duckprof
 from browser import Browser, require_browser
-from conftest import REPO, corpus_path, run_cli
+from conftest import REPO, corpus_path, invoke, run_cli
 from html_check import assert_subsequence, cli_options, csv_rows
 from test_html import HOSTILE_KERNEL, HOSTILE_OP, hostile_trace
 
@@ -70,15 +70,17 @@ def shots(tmp_path_factory):
 
 
 class Cli:
-    """`duckprof report/diff ... --format csv` on the test database, each once."""
+    """`duckprof report/diff ... --format csv` on the test database, each once
+    (in-process: the page itself is written by a `duckprof html` process)."""
 
-    def __init__(self, db):
-        self.db, self.memo = db, {}
+    def __init__(self, app, db):
+        self.app, self.db, self.memo = app, db, {}
 
     def csv(self, *args):
         if args not in self.memo:
-            r = run_cli(*args, "--db", self.db, "--format", "csv", "-q" if args[0] == "report" else "--no-summary")
-            assert r.returncode == 0, (args, r.stderr)
+            r = invoke(self.app, *args, "--db", self.db, "--format", "csv",
+                       "-q" if args[0] == "report" else "--no-summary")
+            assert r.exit_code == 0, (args, r.output)
             self.memo[args] = csv_rows(r.stdout)
         return self.memo[args]
 
@@ -108,8 +110,8 @@ def nonzero(row, *cols):
 
 
 @pytest.mark.parametrize("run", list(PAGES))
-def test_page_in_a_browser(browser, db, tmp_path, shots, run):
-    cli = Cli(db)
+def test_page_in_a_browser(browser, cli_app, db, tmp_path, shots, run):
+    cli = Cli(cli_app, db)
     path = build(db, tmp_path, "--run", run)
     page = browser.open(path)
     check_loaded(page)
@@ -227,7 +229,7 @@ def test_sorting_a_table(browser, db, tmp_path):
     assert order == sorted(order, reverse=True) and len(set(order)) > 1
 
 
-def test_diff_page_in_a_browser(browser, db, tmp_path, shots):
+def test_diff_page_in_a_browser(browser, cli_app, db, tmp_path, shots):
     a, b = DIFF[0], DIFF[2]
     out = tmp_path / "diff.html"
     r = run_cli("html", "--db", db, "--diff", a, b, "-o", out, "-q")
@@ -235,7 +237,7 @@ def test_diff_page_in_a_browser(browser, db, tmp_path, shots):
     page = browser.open(out)
     check_loaded(page)
     page.screenshot(shots / "diff.png")
-    cli = Cli(db)
+    cli = Cli(cli_app, db)
     tables = page.eval(TABLES_JS)
     for t in tables:
         if t["report"] == "diff-summary":  # the summary block: in json output

@@ -200,19 +200,24 @@ def test_temporal_matches_hta_exactly(corpus):
     assert checked >= (17 if _has_corpus(ids) else 2)
 
 
-def _idle_streams(s, tid, **kw):
-    """{(stream, category): idle µs} and {stream: {category: share}} from gpu-time's stream rows"""
-    rows = [r for r in _by_trace(s.report("gpu-time", **kw)).get(tid, []) if r["scope"] == "stream"]
-    times = {(r["stream"], c): r[f"{c}_us"] for r in rows for c in ("host_wait", "kernel_wait", "other")}
-    shares = {r["stream"]: {c: r[f"{c}_pct"] for c in ("host_wait", "kernel_wait", "other")} for r in rows}
-    return times, shares
+def _idle_streams(s, **kw):
+    """{trace_id: ({(stream, category): idle µs}, {stream: {category: share}})} from
+    gpu-time's stream rows (one report over every trace)"""
+    out = {}
+    for tid, rows in _by_trace(s.report("gpu-time", **kw)).items():
+        rows = [r for r in rows if r["scope"] == "stream"]
+        times = {(r["stream"], c): r[f"{c}_us"] for r in rows for c in ("host_wait", "kernel_wait", "other")}
+        shares = {r["stream"]: {c: r[f"{c}_pct"] for c in ("host_wait", "kernel_wait", "other")} for r in rows}
+        out[tid] = (times, shares)
+    return out
 
 
 def test_idle_breakdown_matches_hta_exactly(corpus):
     s, ids, status = corpus
     checked = 0
+    streams = _idle_streams(s, hta=True)
     for stem, tid in ids.items():
-        times, shares = _idle_streams(s, tid, hta=True)
+        times, shares = streams.get(tid, ({}, {}))
         if status[stem]["idle_time_breakdown"] != "ok":
             assert times == {}
             continue
@@ -227,22 +232,26 @@ def test_idle_breakdown_matches_hta_exactly(corpus):
     assert checked >= (17 if _has_corpus(ids) else 2)
 
 
-def _pending_means(s, tid, stream):
-    """HTA's mean queue length over the change points of one stream, computed here from
-    gpu_activity(hta := true) on its own, with launches before starts at equal times
-    and with starts before launches: the two orders HTA's unstable sort can give."""
+def _pending_means(s):
+    """HTA's mean queue length over the change points of each (trace, stream), computed
+    here from gpu_activity(hta := true) on its own, with launches before starts at equal
+    times and with starts before launches: the two orders HTA's unstable sort can give.
+    {(trace_id, stream): (low, high)}"""
     names = ", ".join(f"'{n}'" for n in HTA_LAUNCHES)
-    out = []
+    means = {}
     for launch_ord in (0, 2):
-        (m,) = s.con.execute(f"""
-            WITH a AS (SELECT event_id, launch_ts_ns, ts_ns FROM gpu_activity(hta := true)
-                       WHERE trace_id = $t AND stream = $st AND event_id > 1 AND launch_name IN ({names})),
-                 c AS (SELECT launch_ts_ns AS ts, {launch_ord} AS o, event_id, 1 AS d FROM a
-                       UNION ALL SELECT ts_ns, 1, event_id, -1 FROM a)
-            SELECT avg(q) FROM (SELECT sum(d) OVER (ORDER BY ts, o, event_id ROWS UNBOUNDED PRECEDING) AS q FROM c)
-            """, {"t": tid, "st": stream}).fetchall()[0]
-        out.append(m)
-    return sorted(out)
+        for tid, stream, m in s.con.execute(f"""
+            WITH a AS (SELECT trace_id, stream, event_id, launch_ts_ns, ts_ns FROM gpu_activity(hta := true)
+                       WHERE event_id > 1 AND launch_name IN ({names})),
+                 c AS (SELECT trace_id, stream, launch_ts_ns AS ts, {launch_ord} AS o, event_id, 1 AS d FROM a
+                       UNION ALL SELECT trace_id, stream, ts_ns, 1, event_id, -1 FROM a)
+            SELECT trace_id, stream, avg(q)
+            FROM (SELECT trace_id, stream, sum(d) OVER (PARTITION BY trace_id, stream
+                                                        ORDER BY ts, o, event_id ROWS UNBOUNDED PRECEDING) AS q
+                  FROM c)
+            GROUP BY trace_id, stream""").fetchall():
+            means.setdefault((tid, stream), []).append(m)
+    return {k: tuple(sorted(v)) for k, v in means.items()}
 
 
 def test_queue_length_matches_hta(corpus):
@@ -250,6 +259,7 @@ def test_queue_length_matches_hta(corpus):
     exactly where no launch and start share a µs, else between the two orders."""
     s, ids, status = corpus
     queue = _by_trace(s.report("queue", hta=True))
+    pending = _pending_means(s)
     checked = ties = 0
     for stem, tid in ids.items():
         ours = {r["stream"]: r for r in queue.get(tid, [])}
@@ -260,7 +270,7 @@ def test_queue_length_matches_hta(corpus):
             assert 2 * o["launches"] == float(h["queue_length_count"]), stem
             assert (o["max_pending"], o["p50_pending"]) == (float(h["queue_length_max"]),
                                                            float(h["queue_length_50%"])), stem
-            lo, hi = _pending_means(s, tid, o["stream"])
+            lo, hi = pending[(tid, o["stream"])]
             want = float(h["queue_length_mean"])
             assert o["mean_pending"] == pytest.approx(hi, abs=1e-12)  # duckprof: launch first
             assert lo - 1e-12 <= want <= hi + 1e-12, (stem, o["stream"], lo, want, hi)
@@ -309,7 +319,7 @@ def test_temporal_within_1pct_without_rounding(full_corpus, stem):
 @pytest.mark.parametrize("stem", A100 + ["a100_triton_kernel"])
 def test_idle_breakdown_within_1pct_without_rounding(full_corpus, stem):
     s, ids, _ = full_corpus
-    ours, _ = _idle_streams(s, ids[stem], exclude_last_step=True)
+    ours, _ = _idle_streams(s, exclude_last_step=True).get(ids[stem], ({}, {}))
     hta = {(int(r["stream"]), r["idle_category"]): float(r["idle_time"])
            for r in _golden(stem, "idle_time_breakdown")}
     total = {}

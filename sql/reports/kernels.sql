@@ -127,9 +127,8 @@ agg AS (
                     avg(peak_g)) AS peak_gbps,
            min(pdt) FILTER (WHERE peak_t IS NOT NULL) AS pdt_lo,
            max(pdt) FILTER (WHERE peak_t IS NOT NULL) AS pdt_hi,
-           -- ties (kernels of the same FLOPs from different ops) broken by op name, then by the rule
-           -- (calls of one op may take different rules: aten::div with and without out=): the same
-           -- row every run
+           -- ties (kernels of the same FLOPs from different ops or estimators) broken by op name,
+           -- then estimator: the same row every run
            arg_max(op_name, (flops, op_name, flops_formula)) FILTER (WHERE flops > 0) AS flops_op,
            arg_max(flops_formula, (flops, op_name, flops_formula)) FILTER (WHERE flops > 0) AS flops_formula,
            arg_max(op_name, (bytes, op_name, bytes_formula)) FILTER (WHERE bytes > 0) AS bytes_op,
