@@ -47,25 +47,12 @@ CHILD = {
         n = s.sql("select count(*) from events").fetchall()[0][0]
         secs = time.perf_counter() - t0
     """,
-    # The floor of this design: the same chunking, then one read_json of every
-    # chunk into a table of a database file, as written (no normalisation,
-    # validation, nesting or estimates). Splitting and parsing run one after the
-    # other here (duckprof overlaps them), but both are CPU-bound on every core,
-    # so overlapping them would save little.
+    # The floor of this design (benchmarks/raw_load.py): the same chunking, then
+    # one read_json of every chunk into a table of a database file, as written.
     "duckdb-raw": """
-        import duckdb
-        from duckprof.split import split_trace
+        from raw_load import raw_load
         t0 = time.perf_counter()
-        con = duckdb.connect(os.path.join(tmp, 'raw.duckdb'))
-        con.execute("SET memory_limit = '1GB'")  # duckprof's cap for file loads
-        con.execute("CREATE TABLE raw (ph VARCHAR, cat VARCHAR, name VARCHAR, pid VARCHAR, tid VARCHAR, "
-                    "ts DOUBLE, dur DOUBLE, id VARCHAR, args JSON USING COMPRESSION zstd)")
-        chunks = [c for p in files for c in split_trace(p, tmp, chunks=4).chunks]
-        con.execute("INSERT INTO raw SELECT * FROM read_json($f, format = 'array', columns = {ph: 'VARCHAR', "
-                    "cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', ts: 'DOUBLE', "
-                    "dur: 'DOUBLE', id: 'VARCHAR', args: 'JSON'})", {'f': chunks})
-        n = con.execute("SELECT count(*) FROM raw").fetchall()[0][0]
-        con.close()
+        n = raw_load(files, tmp, os.path.join(tmp, 'raw.duckdb'))
         secs = time.perf_counter() - t0
     """,
     "json": """
@@ -96,6 +83,7 @@ CHILD = {
 PRELUDE = """
 import os, sys, time, json, resource, tempfile
 sys.path.insert(0, {repo!r})
+sys.path.append({bench!r})  # raw_load
 path = {path!r}  # a trace, or a directory of rank traces
 files = sorted(os.path.join(path, f) for f in os.listdir(path)) if os.path.isdir(path) else [path]
 tmp = tempfile.mkdtemp(prefix='duckprof-bench-')
@@ -121,7 +109,7 @@ def ensure_ranks(data_dir: str, spec: str, gz: bool) -> tuple[str, int]:
 
 
 def run_child(tool: str, path: str, python: str, timeout: int) -> dict:
-    code = PRELUDE.format(repo=REPO, path=path) + textwrap.dedent(CHILD[tool]) \
+    code = PRELUDE.format(repo=REPO, bench=os.path.dirname(os.path.abspath(__file__)), path=path) + textwrap.dedent(CHILD[tool]) \
         + POSTLUDE.format()
     try:
         p = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=timeout)

@@ -9,6 +9,7 @@ chunks parsed by one read_json into a table, nothing else) in one run.
                       # real-shaped traces, generated once (benchmarks/common.py shaped_trace): synthetic
                       # with_stack / serving (fractional epoch ts) traces, corpus traces grown by replicate_trace.py
     python benchmarks/bench_load_phases.py --profile FILE         # also DuckDB's per-operator profile
+    python benchmarks/bench_load_phases.py --joined RANK_DIR      # and one file of the same events
 
 Phases (duckprof's Loader and Session methods, timed by wrapping them; no
 change to the loader): split (copy/decompress into chunk files; the chunks'
@@ -34,7 +35,7 @@ import subprocess
 import sys
 import textwrap
 
-from common import CORPUS, DATA_DIR, REPO, shaped_trace
+from common import CORPUS, DATA_DIR, REPO, joined_ranks, shaped_trace
 
 PHASES = ["split", "parse+validate", "exact_ts", "nesting", "insert", "estimates", "trace_facts",
           "commit", "checkpoint"]
@@ -59,13 +60,18 @@ def timed(name, f):
     return g
 L.Loader._split = timed('split', L.Loader._split)
 L.Loader._finish = timed('parse+validate', L.Loader._finish)
+if hasattr(L.Loader, '_finish_group'):  # small files parsed in groups (issue 17/19)
+    L.Loader._finish_group = timed('parse+validate', L.Loader._finish_group)
 if hasattr(L.Loader, '_exact_ts'):  # before: a second read of the file at nesting
     L.Loader._exact_ts = timed('exact_ts', L.Loader._exact_ts)
 L.Loader._nest = timed('nesting', L.Loader._nest)
 L.Loader._insert = timed('insert', L.Loader._insert)
 E.add_estimates = timed('estimates', E.add_estimates)
 S.fill_trace_facts = timed('trace_facts', S.fill_trace_facts)
-S.Session._checkpoint_without_vacuum = timed('checkpoint', S.Session._checkpoint_without_vacuum)
+if hasattr(S, 'checkpoint_without_vacuum'):  # a function of the module since issue 17
+    S.checkpoint_without_vacuum = timed('checkpoint', S.checkpoint_without_vacuum)
+else:
+    S.Session._checkpoint_without_vacuum = timed('checkpoint', S.Session._checkpoint_without_vacuum)
 db = None if MEMORY else os.path.join(tmp, 'bench.duckdb')
 t0 = time.perf_counter(); c0 = time.process_time()
 s = duckprof.connect(db)
@@ -88,20 +94,9 @@ extra = {'phases': wall, 'cpu': cpu, 'cpu_total': time.process_time() - c0}
 """
 
 RAW = """
-import duckdb
-from duckprof.split import split_trace
+from raw_load import raw_load
 t0 = time.perf_counter(); c0 = time.process_time()
-con = duckdb.connect(':memory:' if MEMORY else os.path.join(tmp, 'raw.duckdb'))
-if not MEMORY:
-    con.execute("SET memory_limit = '1GB'")
-con.execute("CREATE TABLE raw (ph VARCHAR, cat VARCHAR, name VARCHAR, pid VARCHAR, tid VARCHAR, "
-            "ts DOUBLE, dur DOUBLE, id VARCHAR, args JSON USING COMPRESSION zstd)")
-chunks = [c for p in files for c in split_trace(p, tmp, chunks=4).chunks]
-con.execute("INSERT INTO raw SELECT * FROM read_json($f, format = 'array', columns = {ph: 'VARCHAR', "
-            "cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', ts: 'DOUBLE', "
-            "dur: 'DOUBLE', id: 'VARCHAR', args: 'JSON'})", {'f': chunks})
-n = con.execute("SELECT count(*) FROM raw").fetchall()[0][0]
-con.close()
+n = raw_load(files, tmp, None if MEMORY else os.path.join(tmp, 'raw.duckdb'))
 secs = time.perf_counter() - t0
 extra = {'cpu_total': time.process_time() - c0}
 """
@@ -120,6 +115,7 @@ extra = {'cpu_total': time.process_time() - c0}
 PRELUDE = """
 import os, sys, time, json, resource, tempfile
 sys.path.insert(0, {repo!r})
+sys.path.append({bench!r})  # raw_load
 path = {path!r}
 MEMORY = {memory!r}
 PROFILE = {profile!r}
@@ -138,7 +134,8 @@ TOOLS = {"duckprof": DUCKPROF, "duckdb-raw": RAW, "json": JSON}
 
 
 def run_child(tool, path, memory, profile=False, timeout=1800, repo=REPO):
-    code = PRELUDE.format(repo=repo, path=path, memory=memory, profile=profile) \
+    code = PRELUDE.format(repo=repo, bench=os.path.dirname(os.path.abspath(__file__)), path=path, memory=memory,
+                          profile=profile) \
         + textwrap.dedent(TOOLS[tool]) + POSTLUDE
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
     for line in p.stdout.splitlines():
@@ -171,6 +168,9 @@ def main(argv=None):
                     help="another duckprof checkout (e.g. `git archive main | tar -x -C DIR`): its load is "
                          "measured too, as tool 'before', in the same rounds")
     ap.add_argument("--memory", action="store_true", help="load into memory (as `duckprof query FILE` does)")
+    ap.add_argument("--joined", action="store_true",
+                    help="after each rank directory, one file of all its events (common.joined_ranks): "
+                         "what the job costs beyond its events")
     ap.add_argument("--tools", default="duckprof,duckdb-raw,json")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", action="store_true",
@@ -180,6 +180,8 @@ def main(argv=None):
     paths = list(args.paths) + [shaped_trace(spec, args.data_dir) for spec in args.shapes.split(",") if spec]
     if args.corpus:
         paths += sorted(os.path.join(CORPUS, f) for f in os.listdir(CORPUS) if f.endswith((".json", ".json.gz")))
+    if args.joined:
+        paths = [q for p in paths for q in ([p, joined_ranks(p, args.data_dir)] if os.path.isdir(p) else [p])]
     tools = args.tools.split(",")
     if args.before:
         tools.insert(1, "before")

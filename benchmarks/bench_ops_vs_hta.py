@@ -26,12 +26,10 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import textwrap
-import time
 
-from common import REPO, reference_python, synthetic_trace  # noqa: E402
+from common import reference_python, run_once, synthetic_trace  # noqa: E402
 
 HTA_CHILD = textwrap.dedent("""
     import json, os, sys, tempfile, time
@@ -50,13 +48,7 @@ HTA_CHILD = textwrap.dedent("""
 
 
 def cli(args) -> float:
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "duckprof", *args], capture_output=True, text=True, env=env)
-    dt = time.perf_counter() - t0
-    if r.returncode != 0:
-        raise RuntimeError(f"duckprof {' '.join(map(str, args))}: {r.stderr.strip()[:300]}")
-    return dt
+    return run_once(args)[0]
 
 
 def main():

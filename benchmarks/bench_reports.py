@@ -18,14 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-from common import REPO, synthetic_trace  # noqa: E402
+from common import REPO, run_once, synthetic_trace  # noqa: E402
 
 # name -> arguments after `duckprof`; {db} and {run} are filled in
 COMMANDS = {
@@ -53,21 +51,6 @@ COMMANDS = {
         "query", "select name, count(*), sum(self_ns) from cpu_ops group by 1 order by 3 desc limit 20"],
 }
 NO_RUN = {"runs", "query count(*) from cpu_ops by name"}
-
-
-def run_once(args, repo=REPO) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of one `duckprof ARGS` in a fresh process.
-    CPU seconds (user + system of the child) move less than wall time when
-    other work shares the machine."""
-    env = dict(os.environ, PYTHONPATH=repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "duckprof", *args], capture_output=True, text=True, env=env, cwd="/")
-    dt = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if r.returncode != 0:
-        raise RuntimeError(f"duckprof {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()[:300]}")
-    return dt, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main():

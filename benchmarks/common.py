@@ -11,9 +11,11 @@ DUCKPROF_REFERENCE_PYTHON: an interpreter with the reference tools installed
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -104,6 +106,37 @@ def shaped_trace(spec: str, data_dir: str = DATA_DIR) -> str:
     return path
 
 
+def joined_ranks(rank_dir: str, data_dir: str = DATA_DIR) -> str:
+    """One trace file holding the events of every rank file of `rank_dir` (in
+    file name order), with the first file's metadata: the same events as the
+    job in one file, to tell a job's per-file costs from its events' (rank
+    files carry collectives and other args than a single-GPU trace). Written
+    once, a file at a time (plain .json ranks of one clock, as
+    synthetic_ranks writes them)."""
+    from duckprof.jsonscan import find_array_end, find_array_start
+
+    path = os.path.join(data_dir, os.path.basename(rank_dir.rstrip("/")) + "_joined.json")
+    if os.path.exists(path):
+        return path
+    print(f"generating {path} ...", file=sys.stderr)
+    files = sorted(os.listdir(rank_dir))
+    with open(path + ".part", "wb") as out:
+        for k, name in enumerate(files):
+            with open(os.path.join(rank_dir, name), "rb") as f:
+                data = f.read()
+            _bare, start, _prefix = find_array_start(name, data)
+            end, _suffix = find_array_end(data, False)
+            if k == 0:
+                out.write(data[:start])
+                rest = data[end:]
+            else:
+                out.write(b",")
+            out.write(data[start:end].strip())
+        out.write(rest)
+    os.rename(path + ".part", path)
+    return path
+
+
 def reference_python(explicit: str | None, module: str) -> str | None:
     """The interpreter to run a reference tool with: `explicit` if given, else
     $DUCKPROF_REFERENCE_PYTHON, else this one; None if it cannot import `module`."""
@@ -112,3 +145,19 @@ def reference_python(explicit: str | None, module: str) -> str | None:
             ok = subprocess.run([py, "-c", f"import {module}"], capture_output=True).returncode == 0
             return py if ok else None
     return None
+
+
+def run_once(args, repo: str = REPO) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one `duckprof ARGS` in a fresh process
+    (the duckprof of `repo`). CPU seconds (user + system of the child) move
+    less than wall time when other work shares the machine."""
+    args = [str(a) for a in args]
+    env = dict(os.environ, PYTHONPATH=repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "duckprof", *args], capture_output=True, text=True, env=env, cwd="/")
+    dt = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if r.returncode != 0:
+        raise RuntimeError(f"duckprof {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()[:300]}")
+    return dt, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

@@ -29,7 +29,7 @@ import time
 
 import duckdb
 
-from . import phase, sqlfiles
+from . import interrupts, phase, sqlfiles
 from .errors import DatabaseLocked, DuckprofError
 
 # A DuckDB database file: 8 bytes of checksum, then this magic.
@@ -112,10 +112,11 @@ def open_with_wait(open_fn, path: str, read_only: bool, wait: float = 0):
 def connect(path: str | None, read_only: bool, wait: float = 0) -> duckdb.DuckDBPyConnection:
     """duckdb.connect with file checks, lock waiting and one-line errors."""
     if path is None:
-        return duckdb.connect(":memory:")
+        return interrupts.watch(duckdb.connect(":memory:"))
     check_file(path, must_exist=read_only)
     try:
-        return open_with_wait(lambda: duckdb.connect(path, read_only=read_only), path, read_only, wait)
+        return interrupts.watch(
+            open_with_wait(lambda: duckdb.connect(path, read_only=read_only), path, read_only, wait))
     except duckdb.Error as e:
         raise open_error(path, e) from None
 

@@ -1,9 +1,11 @@
 """Ctrl-C and SIGTERM.
 
 Python raises KeyboardInterrupt for Ctrl-C; DuckDB, when the signal arrives
-while it runs a statement, stops it and raises RuntimeError('Query
-interrupted') instead (duckdb.InterruptException when a cursor is
-interrupted from another thread). `is_interrupt` recognises all three. The
+while it runs a statement, raises RuntimeError('Query interrupted') instead
+(duckdb.InterruptException when a cursor is interrupted from another thread
+and no signal is pending). `is_interrupt` recognises all three. DuckDB 2.0
+sees the signal only when the statement ends: the CLI stops the statements
+of the connections it watches itself (stop_statements_on_signal). The
 CLI makes SIGTERM raise KeyboardInterrupt too (`terminate_as_interrupt`), so
 a terminated load cleans up like an interrupted one: its transaction rolls
 back, its temp files go. `deferred()` holds signals back for the few
@@ -15,11 +17,21 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import socket
 import threading
+import weakref
 
 import duckdb
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+# connections whose running statement a signal stops (watch), and whether a
+# deferred() block is running (then it is not stopped: the signal comes later)
+_watched: "weakref.WeakSet[duckdb.DuckDBPyConnection]" = weakref.WeakSet()
+_lock = threading.Lock()
+_deferred = 0
+_installed = False
+_wakeup: tuple = ()
 
 
 def is_interrupt(e: BaseException) -> bool:
@@ -32,9 +44,63 @@ def _raise_interrupt(signum, frame):
 
 
 def terminate_as_interrupt():
-    """SIGTERM raises KeyboardInterrupt (the CLI; in the main thread)."""
+    """SIGTERM raises KeyboardInterrupt, and both signals stop the statement
+    DuckDB is running (the CLI; in the main thread)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_interrupt)
+        stop_statements_on_signal()
+
+
+def watch(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A signal stops the statement `con` runs (once stop_statements_on_signal
+    is installed)."""
+    _watched.add(con)
+    return con
+
+
+def _interrupt_watched():
+    # (a function: the waiting thread keeps no connection alive between signals)
+    for con in list(_watched):
+        try:
+            con.interrupt()
+        except Exception:  # noqa: BLE001 - a closed connection: nothing runs
+            pass
+
+
+def stop_statements_on_signal():
+    """DuckDB 2.0 notices Ctrl-C only when the statement it runs has ended
+    (it then raises RuntimeError('Query interrupted')): a long join or a big
+    insert ran on for minutes. Python's C-level handler writes each signal
+    to a wakeup fd even while the main thread waits in DuckDB; a thread
+    reading it interrupts the watched connections, whose statement then
+    ends at once (again as RuntimeError('Query interrupted'), the Python
+    handler having run). Not inside deferred(): the COMMIT is never cut."""
+    global _installed, _wakeup
+    if _installed or threading.current_thread() is not threading.main_thread():
+        return
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    try:
+        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    except ValueError:
+        reader.close(), writer.close()
+        return
+    _installed = True
+    _wakeup = (reader, writer)  # kept open for the life of the process
+    wanted = {int(s) for s in _SIGNALS}
+
+    def stop():
+        while True:
+            got = reader.recv(64)
+            if not got:
+                return
+            if wanted.isdisjoint(got):
+                continue
+            with _lock:
+                if not _deferred:
+                    _interrupt_watched()
+
+    threading.Thread(target=stop, name="duckprof-interrupts", daemon=True).start()
 
 
 @contextlib.contextmanager
@@ -48,12 +114,17 @@ def deferred():
     if any(h is None for h in old.values()):  # a handler set outside Python: leave it alone
         yield
         return
+    global _deferred
     got: list[int] = []
     for s in _SIGNALS:
         signal.signal(s, lambda signum, frame: got.append(signum))
+    with _lock:
+        _deferred += 1
     try:
         yield
     finally:
+        with _lock:
+            _deferred -= 1
         for s, h in old.items():
             signal.signal(s, h)
         if got:

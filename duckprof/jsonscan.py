@@ -147,6 +147,8 @@ def _scan_reversed(rev: bytes, whole: bool):
             depth += 1
             if depth == 2 and tok == b"]":
                 closing = m.start()
+                if _stays_inside(rev, m.end(), closing + _SKIP_BUDGET + 1):
+                    return closing  # what the walk below would find, token by token
         elif tok in (b"{", b"["):
             depth -= 1
             if depth == 1 and closing is not None:
@@ -159,6 +161,44 @@ def _scan_reversed(rev: bytes, whole: bool):
         if closing is None or depth < 2:
             return False
     return closing
+
+
+# what lies between two brackets in the reversed tail: strings and the rest
+_RNOT_BRACKET = re.compile(rb'(?:' + _RSTRING + rb'|[^"{}\[\]]+)+')
+# a pair in the reversed tail: a closing bracket, then (further back) its opening one
+_RPAIRS = (b"}{", b"][", b"}[", b"]{")
+# every byte but quotes and brackets (bytes.translate deletes them), and a
+# string among what is left when no backslash escapes a quote
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"{}[]')))
+_PLAIN_STRING = re.compile(rb'"[^"]*"')
+
+
+def _stays_inside(rev: bytes, start: int, stop: int) -> bool:
+    """True if rev[start:stop] never leaves the top-level array whose closing
+    ']' (reversed) ends just before start: the walk of _scan_reversed over the
+    skip budget, done by C-level regex and replace instead of a Python step
+    per bracket (a small trace's whole array lies within the budget). Only
+    the brackets outside strings are kept (without a backslash in the range,
+    quotes only open and close strings: everything else is deleted first,
+    which is faster); matched pairs are removed until none is left; an
+    opening bracket left first is the array's own. False also when rev ends
+    before stop (then the walk decides). A string cut at stop leaves its
+    brackets at the end, where they can only make this answer False."""
+    if stop > len(rev):
+        return False
+    part = rev[start:stop]
+    if b"\\" in part:
+        brackets = _RNOT_BRACKET.sub(b"", part).replace(b'"', b"")
+    else:
+        brackets = _PLAIN_STRING.sub(b"", part.translate(None, _NOT_STRUCTURE)).replace(b'"', b"")
+    while True:
+        shorter = brackets
+        for pair in _RPAIRS:
+            shorter = shorter.replace(pair, b"")
+        if len(shorter) == len(brackets):
+            break
+        brackets = shorter
+    return not brackets.startswith((b"{", b"["))
 
 
 def _suffix_after(stripped: bytes, end: int):

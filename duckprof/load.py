@@ -217,6 +217,13 @@ def exact_table(table: str) -> str:
 # traces, and a job may have thousands of rank files.
 BATCH_BYTES = 64 << 20
 BATCH_FILES = 256
+# Files up to this size whose traceEvents make one chunk are also parsed and
+# checked together, up to this many bytes and files per statement (one
+# read_json over their chunks, stage_events.sql grouped): a group is cut
+# smaller than a batch so that groups parse side by side while the next files
+# are split.
+GROUP_BYTES = 16 << 20
+GROUP_FILES = 64
 
 
 def _batches(prepared):
@@ -296,10 +303,24 @@ class _ChunkStager:
     def submit(self, table: str, chunk: str):
         return self.pool.submit(self._stage, table, chunk)
 
+    def submit_group(self, table: str, chunks: list):
+        return self.pool.submit(self._stage_group, table, chunks)
+
+    def _stage_group(self, table: str, chunks: list) -> bool:
+        """Parse the single chunks of a group of small traces into one table;
+        True if one of them needs exact timestamps (the group is then staged
+        again file by file, where exact_ts.sql reads them). The chunk files
+        stay until the group is checked: a group that fails is parsed again
+        file by file, to name the file at fault."""
+        cur = self._cursor()
+        cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=True), {"files": chunks})
+        return bool(cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall())
+
     def _stage(self, table: str, chunk: str) -> int:
         cur = self._cursor()
         # CREATE TABLE ... AS returns the number of rows it wrote
-        n = cur.execute(sqlfiles.render("load/stage_events.sql", raw=table), {"files": [chunk]}).fetchall()[0][0]
+        n = cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=False),
+                        {"files": [chunk]}).fetchall()[0][0]
         # fractional absolute timestamps: their exact text, read from the chunk
         # while it is here (exact_ts.sql), in parallel like the parse
         if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall():
@@ -332,6 +353,21 @@ class _ChunkStager:
 
 
 @dataclass
+class _Group:
+    """Small traces parsed and checked together (stage_events.sql grouped):
+    one staged table, and one view numbering each file's events
+    (stage_group_view.sql)."""
+    view: str                                    # its view in dp_stage; its table is view + '_t'
+    members: list = field(default_factory=list)  # [_Prepared], src = index
+    future: object = None                        # its staging job
+    checked: bool = False                        # staged and checked (or fell back to file by file)
+
+    @property
+    def table(self) -> str:
+        return self.view + "_t"
+
+
+@dataclass
 class _Prepared:
     path: str
     split: object          # SplitTrace
@@ -341,6 +377,10 @@ class _Prepared:
     futures: list = field(default_factory=list)  # their staging jobs (count of events each)
     events: int | None = None
     exact: str | None = None  # its view of exact timestamps (exact_ts.sql), when it has one
+    held: list | None = None  # chunks written but not yet submitted (a small file, maybe grouped)
+    group: _Group | None = None  # its group, when staged with other small files (then no tables)
+    src: int = 0               # its index in the group
+    error: Exception | None = None  # found when its group was checked; raised at its turn
 
 
 @dataclass
@@ -463,6 +503,57 @@ def _count_trace_events_keys(path) -> int:
         return n
 
 
+def _bad_time_error(path, bad: int, bad_name) -> TraceError:
+    return TraceError(path, f"{bad:,} event(s) have a ts or dur that is not a usable number "
+                            f"(NaN, inf or out of range), first: {bad_name!r}")
+
+
+class _Grouper:
+    """Collects the small files of a load, as they are split, into groups of
+    up to GROUP_BYTES / GROUP_FILES, each staged in one statement
+    (_ChunkStager.submit_group) as soon as it is full. A file of several
+    chunks, a bigger one, or a group of one is staged alone (its chunks as
+    tables, as a big file's). A small file whose content is in the run
+    already is not staged: _parse_all skips it."""
+
+    def __init__(self, stager, known):
+        self.stager, self.seen = stager, set(known)
+        self.group: list = []
+        self.bytes = 0
+        self.count = 0  # groups made
+
+    def add(self, p: _Prepared):
+        held, p.held = p.held, None
+        seen = p.split.content_hash in self.seen
+        self.seen.add(p.split.content_hash)
+        if held is None or seen:  # a big file (its chunks are parsing already), or one to skip
+            return
+        if len(held) != 1 or p.split.json_bytes > GROUP_BYTES:
+            self._alone(p, held)
+            return
+        self.group.append(p)
+        self.bytes += p.split.json_bytes
+        if self.bytes >= GROUP_BYTES or len(self.group) >= GROUP_FILES:
+            self.flush()
+
+    def _alone(self, p: _Prepared, chunks):
+        for chunk in chunks:
+            table = f"{p.name}_{len(p.tables)}"
+            p.tables.append(table)
+            p.futures.append(self.stager.submit(table, chunk))
+
+    def flush(self):
+        members, self.group, self.bytes = self.group, [], 0
+        if len(members) == 1:
+            self._alone(members[0], members[0].split.chunks)
+        elif members:
+            g = _Group(f"{STAGE_DB}.grp_{self.count}", members)
+            self.count += 1
+            for k, p in enumerate(members):
+                p.group, p.src = g, k
+            g.future = self.stager.submit_group(g.table, [p.split.chunks[0] for p in members])
+
+
 def _quietly(fn):
     """A cleanup step that must not hide the error being raised (the
     connection may be unusable after a fatal DuckDB error)."""
@@ -477,8 +568,9 @@ class Loader:
 
     Phase 1 (nothing is written to the target, which is not even open for
     writing): split each file into chunk files, parse them into tables of an
-    attached in-memory database (_ChunkStager, stage_events.sql), check them
-    (validate.sql) and nest them (nesting.sql, into staging tables). Bad
+    attached in-memory database (_ChunkStager, stage_events.sql; small files
+    in groups, one statement each, _Grouper), check them (validate.sql, per
+    file) and nest them (nesting.sql, into staging tables), in batches. Bad
     input fails here with a clear TraceError; the few recoverable problems
     (invalid UTF-8, raw control characters, a chunk cut inside a nested
     object) are retried here. Phase 2: the target is opened for writing
@@ -530,7 +622,7 @@ class Loader:
             known, next_id = target.snapshot(con, run)
             # a run loaded by an older duckprof keeps its hash (see split.CONTENT_HASH)
             self.hash_name = LEGACY_CONTENT_HASH if any(len(h) == 32 for h in known) else CONTENT_HASH
-            pending = self._split_all(paths, files, report, tmp, stager, salvage, threads)
+            pending = self._split_all(paths, files, report, tmp, stager, salvage, threads, known)
             prepared = self._parse_all(pending, known, run, len(files), tmp, stager, salvage)
             if not prepared:  # every file is in the run already: nothing to write, no lock to take
                 done = True
@@ -562,15 +654,19 @@ class Loader:
         self._phase("done")
         return report
 
-    def _split_all(self, paths, files, report, tmp, stager, salvage, threads) -> list:
+    def _split_all(self, paths, files, report, tmp, stager, salvage, threads, known) -> list:
         """Split every file (their chunks parse in the background); files
-        found in a directory or by a pattern that are no trace are skipped."""
+        found in a directory or by a pattern that are no trace are skipped.
+        Small files of one chunk are parsed in groups (_Grouper); a file
+        already in the run (known hashes, or met before in this load) is not
+        parsed at all when small (_parse_all skips it)."""
         # files named on their own must be traces; the others (found in a
         # directory or by a pattern) may be a config or metrics JSON: skipped
         named = {os.path.abspath(p) for p in _path_list(paths) if os.path.isfile(p)}
         not_traces, pending = [], []
         sizes = [_size(f) for f in files]
         read = 0
+        grouper = _Grouper(stager, known)
         for i, path in enumerate(files):
             fr = FileReport(path=path)
             report.files.append(fr)
@@ -578,7 +674,7 @@ class Loader:
                           + _of_bytes(read, sum(sizes), len(files)))
             read += sizes[i]
             t0 = time.perf_counter()
-            p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}")
+            p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}", held=[] if sizes[i] <= GROUP_BYTES else None)
             try:
                 p.split = self._split(p, tmp, stager, chunks=max(2, 2 * threads), salvage=salvage)
             except NotATraceError as e:
@@ -587,8 +683,10 @@ class Loader:
                 fr.skipped = f"{e.problem}; skipped"
                 not_traces.append(str(e))
                 continue
+            grouper.add(p)
             fr.seconds = time.perf_counter() - t0
             pending.append((p, fr))
+        grouper.flush()
         if files and len(not_traces) == len(files):
             raise TraceError(", ".join(map(os.fspath, _path_list(paths))),
                              f"no trace among {len(files)} JSON file(s); {not_traces[0]}")
@@ -610,7 +708,12 @@ class Loader:
                 self._discard(p, stager)
                 continue
             known = known | {p.split.content_hash}
-            self._finish(p, tmp, stager, salvage)
+            if p.group is not None and not p.group.checked:
+                self._finish_group(p.group, stager)
+            if p.error is not None:
+                raise p.error
+            if p.group is None:
+                self._finish(p, tmp, stager, salvage)
             fr.seconds += time.perf_counter() - t0
             prepared.append((p, fr))
         return prepared
@@ -654,6 +757,7 @@ class Loader:
         set together with the COMMIT (signals wait for both)."""
         con = self.con
         con.execute("BEGIN TRANSACTION")
+        step = "preparing the database (schema, views)"
         try:
             target.prepare(con)
             done_files = 0
@@ -672,6 +776,7 @@ class Loader:
                     fr.trace_id = b.first + k
                     fr.seconds += seconds * p.split.json_bytes / size
                 done_files += len(b.files)
+            step = "storing the run's summary (trace_facts, tags)"
             target.complete(con, report)
             self._phase("committing")
             with interrupts.deferred():
@@ -681,9 +786,13 @@ class Loader:
                     self._after_failed_commit(con, report)
                     raise self._write_error(e, target, None, "", report) from None
                 report.committed = True
-        except BaseException:
+        except BaseException as e:
             if not report.committed:
                 _quietly(lambda: con.execute("ROLLBACK"))
+            if isinstance(e, duckdb.Error) and not interrupts.is_interrupt(e):
+                # any other statement of the transaction (the schema, the derived
+                # tables): a full disk reads as it does in the inserts and the COMMIT
+                raise self._write_error(e, target, None, "", step=step) from None
             raise
         self._phase("committed")
 
@@ -713,8 +822,9 @@ class Loader:
             return
         report.committed = bool(ids) and n == len(ids)
 
-    def _write_error(self, e, target, p, together: str, report=None) -> Exception:
-        """What a DuckDB error inside the transaction means (rolled back)."""
+    def _write_error(self, e, target, p, together: str, report=None, step: str = "the load's commit") -> Exception:
+        """What a DuckDB error inside the transaction means (rolled back);
+        `step`: what failed when it was no insert of file p."""
         if report is not None and report.committed:
             return DuckprofError(f"{target.label}: the load's commit reported an error "
                                  f"({str(e).splitlines()[0]}), but run {target.run!r} was committed")
@@ -723,10 +833,11 @@ class Loader:
         if dbfile.disk_full(e):
             return DuckprofError(f"{target.label}: {dbfile.space_problem(e)} on the device that holds the database "
                                  f"while loading; {outcome}")
-        if p is None:
-            return DuckprofError(f"{target.label}: the load's commit failed ({str(e).splitlines()[0]}); {outcome}")
         if isinstance(e, duckdb.OutOfMemoryException):
-            return _out_of_memory(p.path, "loading", e, self.memory_limit)
+            return _out_of_memory(p.path if p else target.label, "loading" if p else step, e,
+                                  self.memory_limit)
+        if p is None:
+            return DuckprofError(f"{target.label}: {step} failed ({str(e).splitlines()[0]}); {outcome}")
         # validation should have caught it: still name the file(s)
         return TraceError(p.path, self._describe(e, p.split) + together)
 
@@ -734,6 +845,9 @@ class Loader:
                exact_salvage=False):
         """Split p's file; each chunk starts parsing as soon as it is written."""
         def on_chunk(chunk):
+            if p.held is not None:  # a small file: _Grouper decides
+                p.held.append(chunk)
+                return
             table = f"{p.name}_{len(p.tables)}"
             p.tables.append(table)
             p.futures.append(stager.submit(table, chunk))
@@ -750,7 +864,9 @@ class Loader:
 
     def _discard(self, p: _Prepared, stager):
         """Throw away p's staged chunks: wait for their parses to end, drop their
-        tables and chunk files (those of a split that failed midway go with tmp)."""
+        tables and chunk files (those of a split that failed midway go with tmp).
+        A file of a group keeps its rows in the group's table: the batches
+        leave them out (_sources)."""
         self._wait(p, check=False)
         with stager.lock:
             exact = [exact_table(t) for t in p.tables if t in stager.exact]
@@ -818,14 +934,72 @@ class Loader:
             if exact:
                 p.exact = exact_table(p.name)
                 con.execute(sqlfiles.render("load/stage_view.sql", raw=p.exact, chunks=exact))
-            events, bad, bad_name = con.execute(
-                sqlfiles.render("load/validate.sql", raw=p.name)).fetchall()[0]
+            checked = con.execute(sqlfiles.render("load/validate.sql", raw=p.name, grouped=False)).fetchall()
         finally:
             con.close()
+        _, events, _, bad, bad_name = checked[0] if checked else (0, 0, 1, 0, None)
         if bad:
-            raise TraceError(p.path, f"{bad:,} event(s) have a ts or dur that is not a usable number "
-                                     f"(NaN, inf or out of range), first: {bad_name!r}")
+            raise _bad_time_error(p.path, bad, bad_name)
         p.events = events
+
+    def _finish_group(self, g: _Group, stager):
+        """Wait for group g to be parsed and check its files (validate.sql,
+        grouped), then number each file's events (stage_group_view.sql). A
+        file with unusable times gets its error, raised at its turn. When the
+        group cannot be parsed (one of its files is malformed, needs
+        sanitising, ...) or needs exact timestamps, its files are staged again
+        one by one, where the per-file retries and errors apply."""
+        g.checked = True
+        first = g.members[0]
+        try:
+            exact_needed = g.future.result()
+        except duckdb.OutOfMemoryException as e:
+            raise _out_of_memory(first.path, f"parsing (with {len(g.members) - 1} other file(s))", e,
+                                 self.memory_limit) from None
+        except duckdb.Error as e:
+            if dbfile.disk_full(e):
+                raise self._stage_error(e, first, "parsing") from None
+            exact_needed = None
+        if exact_needed is not False:
+            stager.drop([g.table])
+            for p in g.members:
+                p.group = None
+                p.tables = [f"{p.name}_0"]
+                p.futures = [stager.submit(p.tables[0], p.split.chunks[0])]
+            return
+        con = self.con.cursor()
+        try:
+            checked = {src: (events, first_pos, bad, bad_name) for src, events, first_pos, bad, bad_name in
+                       con.execute(sqlfiles.render("load/validate.sql", raw=g.table, grouped=True)).fetchall()}
+            offsets = [checked.get(k, (0, 1))[1] - 1 for k in range(len(g.members))]
+            con.execute(sqlfiles.render("load/stage_group_view.sql", raw=g.view, table=g.table, offsets=offsets))
+        finally:
+            con.close()
+        for k, p in enumerate(g.members):
+            events, _, bad, bad_name = checked.get(k, (0, 1, 0, None))
+            p.events = events
+            if bad:
+                p.error = _bad_time_error(p.path, bad, bad_name)
+            for c in p.split.chunks:  # parsed: the chunk files are not needed any more
+                if os.path.exists(c):
+                    os.remove(c)
+
+    @staticmethod
+    def _sources(files) -> list:
+        """The staged relations of a batch's files for normalize.sql (raws):
+        {view, position} for a file staged alone, {view, positions} for the
+        files of a group (its other files: none)."""
+        raws, groups = [], {}
+        for k, (p, _) in enumerate(files):
+            if p.group is None:
+                raws.append({"view": p.name, "position": k})
+                continue
+            raw = groups.get(id(p.group))
+            if raw is None:
+                raw = groups[id(p.group)] = {"view": p.group.view, "positions": [None] * len(p.group.members)}
+                raws.append(raw)
+            raw["positions"][p.src] = k
+        return raws
 
     def _say(self, b, done: int, total: int):
         """The progress line of batch b: '[3/7] nesting rank2.json' or '[1-5/7] ... 5 traces (...)'."""
@@ -839,7 +1013,7 @@ class Loader:
         """Exact timestamps where needed (exact_ts.sql) and the nesting of the
         host events (nesting.sql) of batch b, into staging tables."""
         con = self.con
-        raws = [p.name for p, _ in b.files]
+        raws = self._sources(b.files)
         params = {"first_trace_id": b.first, "base_ns": b.base}
         # exact timestamps (read while staging) replace the doubles of absolute ones
         b.exact = {src: p.exact for src, (p, _) in enumerate(b.files) if p.exact and not b.base[src]}
@@ -870,7 +1044,7 @@ class Loader:
         # its file order on disk, which keeps the zone maps of ts_ns tight.
         # (load() resets the setting once the transaction has ended.)
         con.execute(f"SET preserve_insertion_order = {'true' if len(batch) == 1 else 'false'}")
-        con.execute(sqlfiles.render("load/insert_events.sql", raws=[p.name for p, _ in batch],
+        con.execute(sqlfiles.render("load/insert_events.sql", raws=self._sources(batch),
                                     exact=b.exact, nest=b.nest),
                     {"first_trace_id": b.first, "base_ns": b.base})
         windows = {t: (lo, hi) for t, lo, hi in con.execute(

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import duckdb
 
-from . import dbfile, estimators, sqlfiles
+from . import dbfile, estimators, interrupts, sqlfiles
 from .estimators.store import estimates as op_estimates
 from .errors import DuckprofError
 from .load import COMMIT_OUTCOME_PENDING as PENDING, Loader, LoadReport, Target
@@ -755,7 +755,7 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
     report = report if report is not None else LoadReport(run=run)
     target = DatabaseTarget(db, wait, tags)
     try:
-        con = duckdb.connect(":memory:")
+        con = interrupts.watch(duckdb.connect(":memory:"))
         try:
             if threads:
                 con.execute(f"SET threads = {int(threads)}")

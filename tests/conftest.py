@@ -8,6 +8,7 @@ handmade) or counted independently here with Python's json module.
 from __future__ import annotations
 
 import collections
+import contextlib
 import decimal
 import gzip
 import hashlib
@@ -18,6 +19,18 @@ import sys
 from pathlib import Path
 
 import pytest
+
+# pytest rewrites every test module's asserts at import and caches the result
+# as .pyc; with PYTHONDONTWRITEBYTECODE set (as on this project's machines)
+# it redoes that on every run and in every xdist worker: 8-10 s of each
+# collection. The test modules, imported after this file, keep their cache.
+sys.dont_write_bytecode = False
+
+# pytest-xdist hands its workers COLUMNS=<the controller's terminal width>; the
+# tables the CLI prints take their width from COLUMNS, so tests see in every
+# worker what they see without xdist: no COLUMNS unless a test sets it.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # tests run against the source tree
@@ -214,6 +227,23 @@ def assert_error_block(stderr: str, must_contain):
 
 
 # -- small query helpers (DuckDB relations have no fetchone()) ------------------
+
+@contextlib.contextmanager
+def loaded(*paths, run: str = "r"):
+    """An in-memory session with the trace(s) `paths` loaded as `run` (the body
+    of a module fixture: `with loaded(FILE) as s: yield s`)."""
+    s = duckprof.connect()
+    try:
+        s.load([str(p) for p in paths], run=run)
+        yield s
+    finally:
+        s.close()
+
+
+def as_dicts(rel) -> list[dict]:
+    """A relation's rows as dicts by column name."""
+    return [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+
 
 def rows(s, sql: str, params=None) -> list[tuple]:
     return s.con.execute(sql, params).fetchall() if params else s.con.execute(sql).fetchall()

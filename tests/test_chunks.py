@@ -72,6 +72,45 @@ def test_reverse_scan_names_the_closing_bracket_of_trace_events(n_events):
     assert suffix == {k: v for k, v in doc.items() if k != "traceEvents"}
 
 
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("backslashes", [True, False])
+def test_reverse_scan_skip_by_brackets_equals_the_token_walk(monkeypatch, seed, backslashes):
+    """The reverse scan skips the budget behind the closing ']' by counting
+    brackets (jsonscan._stays_inside) instead of a Python step per bracket:
+    on traces whose events hold brackets, escaped quotes (or no backslash at
+    all: the quicker way) and strings cut at the budget's edge, it must name
+    the same bracket and suffix as the walk."""
+    import random
+    rnd = random.Random(seed)
+    pieces = ['"]"', '"[{"', "[[1, 2], [3]]", "{}", '{"k": ["}"]}', "1.5"]
+    names = ["y[", "z", "]{"]
+    odd = {"deviceProperties": [{"id": 0}], "odd key ]": [1, "]", {"a": "["}]}
+    if backslashes:
+        pieces += [r'"\\"', r'"a\\\"]"']
+        names += ['x"]']
+        odd['odd "key" ]\\'] = odd.pop("odd key ]")
+
+    def event(i):
+        args = {f"a{k}": json.loads(rnd.choice(pieces)) for k in range(rnd.randrange(4))}
+        return {"ph": "X", "name": rnd.choice(names) * rnd.randrange(1, 200), "ts": i, "args": args}
+    answers = []
+    real = jsonscan._stays_inside
+    monkeypatch.setattr(jsonscan, "_stays_inside", lambda *a: answers.append(real(*a)) or answers[-1])
+    for n_events in (0, 1, 50, 400, 3_000):
+        events = [event(i) for i in range(n_events)]
+        device = '"]" [' if backslashes else "] ["
+        after = rnd.choice([{}, {"deviceProperties": [{"name": device}] * rnd.randrange(1, 300)}, odd])
+        data = json.dumps({"schemaVersion": 1, "traceEvents": events, **after, "traceName": "t]"}).encode()
+        assert backslashes or b"\\" not in data
+        fast = jsonscan.find_array_end(data, bare=False)
+        with monkeypatch.context() as m:
+            m.setattr(jsonscan, "_stays_inside", lambda *a: False)
+            walk = jsonscan.find_array_end(data, bare=False)
+        assert fast == walk, (seed, n_events)
+        assert json.loads(data[:fast[0] + 1] + b"}")["traceEvents"] == events
+    assert True in answers  # the big arrays were skipped by counting, not walked
+
+
 @pytest.mark.slow  # loads 7 traces (two of them big corpus files) twice
 def test_traces_inserted_together_equal_traces_inserted_one_by_one(monkeypatch, tmp_path):
     """Small traces are inserted and nested in batches (load.BATCH_BYTES): every

@@ -287,6 +287,7 @@ def test_run_in_database_equals_files(db, kw):
         assert _table(diff("baseline", "candidate", session=s, **kw)) == files
 
 
+@pytest.mark.slow
 def test_cli_db_run_vs_file_same_output(db):
     r = CliRunner()
     out_files = r.invoke(app, ["diff", A, B, "--format", "csv", "--no-summary"])

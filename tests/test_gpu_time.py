@@ -466,6 +466,7 @@ def test_cli_cpu_only_corpus_traces(name, stem):
     assert r.exit_code == 0 and r.stdout.strip() == "no GPU activity in this trace"
 
 
+@pytest.mark.slow
 def test_cli_db_and_run(tmp_path):
     db = tmp_path / "runs.duckdb"
     with duckprof.connect(db) as s:

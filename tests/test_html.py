@@ -244,6 +244,50 @@ def test_roofline_one_dot_per_point_and_roofs():
     assert slope["x2"] == flat["x1"] and slope["y2"] == flat["y1"]  # they meet at the ridge point
 
 
+def test_roofline_numbers_the_top_kernels_and_names_them_in_a_key():
+    """25 kernels, 18 of them in one crowded decade: the 10 with the most time
+    get the numbers 1..10 (the most time first), the key under the plot names
+    them in that order, no two numbers overlap (their boxes as placed), and
+    every dot keeps its hover title."""
+    pts = [dict(x=20 + 3 * i, y=30 + 2 * (i % 5), size_us=1000 - 10 * i, bound="memory", label=f"kernel_{i}",
+                tip=f"kernel_{i}: details") for i in range(18)]
+    pts += [dict(x=400 + 50 * i, y=200, size_us=5 + i, bound="compute", label=f"gemm_{i}", tip=f"gemm_{i}")
+            for i in range(7)]
+    c = charts.roofline(pts, title="t", gbps=2039, peaks=[("tf32 peak", 156.0)])
+    assert c.marks() == 25
+    assert sorted(i["tip"] for i in c.items if i["t"] == "circle") == sorted(p["tip"] for p in pts)
+    numbers = [i for i in c.items if i.get("cls") == "dot-label" and i.get("tip")]
+    assert [n["s"] for n in numbers] == [str(k) for k in range(1, 11)]
+    assert [n["tip"] for n in numbers] == [f"kernel_{i}: details" for i in range(10)]
+    key = [i["s"] for i in c.items if i.get("cls") == "axis key"]
+    assert key == [f"kernel_{i}" for i in range(10)]
+    boxes = [(n["x"], n["y"] - charts.FONT + 2, n["x"] + charts.DIGIT_W * len(n["s"]), n["y"] + 1) for n in numbers]
+    for a in range(len(boxes)):
+        for b in range(a + 1, len(boxes)):
+            A, B = boxes[a], boxes[b]
+            assert min(A[2], B[2]) <= max(A[0], B[0]) or min(A[3], B[3]) <= max(A[1], B[1]), (numbers[a], numbers[b])
+    # no label: no number (a kernel without a name is only a dot)
+    bare = charts.roofline([dict(p, label=None) for p in pts], title="t", gbps=2039, peaks=[])
+    assert not [i for i in bare.items if i.get("cls") == "dot-label"] and bare.height < c.height
+
+
+def test_step_grid_fits_64_ranks_in_one_chart():
+    """64 ranks x 3 steps: one chart, one cell per (rank, step), at most ~460
+    px tall, the hot cells marked, rows labelled every other one (6 px rows)."""
+    series = [dict(label=f"rank {r} · GPU 0", cells=[(s, 100.0 + r + 10 * s, f"r{r}s{s}", r == 7 and s == 2)
+                                                      for s in (1, 2, 3)]) for r in range(64)]
+    c = charts.step_grid(series, title="t", x_label="ProfilerStep#", unit="µs")
+    cells = [i for i in c.items if "mark" in i.get("cls", "")]
+    assert c.kind == "grid" and len(cells) == c.marks() == 192
+    assert c.height <= 460
+    assert [i["tip"] for i in cells if "hot" in i["cls"]] == ["r7s2"]
+    labels = [i["s"] for i in c.items if i["t"] == "text" and i["s"].startswith("rank ")]
+    assert labels[:3] == ["rank 0 · GPU 0", "rank 2 · GPU 0", "rank 4 · GPU 0"] and len(labels) == 32
+    # one scale for the grid: the shortest step the lightest shade, the longest the darkest
+    by_tip = {i["tip"]: i["fill"] for i in cells}
+    assert by_tip["r0s1"] == charts.RAMP[0] and by_tip["r63s3"] == charts.RAMP[-1]
+
+
 def test_hbars_bar_lengths_are_proportional():
     rows = [{"n": "a", "v": 10.0}, {"n": "b", "v": 5.0}]
     c = charts.hbars(rows, title="t", axis="x (µs)", label=lambda r: r["n"], value=lambda r: r["v"],
@@ -331,18 +375,41 @@ def test_a_missing_browser_skips_locally_and_fails_in_ci(monkeypatch):
         browser.require_browser()
 
 
+def write_ranks(directory, n: int, slow_rank: int | None = None):
+    """rank0.json .. rank<n-1>.json: two_streams.json as the ranks of one job;
+    slow_rank's ProfilerStep#2 lasts 500 µs instead of 310."""
+    mf = make_fixtures()
+    for rank in range(n):
+        doc = mf.two_streams()
+        doc["distributedInfo"] = {"rank": rank}
+        if rank == slow_rank:
+            (step2,) = [e for e in doc["traceEvents"] if e["name"] == "ProfilerStep#2"]
+            step2["dur"] = 500
+        (directory / f"rank{rank}.json").write_text(json.dumps(doc))
+
+
+def test_steps_of_many_ranks_are_one_grid(tmp_path):
+    """Three ranks of two_streams.json (steps of 90 and 310 µs; rank 2's
+    second step cut to 500 µs): the steps section is one grid, not a chart per
+    rank: 6 cells, shaded on one scale from 90 to 500 µs (hand-computed: 90 ->
+    the lightest shade, 310 -> the middle one, 500 -> the darkest)."""
+    write_ranks(tmp_path, 3, slow_rank=2)
+    with duckprof.connect() as s:
+        s.load([str(tmp_path)], run="job")
+        sec = section(str(s.html(run="job")), "steps")
+    assert figures(sec) == [("grid", 6)]
+    cells = re.findall(r'<rect [^>]*class="mark cell"[^>]*fill="([^"]+)"><title>([^<]*)</title>', sec)
+    shade = {html_lib.unescape(t).split(",")[0]: f for f, t in cells}
+    assert shade == {f"rank {r} · GPU 0 · ProfilerStep#{st}: {us}": charts.RAMP[k]
+                     for r, st, us, k in [(0, 1, "90.0 µs", 0), (1, 1, "90.0 µs", 0), (2, 1, "90.0 µs", 0),
+                                          (0, 2, "310 µs", 2), (1, 2, "310 µs", 2), (2, 2, "500 µs", 4)]}
+
+
 @pytest.mark.slow
 def test_ranks_section_names_the_straggler(tmp_path):
     """Two ranks of two_streams.json; rank 1's ProfilerStep#2 lasts 500 µs
     instead of 310: mean step time 200 vs 295 µs, rank 1 is the straggler."""
-    mf = make_fixtures()
-    for rank in (0, 1):
-        doc = mf.two_streams()
-        doc["distributedInfo"] = {"rank": rank}
-        if rank == 1:
-            (step2,) = [e for e in doc["traceEvents"] if e["name"] == "ProfilerStep#2"]
-            step2["dur"] = 500
-        (tmp_path / f"rank{rank}.json").write_text(json.dumps(doc))
+    write_ranks(tmp_path, 2, slow_rank=1)
     s = duckprof.connect()
     s.load([str(tmp_path)], run="job")
     page = s.html(run="job")
@@ -438,6 +505,7 @@ def test_steps_chart_highlights_the_outlier_of_report_steps(tmp_path):
     assert "ProfilerStep#3 (the outlier step)" in sec
 
 
+@pytest.mark.slow
 def test_steps_chart_highlights_nothing_when_no_step_stands_out(tmp_path):
     """three_steps.json with ProfilerStep#3 cut to 104 µs: 100, 100, 104; the
     step furthest from the median is 4% away, under STEP_OUTLIER_PCT: no column
@@ -463,6 +531,7 @@ def test_overview_shows_the_top_three_findings_of_report_patterns(two, two_page)
     assert t["rows"] == [[r[cols.index(c)] for c in t["columns"]] for r in rows[:3]]
 
 
+@pytest.mark.slow
 def test_overview_names_the_run_its_ranks_and_tags(tmp_path):
     db = tmp_path / "p.duckdb"
     with duckprof.connect(db) as s:

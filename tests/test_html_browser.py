@@ -185,8 +185,12 @@ def test_page_in_a_browser(browser, cli_app, db, tmp_path, shots, run):
     for tid, dev, lines in page.eval("""Array.from(document.querySelectorAll('#idle .block.queue')).map(b =>
             [b.dataset.trace, b.dataset.device, b.querySelectorAll('path.mark').length])"""):
         assert lines == sum(1 for r in queue if (r["trace_id"], r["device"]) == (tid, dev))
-    # steps: one column per step
+    # steps: one column per step (a chart per GPU), or one grid cell per step and GPU (more than 2 GPUs)
     steps = cli.dicts(run, "gpu-time", {"by_step": True})
+    cells = page.eval("document.querySelectorAll('#steps .steps-grid rect.mark').length")
+    if cells:
+        assert cells == len(steps)
+        assert page.eval("document.querySelectorAll('#steps .block[data-device]').length") == 0
     for tid, dev, cols in page.eval("""Array.from(document.querySelectorAll('#steps .block[data-device]')).map(b =>
             [b.dataset.trace, b.dataset.device, b.querySelectorAll('rect.mark').length])"""):
         assert cols == sum(1 for r in steps if (r["trace_id"], r["device"]) == (tid, dev))
@@ -279,6 +283,51 @@ def test_hostile_names_run_nothing(browser, tmp_path):
     assert any(HOSTILE_OP in t for t in texts)
     assert page.eval("document.querySelector('#overview table[data-report=devices] td:nth-child(2)').textContent") \
         == "<script>alert(3)</script>GPU"
+
+
+LABEL_BOXES_JS = """Array.from(document.querySelectorAll('figure[data-chart=roofline]')).map(f => {
+    const svg = f.querySelector('svg').getBoundingClientRect();
+    const boxes = Array.from(f.querySelectorAll('text.dot-label:not(.key)')).map(t => {
+        const r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; });
+    return {svg: [svg.left, svg.top, svg.right, svg.bottom], boxes: boxes,
+            key: f.querySelectorAll('text.axis.key').length, dots: f.querySelectorAll('circle.mark').length}; })"""
+
+
+def overlapping(boxes) -> list:
+    return [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+            if min(a[2], b[2]) - max(a[0], b[0]) > 0.5 and min(a[3], b[3]) - max(a[1], b[1]) > 0.5]
+
+
+def test_roofline_numbers_and_steps_grid_in_a_browser(browser, tmp_path, shots):
+    """As drawn by Chromium: the roofline of the H100 trace numbers its dots
+    (one number per named dot up to 10, inside the chart, no two overlapping,
+    a key line each); a run of 3 ranks draws its steps as one grid (a cell per
+    step and rank), no console error."""
+    from duckprof.html import charts
+    s = duckprof.connect()
+    s.load([str(corpus_path("h100_vit_inference.json.gz"))], run="h100")
+    page = browser.open(s.html().save(tmp_path / "h100.html"))
+    s.close()
+    check_loaded(page)
+    (fig,) = page.eval(LABEL_BOXES_JS)
+    assert len(fig["boxes"]) == min(fig["dots"], charts.ROOF_LABELS) == fig["key"] > 0
+    assert overlapping(fig["boxes"]) == []
+    sx0, sy0, sx1, sy1 = fig["svg"]
+    assert all(sx0 <= b[0] and b[2] <= sx1 and sy0 <= b[1] and b[3] <= sy1 for b in fig["boxes"])
+    page.screenshot(shots / "h100_roofline.png", selector="#kernels figure[data-chart=roofline]")
+
+    from test_html import write_ranks
+    job = tmp_path / "job"
+    job.mkdir()
+    write_ranks(job, 3)
+    s = duckprof.connect()
+    s.load([str(job)], run="job")
+    page = browser.open(s.html(run="job").save(tmp_path / "job.html"))
+    s.close()
+    check_loaded(page)
+    assert page.eval("document.querySelectorAll('#steps figure').length") == 1
+    assert page.eval("document.querySelectorAll('#steps .steps-grid rect.mark').length") == 6
+    page.screenshot(shots / "steps_grid.png", selector="#steps figure")
 
 
 def test_readme_screenshots(browser, tmp_path):

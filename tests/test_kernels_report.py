@@ -448,6 +448,7 @@ def test_bad_options():
 
 # --------------------------------------------------------------------------- CLI, formats, persistent db
 
+@pytest.mark.slow
 def test_cli_formats(cli_app, tmp_path):
     res = invoke(cli_app, "report", "kernels", H100, "--format", "csv")
     assert res.exit_code == 0, res.output
@@ -483,6 +484,7 @@ def test_cli_notes_on_stderr_and_bad_input():
     assert r.returncode == 2 and "missing.json" in r.stderr
 
 
+@pytest.mark.slow
 def test_persistent_db_runs_and_plain_duckdb_sees_the_views(cli_app, tmp_path):
     db = tmp_path / "k.duckdb"
     with duckprof.connect(db) as s:

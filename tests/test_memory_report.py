@@ -25,7 +25,7 @@ import json
 
 import pytest
 
-from conftest import REPO, corpus_path, invoke, needs_corpus
+from conftest import REPO, as_dicts, corpus_path, invoke, loaded, needs_corpus
 
 import duckprof
 
@@ -34,15 +34,12 @@ MEM = REPO / "fixtures" / "memory" / "memory.json"
 
 @pytest.fixture(scope="module")
 def mem():
-    s = duckprof.connect()
-    s.load([str(MEM)], run="r")
-    yield s
-    s.close()
+    with loaded(MEM) as s:
+        yield s
 
 
 def rows(s, **opts):
-    rel = s.report("memory", **opts)
-    return [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+    return as_dicts(s.report("memory", **opts))
 
 
 def test_peaks_by_hand(mem):
@@ -108,6 +105,7 @@ def test_traces_without_memory_say_so(cli_app):
         "no [memory] events in this trace (record with profile_memory=True)"
 
 
+@pytest.mark.slow
 @needs_corpus
 def test_2021_trace_without_totals_or_addresses():
     """v100 resnet50 (2021): no Total Allocated, no Addr: levels are the running sum

@@ -322,6 +322,7 @@ _CROSSING_EXAMPLE = [
 # session each). Run longer with NESTING_EXAMPLES=500.
 @settings(max_examples=int(os.environ.get("NESTING_EXAMPLES", 20)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow
 @given(st.lists(st.lists(_interval, min_size=1, max_size=14), min_size=4, max_size=8), st.booleans())
 @example(_CROSSING_EXAMPLE, False)
 @example(_CROSSING_EXAMPLE, True)

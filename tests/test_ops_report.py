@@ -23,7 +23,7 @@ import json
 
 import pytest
 
-from conftest import REPO, corpus_path, invoke, needs_corpus
+from conftest import REPO, corpus_path, invoke, needs_corpus, slow_when
 
 import duckprof
 
@@ -184,7 +184,8 @@ def test_no_stack_note_and_no_shapes_note(tmp_path):
 # -- device time, against torch-tb-profiler's operator view --------------------------------
 
 @needs_corpus
-@pytest.mark.parametrize("stem", ["v100_resnet50_workers0_2021", "v100_resnet50_workers4_2021"])
+@pytest.mark.parametrize("stem", slow_when(["v100_resnet50_workers0_2021", "v100_resnet50_workers4_2021"],
+                                          {"v100_resnet50_workers4_2021"}))
 def test_operator_view_equals_tensorboards(stem):
     """torch-tb-profiler 0.4.3's operator view (fixtures/golden/tb_profiler/): for every
     operator it lists, the same calls, host total and self time, device total and self

@@ -361,6 +361,20 @@ def test_sync_matches_the_outermost_op_and_not_after_the_steps(gpu):
                     ("cudaDeviceSynchronize", 60.0, 100.0, "cudaDeviceSynchronize")]
 
 
+def test_sync_before_the_devices_first_activity():
+    """A sync that returns before the device has run anything: the idle gap
+    has no start, so the time at stake runs from the call's start to the
+    first device work (sync_first.json, hand-computed in make_fixtures.py:
+    75 µs; and 90 µs for the sync after it, in a gap with a start)."""
+    with duckprof.connect() as s:
+        s.load([str(GPU / "sync_first.json")])
+        rows = s.report("patterns", only="sync", events=True) \
+            .select("name, ts_ms, dur_us, at_stake_us, detail").fetchall()
+        assert finding(s, "default", "sync")[1:3] == (2, 165.0)
+    assert rows == [("aten::item", 0.04, 30.0, 75.0, "cudaStreamSynchronize"),
+                    ("cudaDeviceSynchronize", 0.31, 20.0, 90.0, "cudaDeviceSynchronize")]
+
+
 def test_severity_follows_the_share_of_step_time(gpu):
     # sync_yes: 178 µs of a 1000 µs step = 17.8%
     assert finding(gpu, "sync_yes", "sync")[0::3] == ("high", pytest.approx(17.8))

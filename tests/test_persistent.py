@@ -251,6 +251,7 @@ def test_run_loaded_with_the_older_blake2b_hash_still_detects_reloads(tmp_db):
         assert scalar(s, "select count(*) from traces") == 2
 
 
+@pytest.mark.slow
 def test_newer_packaged_peaks_reach_an_existing_database_without_undoing_user_edits(cli_app, tmp_db):
     with duckprof.connect(tmp_db) as s:
         n = scalar(s, "select count(*) from device_peaks")

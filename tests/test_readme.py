@@ -32,7 +32,7 @@ def test_readme_documents_every_view_and_column():
 def test_ci_runs_the_readme_test_command():
     with open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8") as f:
         ci = f.read()
-    command = 'pip install ".[test]" && python -m pytest -q'
+    command = 'pip install ".[test]" && python -m pytest -q -n auto'
     assert command in readme()
     assert command in ci
 
@@ -44,5 +44,5 @@ def test_readme_says_how_long_the_tests_take():
     start = text.index('python -m pytest -q')
     part = text[start:start + 1500]
     assert re.search(r"on 2 cores the full command took [0-9.]+ min", part)
-    assert re.search(r'`python -m pytest -q -m "not\s+slow"`', part)
+    assert re.search(r'`python -m pytest -q -n auto -m "not\s+slow"`', part)
     assert re.search(r"[0-9]+ tests in [0-9]+ min [0-9]+ s on 2 cores", part)

@@ -148,6 +148,7 @@ def test_interrupt_in_the_insert_phase_rolls_back_in_one_line(cli_app, tmp_path,
     assert not fresh.exists() and not Path(str(fresh) + ".wal").exists()
 
 
+@pytest.mark.slow
 def test_interrupt_after_commit_reports_the_run_loaded(cli_app, tmp_path, monkeypatch):
     """An interrupt landing after COMMIT (in the checkpoint, the cleanup) must not
     report failure: exit 130, but the line says the run is loaded, and it is."""
@@ -210,6 +211,87 @@ def test_sigterm_while_parsing_leaves_no_chunk_files(tmp_path):
     assert not (tmp_path / "new.duckdb").exists()
 
 
+ENDLESS = "SELECT sum(hash(i)) AS h FROM range(100000000000) t(i)"  # hours of work for DuckDB
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def interrupt_when_busy(p: subprocess.Popen, sig=signal.SIGINT, busy: float = 2.5) -> tuple[str, float]:
+    """Send `sig` once the process has used `busy` CPU seconds (its setup
+    uses less: it is then inside the endless statement), polled, not slept;
+    returns its stderr and how long it took to end after the signal."""
+    deadline = time.monotonic() + 120
+    while cpu_seconds(p.pid) < busy:
+        if p.poll() is not None or time.monotonic() > deadline:
+            p.kill()
+            pytest.fail(f"ended or stuck before it was busy: {p.communicate()[1]}")
+        time.sleep(0.01)
+    p.send_signal(sig)
+    t0 = time.monotonic()
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        pytest.fail("the statement ran on for 30 s after the signal")
+    return err, time.monotonic() - t0
+
+
+def test_duckdb_interrupts_are_recognised():
+    """What DuckDB 2.0 raises when a running statement is interrupted from
+    another thread (as the CLI's signal thread does): an error is_interrupt
+    knows, never an unknown one (RuntimeError('Query interrupted') when a
+    signal is pending, InterruptException otherwise)."""
+    from duckprof import interrupts
+    con = duckdb.connect()
+    timer = __import__("threading").Timer(0.3, con.interrupt)
+    timer.start()
+    with pytest.raises(duckdb.InterruptException) as got:
+        con.execute(ENDLESS).fetchall()
+    assert interrupts.is_interrupt(got.value)
+    assert interrupts.is_interrupt(RuntimeError("Query interrupted"))
+    assert not interrupts.is_interrupt(RuntimeError("Query interrupted by a bug"))
+    assert con.execute("SELECT 42").fetchall() == [(42,)]  # the connection is usable after
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_stops_a_long_query_at_once(tmp_path, sig):
+    """Ctrl-C (and SIGTERM) while DuckDB runs one long statement: it stops
+    within seconds with one line, exit 130. DuckDB 2.0 alone notices the
+    signal only when the statement ends (before: it ran on; this test failed
+    on its 30 s limit)."""
+    p = start_cli("query", ENDLESS, NESTING3)
+    err, took = interrupt_when_busy(p, sig)
+    assert p.returncode == 130, err
+    assert_one_line_error(err, ["interrupted"])
+    assert took < 10, took
+
+
+REPORT_MADE_ENDLESS = (
+    "import sys; from duckprof import reports, cli; real = reports._sections; "
+    f"reports._sections = lambda text: {{**real(text), '': 'SELECT m.* FROM (' + real(text)[''] + ') m, ('"
+    f" + {ENDLESS!r} + ') e'}}; "
+    "sys.argv[0] = 'duckprof'; cli.main()")
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_long_report_at_once(tmp_path):
+    """Ctrl-C while a report's statement runs (kernels, its main query made
+    endless by a cross join with a hugely expensive one, the rest as it is):
+    one line 'interrupted', exit 130, within seconds (before: it ran on)."""
+    db = tmp_path / "runs.duckdb"
+    assert run_cli("load", NESTING3, "--db", db, "-q").returncode == 0
+    p = subprocess.Popen([sys.executable, "-c", REPORT_MADE_ENDLESS, "report", "kernels", "--db", str(db)],
+                         env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err, took = interrupt_when_busy(p)
+    assert p.returncode == 130, err
+    assert_one_line_error(err, ["interrupted"])
+    assert took < 10, took
+
+
 # == 2. a full disk =====================================================================
 
 @pytest.mark.slow
@@ -268,6 +350,37 @@ def test_disk_full_while_inserting_leaves_the_file_as_it_was(tmp_path):
     assert (out / "before.txt").read_text() == (out / "after.txt").read_text()
     assert "runs.duckdb.wal" not in (out / "ls.txt").read_text()
     assert "new.duckdb" not in (out / "ls.txt").read_text()
+
+
+# a genuine DuckDB disk-full error (ENOSPC from /dev/full), raised by the step under test
+FULL_DISK_SQL = "COPY (SELECT 42 AS x) TO '/dev/full' (FORMAT csv)"
+
+
+@pytest.mark.parametrize("step", ["schema", "events", "trace_facts", "tags"])
+def test_disk_full_in_any_write_step_gives_the_disk_message(cli_app, tmp_path, monkeypatch, step):
+    """Every step of the load's transaction (refreshing the schema, inserting
+    events and estimates, storing trace_facts and tags) maps a full disk to the
+    same one line: the database path, 'no space left', 'nothing was loaded';
+    exit 2, the file byte-identical. (The COMMIT and the closing checkpoint are
+    the real-disk tests above.) trace_facts gave DuckDB's raw IO error before."""
+    from duckprof import load, session
+    db = tmp_path / "runs.duckdb"
+    assert invoke(cli_app, "load", NESTING3, "--db", db, "-q", "-r", "base").exit_code == 0
+    before = db_state(db)
+    owner, name = {"schema": (session, "refresh_stored"), "events": (load.estimators, "add_estimates"),
+                   "trace_facts": (session, "fill_trace_facts"), "tags": (session, "write_tags")}[step]
+    real = getattr(owner, name)
+
+    def disk_fills(con, *args, **kwargs):
+        real(con, *args, **kwargs)  # the step's own work first, then its write fails
+        con.execute(FULL_DISK_SQL)
+
+    monkeypatch.setattr(owner, name, disk_fills)
+    r = invoke(cli_app, "load", FRACTIONAL, "--db", db, "-q", "-r", "new", "--tag", "k=v")
+    assert r.exit_code == 2, r.stderr
+    assert_one_line_error(r.stderr, [str(db), "no space left on the device that holds the database",
+                                     "nothing was loaded"])
+    assert db_state(db) == before
 
 
 def test_full_or_unusable_tmpdir_is_named(cli_app, tmp_path, monkeypatch):
@@ -442,6 +555,7 @@ def test_readers_during_a_200mb_load(tmp_path):
         assert "cannot open" not in r.stderr
 
 
+@pytest.mark.slow
 def test_another_load_committing_while_this_one_parsed(cli_app, tmp_path, monkeypatch):
     """Two loads into one database overlap (each takes the lock only to
     insert): when another process committed while this load parsed, this one

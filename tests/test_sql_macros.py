@@ -233,6 +233,26 @@ def test_call_bytes_counts_memory_events_in_start_end_inclusive():
              mem(trace_id, ts_ns, cpu_b, dev_b) AS (VALUES (1, 10, 5, 0), (1, 20, 0, 7), (1, 30, -5, 0), (1, 40, 1, 0))
         SELECT * FROM ({{ call_bytes('calls', 'mem') }}) ORDER BY kh""")
     assert got == [(1, "a", None, 0, 7), (1, "b", "a", 0, 7), (1, "d", None, 1, 0)]
+def test_op_and_step_innermost_op_on_the_thread_and_the_step():
+    # trace 1: ops on pid 1 tid 1: outer [10,40] depth 0, a [12,20] and b [14,18] depth 1;
+    #          steps 1 [0,45), 2 [45,100)
+    # moment 1 at 15 on tid 1: deepest are a and b, b starts later -> b, step 1
+    # moment 2 at 50 on tid 1: no op -> NULL, step 2;  moment 3 at 15 on tid 2: no op there, step 1
+    # moment 4 at 200: after the steps -> NULL, NULL;  moment 6 at 40: outer (its end counts), step 1
+    # trace 2 (no steps): moment 5 at 15 inside 'other' [0,30] -> other, NULL
+    got = sql("""{% from 'templates/memory.sql' import op_and_step %}
+        WITH cpu_ops(trace_id, pid, tid, name, depth, ts_ns, end_ns) AS (VALUES
+                 (1, 1, 1, 'outer', 0, 10, 40), (1, 1, 1, 'a', 1, 12, 20), (1, 1, 1, 'b', 1, 14, 18),
+                 (2, 1, 1, 'other', 0, 0, 30)),
+             steps(trace_id, step, ts_ns, end_ns) AS (VALUES (1, 1, 0, 45), (1, 2, 45, 100)),
+             moments(trace_id, m_id, pid, tid, ts_ns) AS (VALUES
+                 (1, 1, 1, 1, 15), (1, 2, 1, 1, 50), (1, 3, 1, 2, 15), (1, 4, 1, 1, 200), (2, 5, 1, 1, 15),
+                 (1, 6, 1, 1, 40))
+        SELECT * FROM ({{ op_and_step('moments', 'm_id') }}) ORDER BY m_id""")
+    assert got == [(1, 1, "b", 1), (1, 2, None, 2), (1, 3, None, 1), (1, 4, None, None), (2, 5, "other", None),
+                   (1, 6, "outer", 1)]
+
+
 # -- collective_arrivals -------------------------------------------------------------
 
 def test_collective_arrivals_match_by_seq_else_by_type_and_occurrence():

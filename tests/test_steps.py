@@ -28,7 +28,7 @@ import math
 
 import pytest
 
-from conftest import REPO, corpus_path, invoke, needs_corpus
+from conftest import REPO, as_dicts, corpus_path, invoke, loaded, needs_corpus
 
 import duckprof
 
@@ -38,14 +38,8 @@ TB = REPO / "fixtures" / "golden" / "tb_profiler"
 
 @pytest.fixture(scope="module")
 def three():
-    s = duckprof.connect()
-    s.load([str(THREE)], run="r")
-    yield s
-    s.close()
-
-
-def as_dicts(rel):
-    return [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+    with loaded(THREE) as s:
+        yield s
 
 
 def test_per_step_figures_by_hand(three):

@@ -264,17 +264,105 @@ def step_columns(rows, *, title, x_label, y_label, x, total, part=None, highligh
     return Chart("columns", title, WIDTH, top + h + bottom, items, legend=legend, note=note)
 
 
+# -- a grid of steps: one row per rank (device) ---------------------------------------
+
+#: light to dark, one hue (readable in grey and with every colour-vision deficiency)
+RAMP = ["#deebf7", "#9ecae1", "#6baed6", "#3182bd", "#08519c"]
+
+
+def _ramp(v: float, lo: float, hi: float) -> str:
+    f = 0.0 if hi <= lo else (v - lo) / (hi - lo)
+    return RAMP[min(len(RAMP) - 1, int(f * len(RAMP)))]
+
+
+def step_grid(series, *, title, x_label, unit, unit_div: float = 1.0, note: str = "") -> Chart:
+    """Steps of many ranks at once: one row per series (dict: label, cells
+    [(step, value, tip, hot)]), one cell per step, its colour the value (a
+    step time) on one scale for the whole grid, in five shades; a hot cell is
+    outlined in vermillion. Rows shrink to fit 64+ ranks in ~400 px; when
+    they are too thin for a label each, every k-th is labelled."""
+    left, right, top, bottom = LABEL_W, WIDTH - 16, 10, 46
+    steps = sorted({c[0] for s in series for c in s["cells"]})
+    col = {st: i for i, st in enumerate(steps)}
+    n = max(len(series), 1)
+    row_h = max(4.0, min(18.0, 400 / n))
+    h = row_h * n
+    slot = (right - left) / max(len(steps), 1)
+    values = [c[1] / unit_div for s in series for c in s["cells"] if c[1] is not None]
+    lo, hi = (min(values), max(values)) if values else (0, 0)
+    items = []
+    every = max(1, math.ceil(12 / row_h))
+    for k, s in enumerate(series):
+        y = top + k * row_h
+        if k % every == 0 or any(c[3] for c in s["cells"]) and row_h >= 9:
+            items.append(_text(left - 6, y + row_h / 2 + 4, short(s["label"]), anchor="end"))
+        for st, v, tip, hot in s["cells"]:
+            if v is None:
+                continue
+            items.append(_rect(left + col[st] * slot + 0.5, y + 0.5, slot - 1 if slot > 3 else slot, row_h - 1,
+                               "mark cell" + (" hot" if hot else ""), _ramp(v / unit_div, lo, hi), tip=tip))
+    every_x = max(1, math.ceil(len(steps) / 16))
+    for i, st in enumerate(steps):
+        if i % every_x == 0:
+            items.append(_text(left + (i + 0.5) * slot, top + h + 14, str(st), anchor="middle"))
+    items.append(_text((left + right) / 2, top + h + 32, x_label, cls="axis-label", anchor="middle"))
+    legend = []
+    if values:
+        bounds = [lo + (hi - lo) * i / len(RAMP) for i in range(len(RAMP) + 1)]
+        legend = [(f"{fmt_num(a)}–{fmt_num(b)} {unit}", c) for a, b, c in zip(bounds, bounds[1:], RAMP)]
+        if any(c[3] for s in series for c in s["cells"]):
+            legend.append(("outlier step", STATE["highlight"]))
+    return Chart("grid", title, WIDTH, round(top + h + bottom), items, legend=legend, note=note)
+
+
 # -- roofline -------------------------------------------------------------------------
 
 def _decades(lo: float, hi: float) -> list[float]:
     return [10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
 
 
+#: the roofline's dots that get a number (the most time first) and a line in its key
+ROOF_LABELS = 10
+KEY_LINE = 15      # px, a line of the roofline's key
+DIGIT_W = 6.5      # px, a digit of a dot's number (10.5 px bold)
+
+
+def _free_spot(cx, cy, r, w, taken, box):
+    """Where a dot's number goes: the first of right, upper right, left,
+    above, below, lower right that overlaps no number placed yet and stays
+    in the plot, else the one that overlaps least. Boxes: (x0, y0, x1, y1)."""
+    h = FONT
+    spots = [(cx + r + 1, cy + h / 2 - 1), (cx + r * .7, cy - r * .7 - 1), (cx - r - 1 - w, cy + h / 2 - 1),
+             (cx - w / 2, cy - r - 2), (cx - w / 2, cy + r + h), (cx + r * .7, cy + r * .7 + h)]
+
+    def overlap(b):
+        return sum(max(0, min(b[2], t[2]) - max(b[0], t[0])) * max(0, min(b[3], t[3]) - max(b[1], t[1]))
+                   for t in taken)
+    best = None
+    for x, y in spots:
+        b = (x, y - h + 2, x + w, y + 1)
+        if b[0] < box[0] or b[2] > box[2] or b[1] < box[1] or b[3] > box[3]:
+            continue
+        score = overlap(b)
+        if best is None or score < best[0]:
+            best = (score, x, y, b)
+        if score == 0:
+            break
+    if best is None:
+        x, y = spots[0]
+        best = (0, x, y, (x, y - h + 2, x + w, y + 1))
+    taken.append(best[3])
+    return best[1], best[2]
+
+
 def roofline(points, *, title, gbps, peaks, note: str = "") -> Chart:
     """Log-log: x = arithmetic intensity (FLOP/byte), y = achieved TFLOP/s, one
     dot per point (dict: x, y, size_us, label, tip), its area proportional to
     size_us. Roofs: the memory roof y = x * gbps / 1000 up to each compute
-    peak [(label, tflops)], flat after its ridge point."""
+    peak [(label, tflops)], flat after its ridge point. The ROOF_LABELS
+    points with the most time are numbered 1, 2, ... (placed where they hide
+    no other number) and named in a key under the plot; every dot has its
+    kernel's name and figures as a hover title."""
     left, right, top, bottom = 70, WIDTH - 150, 12, 50
     h = 330
     xs = [p["x"] for p in points] + [t * 1e3 / gbps for _, t in peaks if gbps]
@@ -307,14 +395,33 @@ def roofline(points, *, title, gbps, peaks, note: str = "") -> Chart:
         items.append(_text(sx(x_lab) + 4, sy(x_lab * gbps / 1e3) - 8, f"DRAM {fmt_num(gbps)} GB/s",
                            cls="roof-label"))
     biggest = max((p["size_us"] or 0 for p in points), default=0) or 1
-    for p in sorted(points, key=lambda p: -(p["size_us"] or 0)):
+    ranked = sorted(points, key=lambda p: -(p["size_us"] or 0))
+    named = [p for p in ranked if p.get("label")][:ROOF_LABELS]
+    number = {id(p): k for k, p in enumerate(named, start=1)}
+    numbers, taken = [], []
+    for p in ranked:  # the biggest first, so the small dots are drawn on top
         r = 3 + 11 * math.sqrt((p["size_us"] or 0) / biggest)
-        items.append(dict(t="circle", cx=round(sx(p["x"]), 2), cy=round(sy(p["y"]), 2), r=round(r, 2),
+        cx, cy = sx(p["x"]), sy(p["y"])
+        items.append(dict(t="circle", cx=round(cx, 2), cy=round(cy, 2), r=round(r, 2),
                           cls="mark dot", fill=PALETTE[0] if p.get("bound") != "compute" else PALETTE[1],
                           tip=p["tip"]))
+        if id(p) in number:
+            n = str(number[id(p)])
+            x, y = _free_spot(cx, cy, r, DIGIT_W * len(n), taken, (left, top, right + 140, top + h))
+            numbers.append(_text(x, y, n, cls="dot-label", tip=p["tip"]))
+    items.extend(numbers)  # above every dot
+    key_top = top + h + bottom
+    half = (len(named) + 1) // 2
+    col_w = (WIDTH - left) / 2
+    for k, p in enumerate(named):
+        x = left + (k // half) * col_w if half else left
+        y = key_top + (k % half) * KEY_LINE + FONT if half else key_top
+        items.append(_text(x, y, str(k + 1), cls="dot-label key", anchor="start"))
+        items.append(_text(x + 22, y, short(p["label"], int((col_w - 30) / 6.4)), cls="axis key", tip=p["tip"]))
+    height = top + h + bottom + (half * KEY_LINE + 6 if named else 0)
     legend = [("memory-bound kernel", PALETTE[0]), ("compute-bound kernel", PALETTE[1]),
               ("roofs: DRAM and compute peaks", STATE["total"])]
-    return Chart("roofline", title, WIDTH, top + h + bottom, items, legend=legend, note=note)
+    return Chart("roofline", title, WIDTH, height, items, legend=legend, note=note)
 
 
 # -- lines over time ------------------------------------------------------------------

@@ -434,7 +434,7 @@ def kernels_view(ctx: Context, sec: Section) -> dict:
     for tid, dev in blocks:
         rows = k.where(trace_id=tid, device=dev)
         points = [dict(x=r["flops_per_byte"], y=r["achieved_tflops"], size_us=r["total_us"], bound=r["bound"],
-                       tip=(f"{r['name']}: {r['achieved_tflops']:.3g} TFLOP/s at {r['flops_per_byte']:.3g} "
+                       label=r["name"], tip=(f"{r['name']}: {r['achieved_tflops']:.3g} TFLOP/s at {r['flops_per_byte']:.3g} "
                             f"FLOP/byte, {charts.us_text(r['total_us'])} in {r['count']:,} calls"))
                   for r in rows if r["flops_per_byte"] and r["achieved_tflops"]]
         dev_row = next((d for d in ctx.devices.rows if d["trace_id"] == tid and d["device"] == dev), {})
@@ -543,6 +543,34 @@ def step_outliers(ctx: Context) -> dict:
     return out
 
 
+#: more devices (ranks) than this: one grid of their steps instead of a chart each
+MAX_STEP_CHARTS = 2
+
+
+def step_grid(ctx: Context, gs, keys, outliers) -> charts.Chart:
+    """The steps of every device of the run in one chart (report gpu-time
+    --by-step): a row per device, a cell per step, shaded by step time; each
+    trace's outlier step (as in the column charts) outlined."""
+    unit, div = charts.time_unit(max((r["step_us"] or 0) for r in gs.rows))
+    series = []
+    for tid, dev in keys:
+        hot, _, _, outline = outliers.get(tid, (None, "", "", False))
+        label = ctx.device_label(tid, dev)
+        rows = gs.where(trace_id=tid, device=dev)
+        series.append(dict(label=label.split(" (")[0], cells=[
+            (r["step"], r["step_us"],
+             f"{label} · ProfilerStep#{r['step']}: {charts.us_text(r['step_us'])}, "
+             f"GPU busy {charts.us_text(r['busy_us'])}", bool(outline and r["step"] == hot and len(rows) > 2))
+            for r in rows]))
+    hot = "; vermillion: each trace's outlier step (report steps)" if any(
+        c[3] for s in series for c in s["cells"]) else ""
+    return charts.step_grid(
+        series, title="Which steps take longest, on which rank?", x_label="ProfilerStep#",
+        unit=unit, unit_div=div,
+        note=f"{len(keys)} GPUs, one row each, shaded by step time on one scale{hot}. "
+             "Hover a cell for its step time and GPU busy time.")
+
+
 def steps_view(ctx: Context, sec: Section) -> dict:
     have = [t for t in ctx.traces.rows if t["steps"]]
     if not have:
@@ -550,7 +578,9 @@ def steps_view(ctx: Context, sec: Section) -> dict:
     gs = ctx.reports.get("gpu-time", by_step=True)
     obs = ctx.reports.get("ops-by-step")
     outliers = step_outliers(ctx)
-    blocks, more = ctx.blocks(gs)
+    keys = list(dict.fromkeys((r["trace_id"], r["device"]) for r in gs.rows))
+    grid = step_grid(ctx, gs, keys, outliers) if len(keys) > MAX_STEP_CHARTS else None
+    blocks, more = ([], 0) if grid else ctx.blocks(gs)
     out = []
     for tid, dev in blocks:
         rows = gs.where(trace_id=tid, device=dev)
@@ -563,6 +593,9 @@ def steps_view(ctx: Context, sec: Section) -> dict:
             highlight=(lambda r: r["step"] == hot) if outline and len(rows) > 2 else None,
             note=note if len(rows) > 2 else "")
         out.append(dict(label=ctx.device_label(tid, dev), chart=chart, rows=rows, trace_id=tid, device=dev))
+    if grid:  # many ranks: the operators of the trace with the longest step only
+        longest = max(gs.rows, key=lambda r: r["step_us"] or 0)["trace_id"]
+        have = [t for t in have if t["trace_id"] == longest]
     ops = []
     for t in have[:MAX_DEVICES]:
         durations = sorted((r["step_us"], r["step"]) for r in gs.rows if r["trace_id"] == t["trace_id"])
@@ -572,7 +605,7 @@ def steps_view(ctx: Context, sec: Section) -> dict:
         for st, why in shown:
             rows = obs.where(trace_id=t["trace_id"], step=st)
             ops.append(dict(label=f"{ctx.trace_label[t['trace_id']]} · ProfilerStep#{st} ({why})", rows=rows))
-    return dict(empty=None, table=gs, blocks=out, more=more, ops_table=obs, ops=ops,
+    return dict(empty=None, table=gs, blocks=out, grid=grid, more=more, ops_table=obs, ops=ops,
                 ops_columns=obs.shown(exclude=("run", "rank", "trace_id", "step")))
 
 

@@ -7,11 +7,13 @@
 -- looking for crossings on all their threads would cost more than it saves.
 -- Either way the rows are the same: this only chooses the cheaper plan. Times
 -- as parsed (doubles) are close enough for a choice. Template: raws (the
--- batch's staged views). Returns stack BOOLEAN.
+-- batch's staged relations, see normalize.sql; a group of small traces is
+-- looked at whole). Returns stack BOOLEAN.
 SELECT EXISTS (
 {%- for raw in raws %}
     {% if not loop.first %}UNION ALL {% endif %}SELECT 1
-    FROM {{ raw }} s JOIN {{ raw }} f ON f.pid = s.pid AND f.tid = s.tid
+    FROM {{ raw.view }} s JOIN {{ raw.view }} f ON f.pid = s.pid AND f.tid = s.tid
+    {%- if raw.positions is defined %} AND f.src = s.src{% endif %}
     WHERE s.ph = 'X' AND starts_with(s.name, 'ProfilerStep#')
       AND f.ph = 'X' AND f.cat IN ('python_function', 'python function')
       AND f.ts < s.ts AND f.ts + f.dur > s.ts AND f.ts + f.dur < s.ts + s.dur

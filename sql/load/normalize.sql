@@ -3,8 +3,12 @@
 -- validate.sql) into the columns of `events`, written once for the two
 -- statements that read them: nesting.sql (parents, depth, self time) and
 -- insert_events.sql (the rows themselves).
--- raws: the staged views of one batch, in trace_id order. exact: {position in
--- raws: table of exact timestamps (exact_ts.sql)} for the traces that need one.
+-- raws: the staged relations of one batch, each {view, position} (one trace's
+-- view, stage_view.sql) or {view, positions} (a group of small traces,
+-- stage_group_view.sql: positions[k] for its file k, none for its files not in
+-- the batch); a position is the trace's place in the batch (trace_id =
+-- first_trace_id + position). exact: {position: table of exact timestamps
+-- (exact_ts.sql)} for the traces that need one (never in a group).
 -- Bound parameters of the statement that uses it: first_trace_id (the first
 -- view's trace_id; the others follow), base_ns (BIGINT[], one per view; 0 when
 -- ts is absolute).
@@ -31,10 +35,24 @@
     ('input_types', ['Input type'], 'JSON'),
     ('concrete_inputs', ['Concrete Inputs'], 'JSON'),
 ] %}
+{#- one entry of raws as rows with src = the trace's position in the batch: a
+    trace's view (src = its position), or a group's view (stage_group_view.sql)
+    whose src k becomes positions[k], its files not in this batch (none) left out -#}
+{%- macro staged_source(raw) -%}
+{%- if raw.positions is defined -%}
+{%- set position -%}
+CAST([{% for p in raw.positions %}{{ 'NULL' if p is none else p | int }}{% if not loop.last %}, {% endif %}{% endfor %}] AS INTEGER[])[src + 1]
+{%- endset -%}
+SELECT * REPLACE ({{ position }} AS src) FROM {{ raw.view }}
+    {%- if none in raw.positions %} WHERE {{ position }} IS NOT NULL{% endif %}
+{%- else -%}
+SELECT {{ raw.position | int }} AS src, * FROM {{ raw.view }}
+{%- endif -%}
+{%- endmacro %}
 {%- macro normalized_events(raws, exact={}) -%}
 WITH staged AS (
 {%- for raw in raws %}
-    {% if not loop.first %}UNION ALL {% endif %}SELECT {{ loop.index0 }} AS src, * FROM {{ raw }}
+    {% if not loop.first %}UNION ALL {% endif %}{{ staged_source(raw) }}
 {%- endfor %}
 ),
 parsed AS (

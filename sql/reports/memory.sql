@@ -45,7 +45,7 @@
 -- live_allocs           BIGINT   allocations never freed (empty: the trace has no addresses)
 -- live_bytes            BIGINT   their bytes
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/memory.sql" import memory_levels, device_kind with context %}
+{% from "templates/memory.sql" import memory_levels, device_kind, op_and_step with context %}
 WITH {{ memory_levels() }},
 per_device AS (
     SELECT trace_id, device_type, device,
@@ -64,30 +64,20 @@ per_device AS (
 peak AS (
     SELECT p.*, l.ts_ns, l.pid, l.tid FROM per_device p JOIN levels l ON l.trace_id = p.trace_id AND l.event_id = p.peak_event_id
 ),
-peak_op AS (  -- the innermost operator spanning the peak on its thread
-    SELECT p.trace_id, p.peak_event_id, arg_max(c.name, (c.depth, c.ts_ns)) AS op
-    FROM peak p
-    JOIN cpu_ops c ON c.trace_id = p.trace_id AND c.pid = p.pid AND c.tid = p.tid
-                  AND c.ts_ns <= p.ts_ns AND c.end_ns >= p.ts_ns
-    GROUP BY ALL
-),
-peak_step AS (
-    SELECT p.trace_id, p.peak_event_id, s.step
-    FROM peak p ASOF JOIN steps s ON s.trace_id = p.trace_id AND p.ts_ns >= s.ts_ns
-    WHERE p.ts_ns < s.end_ns
+peak_at AS (  -- the innermost operator spanning the peak on its thread, and its step
+    {{ op_and_step('peak', 'peak_event_id') | indent(4) }}
 )
 SELECT f.run, f.rank, p.trace_id,
        {{ device_kind('p.') }} AS device_kind,
        p.device, p.events, p.allocs, p.allocated_bytes, p.freed_bytes,
        p.peak AS peak_allocated_bytes, (p.ts_ns - f.first_ts_ns) / 1e3 AS peak_at_us,
-       s.step AS peak_step, o.op AS peak_op, p.peak_reserved AS peak_reserved_bytes,
+       a.step AS peak_step, a.op AS peak_op, p.peak_reserved AS peak_reserved_bytes,
        p.end_level AS end_allocated_bytes,
        CASE WHEN p.has_addr THEN p.live_allocs END AS live_allocs,
        CASE WHEN p.has_addr THEN coalesce(p.live_bytes, 0) END AS live_bytes
 FROM peak p
 JOIN trace_files f USING (trace_id)
-LEFT JOIN peak_op o ON o.trace_id = p.trace_id AND o.peak_event_id = p.peak_event_id
-LEFT JOIN peak_step s ON s.trace_id = p.trace_id AND s.peak_event_id = p.peak_event_id
+JOIN peak_at a ON a.trace_id = p.trace_id AND a.peak_event_id = p.peak_event_id
 ORDER BY f.run, f.rank NULLS LAST, p.trace_id, p.device_type, p.device
 
 -- @notes

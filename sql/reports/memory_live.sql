@@ -25,7 +25,7 @@
 -- addr         BIGINT  [wide]  the address
 -- event_id     BIGINT  [wide]  events.event_id of the [memory] event
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/memory.sql" import memory_levels, memory_notes, device_kind with context %}
+{% from "templates/memory.sql" import memory_levels, memory_notes, device_kind, op_and_step with context %}
 WITH {{ memory_levels() }},
 live AS (
     SELECT * FROM levels WHERE live
@@ -33,24 +33,14 @@ live AS (
     QUALIFY row_number() OVER (PARTITION BY trace_id, device_type, device ORDER BY bytes DESC, ts_ns, event_id) <= $limit
     {%- endif %}
 ),
-op AS (
-    SELECT l.trace_id, l.event_id, arg_max(c.name, (c.depth, c.ts_ns)) AS op
-    FROM live l
-    JOIN cpu_ops c ON c.trace_id = l.trace_id AND c.pid = l.pid AND c.tid = l.tid
-                  AND c.ts_ns <= l.ts_ns AND c.end_ns >= l.ts_ns
-    GROUP BY ALL
-),
-step AS (
-    SELECT l.trace_id, l.event_id, s.step
-    FROM live l ASOF JOIN steps s ON s.trace_id = l.trace_id AND l.ts_ns >= s.ts_ns
-    WHERE l.ts_ns < s.end_ns
+at_op AS (  -- the innermost operator running at the allocation on its thread, and its step
+    {{ op_and_step('live', 'event_id') | indent(4) }}
 )
 SELECT f.run, f.rank, l.trace_id, {{ device_kind('l.') }} AS device_kind, l.device, l.bytes,
-       (l.ts_ns - f.first_ts_ns) / 1e3 AS at_us, s.step, o.op, l.addr, l.event_id
+       (l.ts_ns - f.first_ts_ns) / 1e3 AS at_us, a.step, a.op, l.addr, l.event_id
 FROM live l
 JOIN trace_files f USING (trace_id)
-LEFT JOIN op o ON o.trace_id = l.trace_id AND o.event_id = l.event_id
-LEFT JOIN step s ON s.trace_id = l.trace_id AND s.event_id = l.event_id
+JOIN at_op a ON a.trace_id = l.trace_id AND a.event_id = l.event_id
 ORDER BY f.run, f.rank NULLS LAST, l.trace_id, l.device_type, l.device, l.bytes DESC, l.ts_ns, l.event_id
 
 -- @notes

@@ -18,6 +18,11 @@
 --   its device from the trace's first event) and live (an allocation after which
 --   nothing more happens at its Addr on its device).
 -- device_kind(alias): the name of a c10::DeviceType number in device_type ('CPU', 'CUDA', ...).
+-- op_and_step(src, id): a SELECT of (trace_id, <id>, op, step), one row per row
+--   of src (trace_id, <id>, pid, tid, ts_ns: a moment, e.g. a [memory] event):
+--   the innermost CPU operator running at ts_ns on its thread (the deepest,
+--   then the latest to start; NULL: none) and the ProfilerStep containing ts_ns
+--   (NULL: outside the steps). Reads cpu_ops and steps.
 -- memory_notes(): the notes query of the memory reports: traces without
 --   [memory] events (printed instead of the table when no trace in scope has
 --   any), without Total Allocated, without addresses.
@@ -99,4 +104,21 @@ SELECT note, instead FROM (
     WHERE NOT (SELECT yes FROM any_mem)
 )
 ORDER BY k, trace_id
+{%- endmacro %}
+
+{% macro op_and_step(src, id) -%}
+SELECT m.trace_id, m.{{ id }}, o.op, st.step
+FROM {{ src }} m
+LEFT JOIN (
+    SELECT m.trace_id, m.{{ id }}, arg_max(c.name, (c.depth, c.ts_ns)) AS op
+    FROM {{ src }} m
+    JOIN cpu_ops c ON c.trace_id = m.trace_id AND c.pid = m.pid AND c.tid = m.tid
+                  AND c.ts_ns <= m.ts_ns AND c.end_ns >= m.ts_ns
+    GROUP BY ALL
+) o ON o.trace_id = m.trace_id AND o.{{ id }} = m.{{ id }}
+LEFT JOIN (
+    SELECT m.trace_id, m.{{ id }}, s.step
+    FROM {{ src }} m ASOF JOIN steps s ON s.trace_id = m.trace_id AND m.ts_ns >= s.ts_ns
+    WHERE m.ts_ns < s.end_ns
+) st ON st.trace_id = m.trace_id AND st.{{ id }} = m.{{ id }}
 {%- endmacro %}

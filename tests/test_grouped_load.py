@@ -1,0 +1,180 @@
+"""Small traces are parsed, checked and inserted in groups (load._Grouper,
+stage_events.sql grouped, validate.sql per file of a group): every table must
+come out row for row as when the files are loaded one by one, and every
+per-file guarantee holds (a bad file is named, nothing is written, a file
+loaded twice changes nothing)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+
+import pytest
+
+import duckprof
+from duckprof import load, synth
+from duckprof.errors import TraceError
+from conftest import HANDMADE, corpus_path, rows
+
+# every table a load writes, keyed so that rows compare across trace ids
+TABLES = {
+    "events": "SELECT t.path, e.* EXCLUDE (trace_id) FROM events e LEFT JOIN traces t USING (trace_id)",
+    "traces": "SELECT * EXCLUDE (loaded_at) FROM traces",
+    "devices": "SELECT * FROM devices",
+    "op_estimates": "SELECT * FROM op_estimates",
+    "trace_facts": "SELECT * FROM trace_facts",
+    "run_tags": "SELECT * EXCLUDE (set_at) FROM run_tags",
+}
+
+
+def _tables(s) -> dict:
+    return {k: sorted(rows(s, q), key=repr) for k, q in TABLES.items()}
+
+
+def _groups(monkeypatch) -> list:
+    """The sizes of the groups the stager parses in one statement."""
+    sizes = []
+    real = load._ChunkStager.submit_group
+
+    def submit_group(self, table, chunks):
+        sizes.append(len(chunks))
+        return real(self, table, chunks)
+    monkeypatch.setattr(load._ChunkStager, "submit_group", submit_group)
+    return sizes
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    """Small traces of several Kineto versions and shapes: .gz and plain,
+    pre-Kineto, ROCm, CPU only, with_stack (crossing ProfilerStep), fractional
+    absolute us (exact timestamps: its group is parsed again file by file),
+    baseTimeNanoseconds, two ranks on the same pids/tids, no events at all."""
+    files = [str(corpus_path(f)) for f in ("mi250_rocm_train.json.gz", "a100_alexnet_train.json.gz",
+                                           "legacy_categories_inference.json.gz", "cpu_only_rank34.json.gz",
+                                           "backward_thread_minimal.json", "sampled_rank0_no_devprops.json.gz",
+                                           "sampled_rank1_no_devprops.json.gz")]
+    files += [str(HANDMADE / f) for f in ("nesting3.json", "pre_kineto_torch17.json", "fractional_base.json",
+                                         "absolute_fractional.json")]
+    stack = tmp_path / "stack_rank3.json.gz"
+    synth.generate(str(stack), events=3_000, seed=4, stack=3)
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"schemaVersion": 1, "traceEvents": []}))
+    return files + [str(stack), str(empty)]
+
+
+def _grouped_and_alone(monkeypatch, files):
+    """Every table after one load of `files` in groups, and after one load
+    call per file without groups or batches; the sizes of the groups."""
+    groups = _groups(monkeypatch)
+    with duckprof.connect() as s:
+        report = s.load(files, run="job", tags={"commit": "abc"})
+        grouped = _tables(s)
+        ids = [f.trace_id for f in report.files]
+        grouped["notes"] = [f.notes for f in report.files]
+    made = list(groups)
+    with monkeypatch.context() as m:
+        m.setattr(load, "GROUP_BYTES", 0)
+        m.setattr(load, "BATCH_BYTES", 0)
+        with duckprof.connect() as s:
+            alone = [s.load(f, run="job", tags={"commit": "abc"}).files[0] for f in files]
+            single = _tables(s)
+    single["notes"] = [f.notes for f in alone]
+    alone = [f.trace_id for f in alone]
+    assert groups == made  # none made one by one
+    assert ids == alone == list(range(1, len(files) + 1))
+    assert len(grouped["trace_facts"]) == len(files)
+    return grouped, single, made
+
+
+@pytest.mark.slow  # 13 files loaded twice
+def test_grouped_load_equals_one_by_one(monkeypatch, mixed):
+    grouped, single, groups = _grouped_and_alone(monkeypatch, mixed)
+    assert max(groups) >= 4, groups  # parsed in groups indeed
+    assert len(grouped["events"]) > 10_000
+    assert sum(1 for r in grouped["events"] if r[-4] is not None) > 1_000  # nested (parent_event_id)
+    for k in list(TABLES) + ["notes"]:
+        assert grouped[k] == single[k], k
+
+
+def test_grouped_load_equals_one_by_one_quick(monkeypatch, tmp_path):
+    """Two groups (GROUP_FILES = 3): three files parsed together, and a group
+    with a file that needs sanitising (a raw control character, invalid
+    UTF-8), whose parse fails: its files are parsed again one by one. Batches
+    of two files insert a group in two parts."""
+    monkeypatch.setattr(load, "GROUP_FILES", 3)
+    monkeypatch.setattr(load, "BATCH_FILES", 2)
+    files = [str(f) for f in _bad_copies(tmp_path, n=2)] + [str(corpus_path("backward_thread_minimal.json"))]
+    stack = tmp_path / "stack.json.gz"
+    synth.generate(str(stack), events=400, seed=1, stack=2)
+    odd = tmp_path / "odd_names.json"
+    odd.write_bytes((HANDMADE / "nesting3.json").read_bytes().replace(b'"name": "', b'"name": "ctl\x01\xff', 1))
+    assert b"ctl\x01\xff" in odd.read_bytes()
+    files += [str(stack), str(odd)]
+    grouped, single, groups = _grouped_and_alone(monkeypatch, files)
+    assert groups == [3, 2]
+    assert len(grouped["events"]) > 400
+    assert sum(any(str(v).startswith("ctl\x01\ufffd") for v in r) for r in grouped["events"]) == 1
+    assert grouped["notes"][-1] == single["notes"][-1] and "invalid UTF-8" in " ".join(grouped["notes"][-1])
+    for k in list(TABLES) + ["notes"]:
+        assert grouped[k] == single[k], k
+
+
+def _bad_copies(tmp_path, n=6):
+    """n small copies of one trace, each a different file (a distinct rank)."""
+    doc = json.loads((HANDMADE / "nesting3.json").read_text())
+    files = []
+    for r in range(n):
+        doc["distributedInfo"] = {"rank": r, "world_size": n}
+        f = tmp_path / f"rank{r}.json"
+        f.write_text(json.dumps(doc))
+        files.append(f)
+    return files
+
+
+@pytest.mark.parametrize("damage", ["malformed", "nan_ts", "gz_malformed"])
+def test_bad_file_in_a_group_is_named_and_nothing_is_written(monkeypatch, tmp_path, damage):
+    groups = _groups(monkeypatch)
+    files = _bad_copies(tmp_path)
+    bad = files[3]
+    text = bad.read_text()
+    if damage == "malformed":
+        bad.write_text(text.replace('"ph": "X"', '"ph" "X"', 1))
+    elif damage == "nan_ts":
+        doc = json.loads(text)
+        doc["traceEvents"][2]["ts"] = float("nan")
+        bad.write_text(json.dumps(doc))
+    else:
+        gz = bad.with_suffix(".json.gz")
+        gz.write_bytes(gzip.compress(text.replace('"name"', '"name":', 1).encode()))
+        bad.unlink()
+        files[3] = bad = gz
+    db = str(tmp_path / "perf.duckdb")
+    with duckprof.connect(db) as s:
+        s.load(files[:1], run="before")
+        before = _tables(s)
+        with pytest.raises(TraceError) as e:
+            s.load(files, run="job")
+        assert _tables(s) == before
+    assert groups == [6], groups  # the bad file was staged in a group with the others
+    msg = str(e.value)
+    assert msg.startswith(str(bad)) and "\n" not in msg
+    assert all(str(f) not in msg for f in files if f != bad)
+    expected = {"malformed": "not valid JSON", "nan_ts": "not a usable number", "gz_malformed": "not valid JSON"}[damage]
+    assert expected in msg, msg
+
+
+def test_file_loaded_twice_in_groups_changes_nothing(monkeypatch, tmp_path):
+    files = _bad_copies(tmp_path, n=5)
+    twin = tmp_path / "copy_of_rank2.json"
+    shutil.copy(files[2], twin)
+    groups = _groups(monkeypatch)
+    with duckprof.connect() as s:
+        first = s.load(files + [twin], run="job")
+        assert [f.skipped != "" for f in first.files] == [False] * 5 + [True]
+        assert groups == [5]  # the twin was not parsed
+        after_first = _tables(s)
+        again = s.load(files, run="job")
+        assert all(f.skipped for f in again.files)
+        assert _tables(s) == after_first
+        assert rows(s, "SELECT count(*), count(DISTINCT rank) FROM traces") == [(5, 5)]
