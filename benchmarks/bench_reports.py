@@ -21,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 from common import REPO, run_once, synthetic_trace  # noqa: E402
 
@@ -45,6 +46,7 @@ COMMANDS = {
     "report patterns": ["report", "patterns"],
     "report patterns --list": ["report", "patterns", "--list"],
     "runs": ["runs"],
+    "html": ["html", "-o", os.path.join(tempfile.gettempdir(), "duckprof_bench_reports_page.html")],
     "query count(*) from cpu_ops by name": [
         "query", "select name, count(*), sum(self_ns) from cpu_ops group by 1 order by 3 desc limit 20"],
 }

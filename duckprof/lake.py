@@ -237,7 +237,7 @@ def export_lake(session, directory, runs=None, progress=None) -> ExportReport:
 def open_lake(directory):
     """A read-only Session whose tables are views over the lake's Parquet files
     (an in-memory database: nothing is imported), with duckprof's views on top."""
-    from .session import Session
+    from .session import Session, fill_derived
 
     class LakeSession(Session):
         def __init__(self, directory):
@@ -255,6 +255,8 @@ def open_lake(directory):
                         self.con.execute(f"DROP TABLE {table}")
                         self.con.execute(f"CREATE VIEW {table} AS {sql}")
                 self._create_views()
+                # the derived tables are not in the lake: computed here, in memory
+                fill_derived(self.con, [r[0] for r in self.con.execute("SELECT trace_id FROM traces").fetchall()])
             except BaseException:
                 self.con.close()
                 raise
@@ -320,6 +322,9 @@ def import_lake(session, paths, run: str = "default", progress=None) -> LoadRepo
         if tags is not None:
             con.execute(f"INSERT OR REPLACE INTO run_tags SELECT * FROM ({tags})", {"runs": runs})
         con.execute("DROP TABLE lake_map")
+        # the derived tables are not in the lake (trace_facts is): computed for the new traces
+        from .session import fill_derived
+        fill_derived(con, [b for _, b in mapping])
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

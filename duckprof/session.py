@@ -107,8 +107,10 @@ def estimators_digest() -> str:
 # 1 -> 2: nesting (parent, depth, self time, enclosing op) moved from the
 # nesting table into columns of events, so cpu_ops and the other host views
 # need no join.
-SCHEMA_VERSION = 3
-MIGRATIONS = {1: "migrate/v1_to_v2.sql", 2: "migrate/v2_to_v3.sql"}
+# 3 -> 4: the derived tables (DERIVED), so launches, kernel_estimates and
+# memory_events are computed once per trace at load instead of at every query.
+SCHEMA_VERSION = 4
+MIGRATIONS = {1: "migrate/v1_to_v2.sql", 2: "migrate/v2_to_v3.sql", 3: "migrate/v3_to_v4.sql"}
 
 
 def _ident(name: str) -> str:
@@ -177,8 +179,9 @@ def create_schema(con, zstd: bool = True):
     seed_peaks(con)  # datasheet peaks: stored in the file, users may add rows
     seed_interconnects(con)
     con.execute("INSERT INTO duckprof_meta VALUES ('schema_version', $v), ('created_by', 'duckprof'), "
-                "('views_hash', $h), ('peaks_hash', $p), ('estimators_hash', $e)",
-                {"v": str(SCHEMA_VERSION), "h": views_digest(), "p": packaged_digest(), "e": estimators_digest()})
+                "('views_hash', $h), ('peaks_hash', $p), ('estimators_hash', $e), ('derived_hash', $d)",
+                {"v": str(SCHEMA_VERSION), "h": views_digest(), "p": packaged_digest(), "e": estimators_digest(),
+                 "d": derived_digest()})
     create_views(con)
 
 
@@ -194,11 +197,43 @@ def create_views(con, temp: bool = False):
 def fill_trace_facts(con) -> None:
     """Store the trace_summary figures of every trace that has none in
     trace_facts (sql/load/trace_facts.sql): the traces just loaded, and any a
-    load cut short left without. The summary is computed for those traces only."""
+    load cut short left without. The summary is computed for those traces
+    only, and so are their derived tables (fill_derived)."""
     missing = [r[0] for r in con.execute(
         "SELECT trace_id FROM traces WHERE trace_id NOT IN (SELECT trace_id FROM trace_facts)").fetchall()]
     if missing:
         con.execute(sqlfiles.read("load/trace_facts.sql"), {"trace_ids": missing})
+        fill_derived(con, missing)
+
+
+#: the derived tables, each filled by sql/load/<table>.sql, in this order (the
+#: kernel estimates read the stored launches, the call totals the stored memory
+#: events); their views read them
+DERIVED = ("derived_launches", "derived_kernel_estimates", "derived_memory_events", "derived_call_totals")
+
+
+def fill_derived(con, trace_ids) -> None:
+    """In the caller's transaction: the derived tables' rows of `trace_ids`
+    (computed from the views, which must exist), replacing any they had."""
+    ids = sorted({int(t) for t in trace_ids})
+    if not ids:
+        return
+    for table in DERIVED:
+        con.execute(f"DELETE FROM {table} WHERE list_contains($trace_ids, trace_id)", {"trace_ids": ids})
+        con.execute(sqlfiles.render(f"load/{table}.sql"), {"trace_ids": ids})
+
+
+@functools.lru_cache(maxsize=1)
+def derived_digest() -> str:
+    """A hash of what the derived tables are computed from: the SQL that fills
+    them, the views and macros it reads, and the estimators (op_estimates).
+    Stored in duckprof_meta: rows another duckprof computed are recomputed by
+    the next write (refresh_stored)."""
+    h = hashlib.blake2b(digest_size=8)
+    h.update(views_digest().encode() + estimators_digest().encode())
+    for table in DERIVED:
+        h.update(sqlfiles.read(f"load/{table}.sql").encode() + b"\0")
+    return h.hexdigest()
 
 
 def migrate(con, found: int):
@@ -222,7 +257,7 @@ def stale(con) -> bool:
     """Whether refresh_stored has anything to do."""
     stored = dict(con.execute("SELECT key, value FROM duckprof_meta").fetchall())
     return (not views_current(con) or stored.get("peaks_hash") != packaged_digest()
-            or stored.get("estimators_hash") != estimators_digest())
+            or stored.get("estimators_hash") != estimators_digest() or stored.get("derived_hash") != derived_digest())
 
 
 def refresh_stored(con) -> bool:
@@ -258,10 +293,14 @@ def refresh_stored(con) -> bool:
     if stored.get("estimators_hash") != estimators_digest():
         recompute_estimates(con)
         changed = True
+    if stored.get("derived_hash") != derived_digest():
+        # after the views and estimates: every trace's derived rows, computed by this duckprof
+        fill_derived(con, [r[0] for r in con.execute("SELECT trace_id FROM traces").fetchall()])
+        changed = True
     if changed:
         con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('views_hash', $h), ('peaks_hash', $p), "
-                    "('estimators_hash', $e)", {"h": views_digest(), "p": packaged_digest(),
-                                                "e": estimators_digest()})
+                    "('estimators_hash', $e), ('derived_hash', $d)",
+                    {"h": views_digest(), "p": packaged_digest(), "e": estimators_digest(), "d": derived_digest()})
     return changed
 
 
@@ -277,9 +316,9 @@ def recompute_estimates(con) -> int:
 def checkpoint_without_vacuum(con, label: str, run: str | None = None):
     """Write a load to the database file now, leaving row groups as they
     are. Each trace ends in a partly filled row group, and DuckDB's
-    checkpoint would merge them by rewriting (8 ranks of 100 MB: 1.1 s when
-    the database closed, and a file of 248 instead of 156 MB, the old blocks
-    left free). Deleted rows (`rm`) are still vacuumed by later checkpoints.
+    checkpoint would merge them by rewriting, leaving the old blocks free
+    (measured in benchmarks/README.md). Deleted rows (`rm`) are still
+    vacuumed by later checkpoints.
     A full disk here leaves the committed load in the WAL: say so."""
     con.execute("SET max_vacuum_tasks = 0")
     try:
@@ -479,7 +518,7 @@ class Session:
             return 0
 
         def delete():
-            for t in ("events", "devices", "trace_facts", "traces"):
+            for t in ("events", "devices", "trace_facts", *DERIVED, "traces"):
                 con.execute(f"DELETE FROM {t} WHERE trace_id IN (SELECT unnest($ids))", {"ids": ids})
             con.execute("DELETE FROM run_tags WHERE run = $run", {"run": run})
             if self.db:
@@ -545,8 +584,13 @@ def write_tags(con, run: str, tags: dict | None, remove=()):
 
 def complete_load(con, report: LoadReport, tags: dict | None):
     """In the load's transaction, after the inserts: the loaded traces'
-    trace_facts, their rank and world size in the report, the run's tags."""
+    trace_facts and derived tables, their rank and world size in the report,
+    the run's tags. The derived rows can make the COMMIT checkpoint on its own
+    (a WAL past checkpoint_threshold): that one must not vacuum either (see
+    checkpoint_without_vacuum, which runs next and resets the setting; the
+    target's release resets it when the load fails)."""
     fill_trace_facts(con)
+    con.execute("SET max_vacuum_tasks = 0")
     ids = [f.trace_id for f in report.files if f.trace_id is not None and not f.skipped]
     found = {t: (r, w) for t, r, w in con.execute(
         "SELECT trace_id, rank, world_size FROM trace_files WHERE list_contains($ids, trace_id)",
@@ -579,6 +623,12 @@ class _SessionTarget(Target):
     def finish(self, con):
         if self.session.db:
             checkpoint_without_vacuum(con, self.label, self.run)
+
+    def release(self, con, committed: bool):
+        try:
+            con.execute("RESET max_vacuum_tasks")  # set by complete_load
+        except duckdb.Error:
+            pass
 
 
 class DatabaseTarget(Target):

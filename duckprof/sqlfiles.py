@@ -146,7 +146,8 @@ def body(rel: str) -> str:
 
 #: the raw tables (sql/schema.sql)
 TABLES = ("duckprof_meta", "traces", "devices", "events", "op_estimates", "device_peaks", "interconnect_peaks",
-          "run_tags", "trace_facts")
+          "run_tags", "trace_facts", "derived_launches", "derived_kernel_estimates", "derived_memory_events",
+          "derived_call_totals")
 
 
 @functools.lru_cache(maxsize=1)

@@ -153,3 +153,82 @@ CREATE TABLE IF NOT EXISTS trace_facts (
     busy_ns        BIGINT,   -- union of the device activity per device, summed over devices, ns
     window_ns      BIGINT    -- first device event start to last end per device, summed, ns
 );
+
+-- Derived tables: what the launches, kernel_estimates, memory_events and
+-- call_totals views return, computed once per trace in the load's transaction (sql/load/derived_*.sql,
+-- duckprof.session.fill_derived) instead of at every query: a report reads
+-- stored rows. Same columns as the views, which select from them (see each
+-- view's header for the columns). Recomputed for every trace when a newer
+-- duckprof computes them differently (duckprof_meta.derived_hash), as
+-- op_estimates is; `duckprof rm` deletes a run's rows.
+CREATE TABLE IF NOT EXISTS derived_launches (
+    trace_id         INTEGER,
+    event_id         BIGINT,   -- the device event (kernel, memcpy, memset)
+    kind             VARCHAR,
+    name             VARCHAR,
+    device           INTEGER,
+    stream           BIGINT,
+    ts_ns            BIGINT,
+    dur_ns           BIGINT,
+    end_ns           BIGINT,
+    correlation      BIGINT,
+    launch_event_id  BIGINT,   -- the runtime call that launched it
+    launch_name      VARCHAR,
+    launch_ts_ns     BIGINT,
+    launch_dur_ns    BIGINT,
+    pid              BIGINT,
+    tid              BIGINT,
+    op_event_id      BIGINT,   -- the cpu_op that issued it
+    op_name          VARCHAR,
+    op_external_id   BIGINT,
+    op_link          VARCHAR,
+    input_dims       JSON USING COMPRESSION zstd,
+    input_types      JSON USING COMPRESSION zstd,
+    concrete_inputs  JSON USING COMPRESSION zstd
+);
+
+CREATE TABLE IF NOT EXISTS derived_kernel_estimates (
+    trace_id       INTEGER,
+    event_id       BIGINT,   -- the kernel
+    name           VARCHAR,
+    device         INTEGER,
+    stream         BIGINT,
+    ts_ns          BIGINT,
+    dur_ns         BIGINT,
+    op_event_id    BIGINT,
+    op_name        VARCHAR,
+    op_kernels     BIGINT,
+    category       VARCHAR,
+    math_kernel    BOOLEAN,
+    op_flops       BIGINT,
+    op_bytes       BIGINT,
+    flops          BIGINT,   -- this kernel's share of op_flops
+    bytes          BIGINT,   -- this kernel's share of op_bytes
+    flops_formula  VARCHAR,
+    bytes_formula  VARCHAR,
+    dtype          VARCHAR,
+    dtype_source   VARCHAR,
+    peak_dtype     VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS derived_memory_events (
+    trace_id               INTEGER,
+    event_id               BIGINT,   -- the '[memory]' instant event
+    pid                    BIGINT,
+    tid                    BIGINT,
+    ts_ns                  BIGINT,
+    bytes                  BIGINT,   -- args Bytes, and the other args parsed once
+    total_allocated_bytes  BIGINT,
+    total_reserved_bytes   BIGINT,
+    device_type            INTEGER,
+    device_id              INTEGER,
+    addr                   BIGINT
+);
+
+CREATE TABLE IF NOT EXISTS derived_call_totals (
+    trace_id          INTEGER,
+    event_id          BIGINT,   -- a host call (cpu_op, user annotation, Python function, runtime call)
+    device_ns         BIGINT,   -- device time launched by the calls on its thread starting inside it
+    cpu_mem_bytes     BIGINT,   -- bytes of the CPU [memory] events during it, any thread
+    device_mem_bytes  BIGINT    -- bytes of the device [memory] events during it, any thread
+);

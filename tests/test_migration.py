@@ -59,7 +59,7 @@ def test_read_only_open_names_the_migrate_command_and_changes_nothing(v1_db, cli
 def test_migrate_keeps_every_run(v1_db, cli_app):
     res = invoke(cli_app, "migrate", "--db", v1_db)
     assert res.exit_code == 0, res.output
-    assert "schema version 3 (3 trace(s))" in res.stdout
+    assert "schema version 4 (3 trace(s))" in res.stdout
     with duckprof.connect(v1_db, read_only=True) as s:
         for run, want in EXPECTED.items():
             assert figures(s, run) == want, run
@@ -99,7 +99,7 @@ def test_released_v2_database_migrates_and_keeps_every_run(v2_db, cli_app):
     assert db_state(v2_db) == before
     res = invoke(cli_app, "migrate", "--db", v2_db)
     assert res.exit_code == 0, res.output
-    assert "schema version 3 (3 trace(s))" in res.stdout
+    assert "schema version 4 (3 trace(s))" in res.stdout
     with duckprof.connect(v2_db, read_only=True) as s:
         for run, want in expected.items():
             got = figures(s, run)
@@ -110,3 +110,53 @@ def test_released_v2_database_migrates_and_keeps_every_run(v2_db, cli_app):
         assert s.con.execute("SELECT count(*) > 0 FROM interconnect_peaks").fetchall() == [(True,)]
     res = invoke(cli_app, "tag", "gpu", "commit=abc", "--db", v2_db)
     assert res.exit_code == 0, res.output
+
+
+# -- schema version 3, as released (commit fff1bcf), to 4 -------------------------------
+
+V3_REPORTS = [("kernels", {}), ("kernels", {"group_by_launch": True}), ("ops", {}), ("ops", {"group_by_input_shape": True}),
+              ("categories", {}),
+              ("steps", {}), ("memory", {}), ("memory", {"ops": True}), ("patterns", {}), ("queue", {})]
+
+
+DERIVED_COUNTS = ("SELECT (SELECT count(*) FROM derived_launches), (SELECT count(*) FROM derived_kernel_estimates), "
+                  "(SELECT count(*) FROM derived_memory_events), (SELECT count(*) FROM derived_call_totals)")
+
+
+def report_rows(s, run):
+    return {f"{name} {opts}": s.report(name, run=run, **opts).fetchall() for name, opts in V3_REPORTS}
+
+
+def test_released_v3_database_migrates_and_reports_as_a_fresh_load(tmp_path, cli_app):
+    """A v3 file (made by fixtures/legacy_db/make_legacy_db.py v3 at fff1bcf) has
+    no derived tables: the migration creates them and fills them for every
+    trace, so each report on each run equals that of the same files loaded
+    fresh, and the views read stored rows, not an empty table."""
+    v3_db = unpacked(tmp_path, "v3")
+    expected = json.loads((LEGACY / "schema_v3.json").read_text())
+    before = db_state(v3_db)
+    res = invoke(cli_app, "runs", "--db", v3_db)
+    assert res.exit_code == 2
+    assert_one_line_error(res.stderr, [str(v3_db), "duckprof migrate --db"])
+    assert db_state(v3_db) == before
+    res = invoke(cli_app, "migrate", "--db", v3_db)
+    assert res.exit_code == 0, res.output
+    assert "schema version 4 (4 trace(s))" in res.stdout
+    fresh = tmp_path / "fresh.duckdb"
+    with duckprof.connect(fresh) as s:
+        fix = REPO / "fixtures"
+        s.load([str(fix / "gpu_time" / "two_streams.json"), str(fix / "kernels" / "h100_two_kernels_one_op.json")],
+               run="gpu")
+        s.load([str(fix / "cpu_small_model.json"), str(fix / "memory" / "memory.json")], run="cpu")
+        want = {run: report_rows(s, run) for run in expected}
+    with duckprof.connect(v3_db, read_only=True) as s:
+        for run, figs in expected.items():
+            assert figures(s, run) == figs, run
+            assert report_rows(s, run) == want[run], run
+        counts = s.sql(DERIVED_COUNTS).fetchall()
+        assert counts == [(17, 15, 8, 17)]  # 15 kernels + 2 memcpy/memset; 8 [memory] events; 17 calls with some
+    with duckprof.connect(fresh, read_only=True) as s:
+        assert s.sql(DERIVED_COUNTS).fetchall() == counts
+    before = db_state(v3_db)
+    assert invoke(cli_app, "migrate", "--db", v3_db).exit_code == 0  # again: nothing to do
+    assert db_state(v3_db) == before

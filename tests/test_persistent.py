@@ -353,3 +353,35 @@ def test_planted_views_never_run(tmp_db, tmp_path, cli_app):
         assert "read_text" in s.con.execute(stored).fetchall()[0][0]
         s.migrate()  # a write puts the packaged view back
         assert "read_text" not in s.con.execute(stored).fetchall()[0][0]
+
+
+DERIVED_COUNTS = ("SELECT t.run, (SELECT count(*) FROM derived_launches d WHERE d.trace_id = t.trace_id), "
+                  "(SELECT count(*) FROM derived_kernel_estimates d WHERE d.trace_id = t.trace_id), "
+                  "(SELECT count(*) FROM derived_memory_events d WHERE d.trace_id = t.trace_id), "
+                  "(SELECT count(*) > 0 FROM derived_call_totals d WHERE d.trace_id = t.trace_id) "
+                  "FROM traces t ORDER BY t.run")
+
+
+def test_derived_tables_follow_loads_reloads_and_rm(cli_app, tmp_db):
+    """The derived tables get a loaded trace's rows in the load (one row per
+    kernel/memcpy/memset, per kernel, per [memory] event); loading the same
+    file again changes nothing; `rm` deletes the run's rows and keeps the others'."""
+    gpu = REPO / "fixtures" / "gpu_time" / "two_streams.json"
+    mem = REPO / "fixtures" / "memory" / "memory.json"
+    assert invoke(cli_app, "load", gpu, "--db", tmp_db, "-q", "-r", "g").exit_code == 0
+    assert invoke(cli_app, "load", mem, "--db", tmp_db, "-q", "-r", "m").exit_code == 0
+    with duckprof.connect(tmp_db, read_only=True) as s:
+        n_gpu = scalar(s, "select count(*) from gpu_ops where kind in ('kernel', 'memcpy', 'memset')")
+        n_kernels = scalar(s, "select count(*) from kernels")
+        n_mem = scalar(s, "select count(*) from events where name = '[memory]'")
+        assert rows(s, DERIVED_COUNTS) == [("g", n_gpu, n_kernels, 0, True), ("m", 0, 0, n_mem, True)]
+        assert n_gpu > 0 and n_kernels > 0 and n_mem > 0
+    before = db_state(tmp_db)
+    r = invoke(cli_app, "load", gpu, "--db", tmp_db, "-q", "-r", "g")
+    assert r.exit_code == 0 and "already loaded" in r.stdout, r.output
+    assert db_state(tmp_db) == before
+    assert invoke(cli_app, "rm", "g", "--db", tmp_db).exit_code == 0
+    with duckprof.connect(tmp_db, read_only=True) as s:
+        assert rows(s, DERIVED_COUNTS) == [("m", 0, 0, n_mem, True)]
+        for t in ("derived_launches", "derived_kernel_estimates", "derived_memory_events", "derived_call_totals"):
+            assert scalar(s, f"select count(*) from {t} where trace_id not in (select trace_id from traces)") == 0

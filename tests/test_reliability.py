@@ -645,6 +645,32 @@ def test_tags_and_trace_facts_are_part_of_the_loads_transaction(cli_app, tmp_pat
         assert rows(s, "select count(*) from trace_facts") == [(2,)]
 
 
+def test_derived_tables_are_part_of_the_loads_transaction(cli_app, tmp_path, monkeypatch):
+    """The derived tables (launches, kernel estimates, memory events) are filled
+    in the load's own transaction: a load that fails after filling them leaves
+    the file byte-identical, and the next load fills them."""
+    db = tmp_path / "runs.duckdb"
+    assert invoke(cli_app, "load", NESTING3, "--db", db, "-q", "-r", "base").exit_code == 0
+    from duckprof import session
+    real = session.fill_derived
+
+    def fails_after_filling(con, ids):
+        real(con, ids)
+        raise duckdb.IOException("IO Error: injected after the derived tables")
+    monkeypatch.setattr(session, "fill_derived", fails_after_filling)
+    gpu = REPO / "fixtures" / "gpu_time" / "two_streams.json"
+    before = db_state(db)
+    r = invoke(cli_app, "load", gpu, "--db", db, "-q", "-r", "new")
+    assert r.exit_code == 2 and "injected" in r.stderr
+    assert db_state(db) == before
+    monkeypatch.setattr(session, "fill_derived", real)
+    assert invoke(cli_app, "load", gpu, "--db", db, "-q", "-r", "new").exit_code == 0
+    with duckprof.connect(db, read_only=True) as s:
+        assert rows(s, "select count(*) from derived_launches") == rows(
+            s, "select count(*) from gpu_ops where kind in ('kernel', 'memcpy', 'memset')")
+        assert rows(s, "select count(*) from derived_launches") != [(0,)]
+
+
 def test_failed_load_removes_the_database_it_created(cli_app, tmp_path, monkeypatch):
     """A new --db file: bad input never creates it; a failure while inserting
     removes it again (and its WAL)."""

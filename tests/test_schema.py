@@ -183,13 +183,15 @@ def test_layers_and_declarations(path):
 
 
 def test_layer_checker_catches_broken_declarations():
-    text = rendered("views/derived/launches.sql")
-    assert layer_problems("views/derived/launches.sql", text + "\nSELECT * FROM events") == [
+    text = rendered("views/derived/collectives.sql")
+    assert layer_problems("views/derived/collectives.sql", text + "\nSELECT * FROM events") == [
         "reads events without declaring it"]
     assert layer_problems("reports/ops_by_step.sql", rendered("reports/ops_by_step.sql")
                           + "\nSELECT * FROM traces") == ["reads traces without declaring it"]
     assert "declares launches but does not read it" in layer_problems(
-        "views/derived/kernel_estimates.sql", "SELECT * FROM op_estimates")
+        "views/derived/collectives.sql", "SELECT * FROM kernels, cpu_ops, trace_files")
+    assert layer_problems("views/base/launches.sql", rendered("views/base/launches.sql")
+                          + "\nSELECT * FROM kernels") == ["reads kernels without declaring it"]
 
 
 def test_views_are_created_in_declared_order():

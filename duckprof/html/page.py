@@ -798,12 +798,10 @@ def render_sections(ctx, sections) -> list[RenderedSection]:
 SHARED_VIEWS = ("gpu_activity", "gpu_busy_intervals", "gpu_idle_intervals", "queue_depth")
 #: plain views several reports (or one report's several queries) read, shared when one
 #: of those reports is registered, in this order (a view shared before another is read
-#: from its table): launches (kernels' kernel_estimates and notes, the collectives view),
-#: memory_events (ops, memory and its notes: the JSON of every '[memory]' instant parsed
-#: once), kernel_categories (categories, categories --by-step, steps, steps --summary) and
-#: collectives (collectives, ranks)
-SHARED_PLAIN_VIEWS = {"launches": ("kernels", "collectives"), "memory_events": ("ops", "memory"),
-                      "kernel_categories": ("categories", "steps"), "collectives": ("collectives", "ranks")}
+#: from its table): kernel_categories (categories, categories --by-step, steps, steps
+#: --summary) and collectives (collectives, ranks). launches, kernel_estimates and
+#: memory_events read tables filled at load (the derived tables): nothing to share.
+SHARED_PLAIN_VIEWS = {"kernel_categories": ("categories", "steps"), "collectives": ("collectives", "ranks")}
 
 _MACRO = re.compile(r"CREATE OR REPLACE MACRO (\w+)\((.*?)\) AS TABLE", re.S)
 

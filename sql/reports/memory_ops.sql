@@ -12,7 +12,7 @@
 -- --limit names per trace. `report ops --sort self_device_mem` lists every
 -- event kind (Python functions, runtime calls) with torch's other columns.
 --
--- requires: memory_events, cpu_ops, user_annotations, python_functions, trace_files
+-- requires: memory_events, call_totals, cpu_ops, user_annotations, python_functions, trace_files
 --
 -- Columns:
 -- run                    VARCHAR  run label
@@ -25,7 +25,7 @@
 -- self_cpu_mem_bytes     BIGINT   CPU bytes allocated (net) by its calls, not by their children
 -- cpu_mem_bytes          BIGINT   CPU bytes allocated (net) during its calls
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/memory.sql" import call_bytes, memory_bytes, memory_notes with context %}
+{% from "templates/memory.sql" import memory_notes with context %}
 WITH calls0 AS (  -- Python function events are calls too (their children's bytes are not their parent's self)
     SELECT trace_id, event_id, parent_event_id, ts_ns, end_ns,
            CASE WHEN starts_with(name, 'ProfilerStep#') THEN 'ProfilerStep*' ELSE name END AS key, annotation, python
@@ -44,13 +44,11 @@ calls AS (  -- merged: a call that is its parent's only child and has its name (
     FROM calls0 c
     LEFT JOIN calls0 p ON p.trace_id = c.trace_id AND p.event_id = c.parent_event_id
 ),
-mem_raw AS (
-    SELECT trace_id, ts_ns, {{ memory_bytes() }}
-    FROM memory_events
-    WHERE bytes IS NOT NULL {{ run_scope() }}
-),
-bytes AS (
-    {{ call_bytes('calls', 'mem_raw') | indent(4) }}
+bytes AS (  -- each call's [memory] bytes, computed at load (call_totals; templates/memory.sql call_bytes)
+    SELECT c.trace_id, c.kh, c.pkh, t.cpu_mem_bytes AS cpu_mem, t.device_mem_bytes AS dev_mem
+    FROM calls c
+    JOIN call_totals t ON t.trace_id = c.trace_id AND t.event_id = c.event_id
+    WHERE t.cpu_mem_bytes <> 0 OR t.device_mem_bytes <> 0
 ),
 own AS (SELECT trace_id, kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem FROM bytes GROUP BY ALL),
 kids AS (SELECT trace_id, pkh AS kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem

@@ -51,7 +51,7 @@
 -- option: --top-level-only FLAG  only names whose first call is not inside another event
 -- option: --by-graph-node FLAG  per torch.compile FX graph node instead (sql/reports/ops_graph_nodes.sql)
 -- example: duckprof report ops trace.json.gz --sort self_cpu --limit 30
--- requires: cpu_ops, user_annotations, python_functions, runtime, gpu_ops, gpu_user_annotations, memory_events, cpu_op_estimates, trace_files
+-- requires: cpu_ops, user_annotations, python_functions, runtime, gpu_ops, gpu_user_annotations, memory_events, call_totals, cpu_op_estimates, trace_files
 --
 -- Columns:
 -- run                    VARCHAR  run label
@@ -80,7 +80,7 @@
 -- self_device_mem_bytes  BIGINT   device_mem_bytes less its children's
 {% from "templates/scope.sql" import run_scope with context %}
 {% from "templates/intervals.sql" import merged_intervals %}
-{% from "templates/memory.sql" import call_bytes, memory_bytes %}
+{% from "templates/memory.sql" import memory_bytes %}
 {%- set dropped = "('[memory]', '[OutOfMemory]', 'profiler::_record_function_enter', "
                   "'profiler::_record_function_enter_new', 'profiler::_record_function_exit', "
                   "'aten::is_leaf', 'aten::output_nr', 'aten::_version')" %}
@@ -263,7 +263,7 @@ moved_self AS (
     SELECT trace_id, kh, sum(self_ns) AS self_ns FROM moved GROUP BY ALL
 ),
 narrow AS (  -- leaf: no child (runtime calls have none), or zero length
-    SELECT trace_id, pid, tid, ts_ns, end_ns, kh, pkh,
+    SELECT trace_id, event_id, kh, pkh,
            kind = 'runtime' OR self_ns = dur_ns OR dur_ns = 0 AS leaf
     FROM kept
 ),
@@ -283,7 +283,10 @@ loose_mem AS (  -- [memory] events during no call: torch's '[memory]' row
     GROUP BY m.trace_id
 ),
 mem_calls AS (  -- a call's bytes: the [memory] events in [start, end], any thread (calls with some)
-    {{ call_bytes('narrow', 'mem_raw') | indent(4) }}
+    SELECT n.trace_id, n.kh, n.pkh, t.cpu_mem_bytes AS cpu_mem, t.device_mem_bytes AS dev_mem
+    FROM narrow n
+    JOIN call_totals t ON t.trace_id = n.trace_id AND t.event_id = n.event_id
+    WHERE t.cpu_mem_bytes <> 0 OR t.device_mem_bytes <> 0
 ),
 mem_own AS (
     SELECT trace_id, kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem FROM mem_calls GROUP BY ALL
@@ -312,18 +315,11 @@ owned AS (  -- a merged call's device work is its row's (torch lifts its kernels
     JOIN keyed k ON k.trace_id = o.trace_id AND k.event_id = o.event_id
     LEFT JOIN moved m ON m.trace_id = o.trace_id AND m.event_id = o.event_id
 ),
-dev_cum AS (  -- per thread, launched device time cumulated by the launching event's start
-    SELECT trace_id, pid, tid, ts_ns,
-           sum(sum(dev_ns)) OVER (PARTITION BY trace_id, pid, tid ORDER BY ts_ns ROWS UNBOUNDED PRECEDING) AS cum
-    FROM owned
-    GROUP BY trace_id, pid, tid, ts_ns
-),
-dev_calls AS (  -- device total: what the events starting in [start, end) on the thread launched
-    SELECT n.trace_id, n.kh, dh.cum - coalesce(dl.cum, 0) AS dev_ns
+dev_calls AS (  -- device total: what the calls starting in [start, end) on the thread launched (call_totals)
+    SELECT n.trace_id, n.kh, t.device_ns AS dev_ns
     FROM (SELECT * FROM narrow WHERE NOT leaf) n  -- a leaf's is its own
-    ASOF JOIN dev_cum dh ON dh.trace_id = n.trace_id AND dh.pid = n.pid AND dh.tid = n.tid AND n.end_ns > dh.ts_ns
-    ASOF LEFT JOIN dev_cum dl ON dl.trace_id = n.trace_id AND dl.pid = n.pid AND dl.tid = n.tid AND n.ts_ns > dl.ts_ns
-    WHERE dh.cum IS DISTINCT FROM dl.cum
+    JOIN call_totals t ON t.trace_id = n.trace_id AND t.event_id = n.event_id
+    WHERE t.device_ns <> 0
     UNION ALL
     SELECT trace_id, kh, dev_ns FROM owned WHERE leaf
 ),

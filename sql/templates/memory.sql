@@ -1,12 +1,13 @@
 -- memory: how torch's key_averages counts the [memory] events of a call,
 -- written once for report ops and report memory --ops.
--- call_bytes(calls, mem): a SELECT of (trace_id, kh, pkh, cpu_mem, dev_mem), one
---   row per call that has some: the bytes of the [memory] events at times in
+-- call_bytes(calls, mem, keys): a SELECT of (trace_id, keys..., cpu_mem, dev_mem),
+--   one row per call that has some: the bytes of the [memory] events at times in
 --   [start, end] of the call, on any thread (torch's _parse_kineto_results:
 --   MemRecordsAcc.in_interval), CPU and device apart. calls: a relation with
---   trace_id, ts_ns, end_ns and the call's row key kh and its parent's pkh
---   (passed through); mem: a relation of trace_id, ts_ns, cpu_b, dev_b (the
---   [memory] events' bytes). Cumulative sums looked up by two ASOF joins.
+--   trace_id, ts_ns, end_ns and the columns `keys` (passed through; default the
+--   call's row key kh and its parent's pkh); mem: a relation of trace_id, ts_ns,
+--   cpu_b, dev_b (the [memory] events' bytes). Cumulative sums looked up by two
+--   ASOF joins. Computed per call at load (sql/load/derived_call_totals.sql).
 -- memory_bytes(alias): cpu_b and dev_b of memory_events: the bytes of CPU
 --   (and MKLDNN, IDEEP) and of device (CUDA, HIP, XPU, PrivateUse1) events,
 --   as torch's _cpu_memory_usage / _device_memory_usage (c10::DeviceType).
@@ -32,8 +33,8 @@ CASE WHEN {{ alias }}device_type IN (0, 2, 5) THEN {{ alias }}bytes ELSE 0 END A
 CASE WHEN {{ alias }}device_type IN (1, 6, 12, 20) THEN {{ alias }}bytes ELSE 0 END AS dev_b
 {%- endmacro %}
 
-{% macro call_bytes(calls, mem) -%}
-SELECT c.trace_id, c.kh, c.pkh,
+{% macro call_bytes(calls, mem, keys=['kh', 'pkh']) -%}
+SELECT c.trace_id, {% for k in keys %}c.{{ k }}, {% endfor %}
        hi.cpu_cum - coalesce(lo.cpu_cum, 0) AS cpu_mem, hi.dev_cum - coalesce(lo.dev_cum, 0) AS dev_mem
 FROM {{ calls }} c
 ASOF JOIN (

@@ -1,6 +1,10 @@
 -- memory_events: allocator events (profile_memory=True): '[memory]' instants.
 --
--- requires: events
+-- The JSON args are parsed once per trace at load
+-- (sql/load/derived_memory_events.sql) and stored in the table
+-- derived_memory_events, which this view reads.
+--
+-- requires: derived_memory_events
 --
 -- Columns:
 -- trace_id               INTEGER  trace
@@ -15,12 +19,6 @@
 -- device_id              INTEGER  -1 for CPU
 -- addr                   BIGINT   address
 CREATE OR REPLACE VIEW memory_events AS
-SELECT trace_id, event_id, pid, tid, ts_ns,
-       try_cast(json_extract_string(args, '$.Bytes') AS BIGINT) AS bytes,
-       try_cast(json_extract_string(args, '$."Total Allocated"') AS BIGINT) AS total_allocated_bytes,
-       try_cast(json_extract_string(args, '$."Total Reserved"') AS BIGINT) AS total_reserved_bytes,
-       try_cast(json_extract_string(args, '$."Device Type"') AS INTEGER) AS device_type,
-       try_cast(json_extract_string(args, '$."Device Id"') AS INTEGER) AS device_id,
-       try_cast(json_extract_string(args, '$.Addr') AS BIGINT) AS addr
-FROM events
-WHERE cat = 'cpu_instant_event' AND name = '[memory]';
+SELECT trace_id, event_id, pid, tid, ts_ns, bytes, total_allocated_bytes, total_reserved_bytes,
+       device_type, device_id, addr
+FROM derived_memory_events;

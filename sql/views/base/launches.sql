@@ -10,7 +10,10 @@
 -- (runtime.op_event_id) instead; other traces fall back to that only when the
 -- External id finds no op. op_link says which way each row was linked.
 --
--- requires: runtime, gpu_ops, cpu_ops
+-- Computed once per trace at load (sql/load/derived_launches.sql) and stored
+-- in the table derived_launches, which this view reads.
+--
+-- requires: derived_launches
 --
 -- Columns:
 -- trace_id         INTEGER  trace
@@ -37,48 +40,7 @@
 -- input_types      JSON     the op's 'Input type'
 -- concrete_inputs  JSON     the op's 'Concrete Inputs'
 CREATE OR REPLACE VIEW launches AS
-WITH rt AS (
-    SELECT trace_id, correlation, any_value(event_id) AS event_id, any_value(name) AS name,
-           any_value(ts_ns) AS ts_ns, any_value(dur_ns) AS dur_ns, any_value(pid) AS pid,
-           any_value(tid) AS tid, any_value(external_id) AS external_id, any_value(op_event_id) AS op_event_id
-    FROM runtime
-    WHERE correlation IS NOT NULL
-    GROUP BY trace_id, correlation
-),
-link_mode AS (
-    SELECT trace_id,
-           count_if(external_id = correlation) * 2 > count(external_id) AS ext_is_correlation
-    FROM runtime
-    WHERE correlation IS NOT NULL
-    GROUP BY trace_id
-),
-ops AS (
-    SELECT trace_id, event_id, name, external_id, input_dims, input_types, concrete_inputs
-    FROM cpu_ops
-),
-ops_by_ext AS (
-    SELECT trace_id, external_id, max(event_id) AS event_id
-    FROM ops WHERE external_id IS NOT NULL
-    GROUP BY trace_id, external_id
-),
-linked AS (
-    SELECT g.*, r.event_id AS launch_event_id, r.name AS launch_name,
-           r.ts_ns AS launch_ts_ns, r.dur_ns AS launch_dur_ns, r.pid, r.tid,
-           x.event_id AS ext_op_id, r.op_event_id AS enclosing_op_id
-    FROM gpu_ops g
-    LEFT JOIN rt r ON r.trace_id = g.trace_id AND r.correlation = g.correlation
-    LEFT JOIN link_mode m ON m.trace_id = g.trace_id
-    LEFT JOIN ops_by_ext x
-      ON x.trace_id = g.trace_id AND NOT coalesce(m.ext_is_correlation, false)
-     AND x.external_id = coalesce(r.external_id, g.external_id)
-    WHERE g.kind IN ('kernel', 'memcpy', 'memset')
-)
-SELECT l.trace_id, l.event_id, l.kind, l.name, l.device, l.stream, l.ts_ns, l.dur_ns, l.end_ns,
-       l.correlation, l.launch_event_id, l.launch_name, l.launch_ts_ns, l.launch_dur_ns,
-       l.pid, l.tid,
-       o.event_id AS op_event_id, o.name AS op_name, o.external_id AS op_external_id,
-       CASE WHEN l.ext_op_id IS NOT NULL THEN 'external_id'
-            WHEN l.enclosing_op_id IS NOT NULL THEN 'enclosing' END AS op_link,
-       o.input_dims, o.input_types, o.concrete_inputs
-FROM linked l
-LEFT JOIN ops o ON o.trace_id = l.trace_id AND o.event_id = coalesce(l.ext_op_id, l.enclosing_op_id);
+SELECT trace_id, event_id, kind, name, device, stream, ts_ns, dur_ns, end_ns, correlation,
+       launch_event_id, launch_name, launch_ts_ns, launch_dur_ns, pid, tid, op_event_id, op_name,
+       op_external_id, op_link, input_dims, input_types, concrete_inputs
+FROM derived_launches;

@@ -1,0 +1,64 @@
+-- The derived_call_totals rows of the traces in $trace_ids (INTEGER[]): per
+-- host call (cpu_op, user annotation, Python function, runtime call, with both
+-- ends), what report ops and report memory --ops roll up, computed here once
+-- instead of by four ASOF joins of every call at every query:
+-- device_ns: the device time (kernels, memcpys, memsets) launched by the
+--   calls on its thread that start in [start, end): each launch is owned by
+--   its runtime call's innermost enclosing cpu_op, or by the enclosing user
+--   annotation or operator that is the runtime call's parent (the
+--   RecordFunction whose External id Kineto gives the launch);
+-- cpu_mem_bytes, device_mem_bytes: the bytes of the [memory] events in
+--   [start, end], any thread (templates/memory.sql call_bytes).
+-- Only calls with some device time or memory get a row.
+{% from "templates/memory.sql" import call_bytes, memory_bytes %}
+{%- set in_ids = "trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, trace_id)" %}
+INSERT INTO derived_call_totals
+WITH calls AS (
+    SELECT trace_id, event_id, pid, tid, ts_ns, end_ns
+    FROM (SELECT trace_id, event_id, pid, tid, ts_ns, end_ns FROM cpu_ops
+          UNION ALL
+          SELECT trace_id, event_id, pid, tid, ts_ns, end_ns FROM user_annotations
+          UNION ALL
+          SELECT trace_id, event_id, pid, tid, ts_ns, end_ns FROM python_functions
+          UNION ALL
+          SELECT trace_id, event_id, pid, tid, ts_ns, end_ns FROM runtime)
+    WHERE {{ in_ids }} AND ts_ns IS NOT NULL AND end_ns IS NOT NULL
+),
+owner AS (  -- the device time each host call launched itself
+    SELECT trace_id, owner_id AS event_id, sum(dur_ns) AS dev_ns
+    FROM (SELECT r.trace_id, g.dur_ns,
+                 CASE WHEN r.parent_event_id = r.op_event_id OR a.event_id IS NOT NULL THEN r.parent_event_id
+                      ELSE r.op_event_id END AS owner_id
+          FROM (SELECT * FROM gpu_ops WHERE {{ in_ids }}) g
+          JOIN (SELECT * FROM runtime WHERE {{ in_ids }}) r ON r.trace_id = g.trace_id AND r.correlation = g.correlation
+          LEFT JOIN user_annotations a ON a.trace_id = r.trace_id AND a.event_id = r.parent_event_id
+          WHERE g.kind IN ('kernel', 'memcpy', 'memset') AND g.dur_ns IS NOT NULL)
+    WHERE owner_id IS NOT NULL
+    GROUP BY trace_id, owner_id
+),
+dev_cum AS (  -- per thread, launched device time cumulated by the launching call's start
+    SELECT c.trace_id, c.pid, c.tid, c.ts_ns,
+           sum(sum(o.dev_ns)) OVER (PARTITION BY c.trace_id, c.pid, c.tid ORDER BY c.ts_ns ROWS UNBOUNDED PRECEDING) AS cum
+    FROM owner o
+    JOIN calls c ON c.trace_id = o.trace_id AND c.event_id = o.event_id
+    GROUP BY c.trace_id, c.pid, c.tid, c.ts_ns
+),
+dev AS (
+    SELECT c.trace_id, c.event_id, dh.cum - coalesce(dl.cum, 0) AS device_ns
+    FROM calls c
+    ASOF JOIN dev_cum dh ON dh.trace_id = c.trace_id AND dh.pid = c.pid AND dh.tid = c.tid AND c.end_ns > dh.ts_ns
+    ASOF LEFT JOIN dev_cum dl ON dl.trace_id = c.trace_id AND dl.pid = c.pid AND dl.tid = c.tid AND c.ts_ns > dl.ts_ns
+    WHERE dh.cum IS DISTINCT FROM dl.cum
+),
+mem_raw AS (
+    SELECT trace_id, ts_ns, {{ memory_bytes() }}
+    FROM memory_events
+    WHERE {{ in_ids }} AND bytes IS NOT NULL
+),
+mem AS (
+    {{ call_bytes('calls', 'mem_raw', keys=['event_id']) | indent(4) }}
+)
+SELECT trace_id, event_id, coalesce(d.device_ns, 0)::BIGINT AS device_ns,
+       coalesce(m.cpu_mem, 0)::BIGINT AS cpu_mem_bytes, coalesce(m.dev_mem, 0)::BIGINT AS device_mem_bytes
+FROM dev d
+FULL JOIN mem m USING (trace_id, event_id);

@@ -1,0 +1,64 @@
+-- kernel_estimates: FLOPs, bytes and dtype of every GPU kernel, attributed from
+-- the cpu_op that launched it (launches.op_event_id; estimates in op_estimates).
+--
+-- Attribution when one op launches several kernels (a GEMM + its split-K
+-- reduce, a layout transform + a convolution + the transform back, grad-input +
+-- grad-weight convs): FLOPs go to the kernels that do the math, the op's
+-- kernels whose kernel_categories.category is gemm, conv, attention or
+-- triton_template (math_kernel); its other kernels (layout transforms,
+-- split-K reductions, casts) get 0 FLOPs. An op none of whose kernels is in
+-- those categories (a GEMM kernel whose name says nothing) gives every kernel
+-- a share (math_kernel true for all). Bytes go to every kernel of the op. Each
+-- is split in proportion to kernel duration among the kernels that get a share,
+-- so per op the kernels' flops (bytes) add up exactly to the op's estimate.
+-- (torch's profile_analysis instead gives every kernel the op's full count,
+-- counting it once per kernel.) Integer shares: kernel i of an op with F FLOPs
+-- gets floor(F * d_i / D), d_i its duration and D the sum over the kernels
+-- sharing (each weighs 1 instead when all took 0 ns); what rounding leaves
+-- over (fewer than the number of kernels) goes to the longest of them (ties:
+-- the first in the file). One kernel per op: it gets everything.
+--
+-- Kernels whose op has no estimate (no op found, no formula, record_shapes
+-- off) get NULL. The kernel_flop / kernel_num_gb args that `duckprof augment`
+-- (or torch's profile_analysis --augment_trace, which counts an op once per
+-- kernel) writes into a trace are not read: they are derived from the same op
+-- shapes, which are still in the trace.
+--
+-- dtype: the op's (largest tensor input, op_estimates.dtype); else guessed
+-- from the kernel name (bf16/bfloat16, e4m3/e5m2/fp8, fp16/half, tf32/sgemm/
+-- f32, dgemm/fp64); else NULL (reports take --dtype then).
+--
+-- Computed once per trace at load (sql/load/derived_kernel_estimates.sql) and
+-- stored in the table derived_kernel_estimates, which this view reads.
+--
+-- requires: derived_kernel_estimates
+--
+-- Columns:
+-- trace_id      INTEGER  trace
+-- event_id      BIGINT   the kernel (kernels.event_id)
+-- name          VARCHAR  kernel name
+-- device        INTEGER  GPU index
+-- stream        BIGINT   stream
+-- ts_ns         BIGINT   start, ns since the epoch
+-- dur_ns        BIGINT   duration, ns
+-- op_event_id   BIGINT   cpu_ops.event_id of the launching op (NULL: none found)
+-- op_name       VARCHAR  e.g. 'aten::addmm'
+-- op_kernels    BIGINT   kernels launched by that op (1 when no op)
+-- category      VARCHAR  kernel_categories.category of this kernel (gemm, conv, elementwise, ...)
+-- math_kernel   BOOLEAN  whether it gets a share of the op's FLOPs (see above); NULL: op_flops unknown
+-- op_flops      BIGINT   the op's FLOPs (op_estimates.flops; NULL: unknown)
+-- op_bytes      BIGINT   the op's minimum DRAM traffic, bytes (NULL: unknown)
+-- flops         BIGINT   this kernel's share of op_flops (NULL: unknown)
+-- bytes         BIGINT   this kernel's share of op_bytes, bytes (NULL: unknown)
+-- flops_formula VARCHAR  the estimator of op_flops (op_estimates.flops_formula: gemm, conv, ...)
+-- bytes_formula VARCHAR  the rule of op_bytes (op_estimates.bytes_formula: elementwise, reduction, ...)
+-- dtype         VARCHAR  canonical dtype: fp64, fp32, bf16, fp16, fp8, fp4, int64, int32, ... (NULL: unknown)
+-- dtype_source  VARCHAR  'op', 'kernel_name' or NULL
+-- peak_dtype    VARCHAR  which datasheet peak applies (a trace_devices column): fp64, fp32,
+--                        tf32 (fp32 op whose kernel name says tf32/xf32/s1688), bf16, fp16,
+--                        fp8, fp4, int8 (int8/uint8); NULL for other dtypes or unknown
+CREATE OR REPLACE VIEW kernel_estimates AS
+SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, op_event_id, op_name, op_kernels,
+       category, math_kernel, op_flops, op_bytes, flops, bytes, flops_formula, bytes_formula, dtype,
+       dtype_source, peak_dtype
+FROM derived_kernel_estimates;
