@@ -80,13 +80,6 @@ def stop_statements_on_signal():
         return
     reader, writer = socket.socketpair()
     writer.setblocking(False)
-    try:
-        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
-    except ValueError:
-        reader.close(), writer.close()
-        return
-    _installed = True
-    _wakeup = (reader, writer)  # kept open for the life of the process
     wanted = {int(s) for s in _SIGNALS}
 
     def stop():
@@ -100,7 +93,24 @@ def stop_statements_on_signal():
                 if not _deferred:
                     _interrupt_watched()
 
-    threading.Thread(target=stop, name="duckprof-interrupts", daemon=True).start()
+    # A small stack, and no watcher at all when no thread can start (under a
+    # tight `ulimit -v` a default 8 MB stack may not fit): signals are then
+    # noticed when the statement ends, as DuckDB does by itself.
+    old_size = threading.stack_size(256 << 10)
+    try:
+        threading.Thread(target=stop, name="duckprof-interrupts", daemon=True).start()
+    except RuntimeError:
+        reader.close(), writer.close()
+        return
+    finally:
+        threading.stack_size(old_size)
+    try:
+        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    except ValueError:
+        writer.close()  # the watcher sees the end of its socket and returns
+        return
+    _installed = True
+    _wakeup = (reader, writer)  # kept open for the life of the process
 
 
 @contextlib.contextmanager
