@@ -83,6 +83,19 @@ def test_a_load_migrates_then_adds(v1_db):
 
 # -- schema version 2, as released (commit 5addfac), to 3 -------------------------------
 
+def refused_then_migrated(cli_app, db, traces: int):
+    """A released older file: a command refuses it in one line and leaves it
+    as it was; `duckprof migrate` brings it to the current version."""
+    before = db_state(db)
+    res = invoke(cli_app, "runs", "--db", db)
+    assert res.exit_code == 2
+    assert_one_line_error(res.stderr, [str(db), "duckprof migrate --db"])
+    assert db_state(db) == before
+    res = invoke(cli_app, "migrate", "--db", db)
+    assert res.exit_code == 0, res.output
+    assert f"schema version 4 ({traces} trace(s))" in res.stdout
+
+
 @pytest.fixture
 def v2_db(tmp_path):
     return unpacked(tmp_path, "v2")
@@ -92,14 +105,7 @@ def test_released_v2_database_migrates_and_keeps_every_run(v2_db, cli_app):
     # written by fixtures/legacy_db/make_legacy_db.py v2 at 5addfac: no run_tags, trace_facts,
     # interconnect_peaks, no estimator names in op_estimates
     expected = json.loads((LEGACY / "schema_v2.json").read_text())
-    before = db_state(v2_db)
-    res = invoke(cli_app, "runs", "--db", v2_db)
-    assert res.exit_code == 2
-    assert_one_line_error(res.stderr, [str(v2_db), "duckprof migrate --db"])
-    assert db_state(v2_db) == before
-    res = invoke(cli_app, "migrate", "--db", v2_db)
-    assert res.exit_code == 0, res.output
-    assert "schema version 4 (3 trace(s))" in res.stdout
+    refused_then_migrated(cli_app, v2_db, traces=3)
     with duckprof.connect(v2_db, read_only=True) as s:
         for run, want in expected.items():
             got = figures(s, run)
@@ -134,14 +140,7 @@ def test_released_v3_database_migrates_and_reports_as_a_fresh_load(tmp_path, cli
     fresh, and the views read stored rows, not an empty table."""
     v3_db = unpacked(tmp_path, "v3")
     expected = json.loads((LEGACY / "schema_v3.json").read_text())
-    before = db_state(v3_db)
-    res = invoke(cli_app, "runs", "--db", v3_db)
-    assert res.exit_code == 2
-    assert_one_line_error(res.stderr, [str(v3_db), "duckprof migrate --db"])
-    assert db_state(v3_db) == before
-    res = invoke(cli_app, "migrate", "--db", v3_db)
-    assert res.exit_code == 0, res.output
-    assert "schema version 4 (4 trace(s))" in res.stdout
+    refused_then_migrated(cli_app, v3_db, traces=4)
     fresh = tmp_path / "fresh.duckdb"
     with duckprof.connect(fresh) as s:
         fix = REPO / "fixtures"
