@@ -20,6 +20,7 @@ skips that trace with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import math
@@ -156,11 +157,11 @@ def test_reports_equal_their_snapshots(tmp_path, cli_app, monkeypatch, trace):
     run = run_name(Path(trace))
     corpus_db = database(tmp_path, trace)
     # The database is opened once (read-only, as `duckprof report --db` opens
-    # it) for the 32 reports, not once per report: opening checks the file
+    # it) for all its reports, not once per report: opening checks the file
     # (0.2-0.3 s), which tests/test_security.py and test_persistent.py test.
     from duckprof import cli_reports
     shared = Session(corpus_db, read_only=True)
-    monkeypatch.setattr(cli_reports, "open_data", lambda *a, **kw: _Unclosed(shared))
+    monkeypatch.setattr(cli_reports, "open_data", lambda *a, **kw: contextlib.nullcontext(shared))
     try:
         for stem, args in REPORTS:
             out = cli_output(cli_app, ["report", *args, "--db", corpus_db, "--run", run, "--format", "csv"],
@@ -168,19 +169,6 @@ def test_reports_equal_their_snapshots(tmp_path, cli_app, monkeypatch, trace):
             check(f"{run}/{stem}.csv", out)
     finally:
         shared.close()
-
-
-class _Unclosed:
-    """A session as a context manager that leaves it open."""
-
-    def __init__(self, session):
-        self.session = session
-
-    def __enter__(self):
-        return self.session
-
-    def __exit__(self, *exc):
-        return False
 
 
 @pytest.mark.slow
