@@ -23,7 +23,7 @@ import pytest
 
 import duckprof
 from browser import Browser, require_browser
-from conftest import REPO, corpus_path, invoke, run_cli
+from conftest import REPO, corpus_path, invoke, loaded, run_cli
 from html_check import assert_subsequence, cli_options, csv_rows
 from test_html import HOSTILE_KERNEL, HOSTILE_OP, hostile_trace
 
@@ -60,6 +60,13 @@ def db(tmp_path_factory):
         s.load([str(corpus_path(DIFF[1]))], run=DIFF[0])
         s.load([str(corpus_path(DIFF[3]))], run=DIFF[2])
     return path
+
+
+@pytest.fixture(scope="module")
+def h100_page(tmp_path_factory):
+    """The page of the H100 trace (the roofline test and the README's pictures)."""
+    with loaded(corpus_path("h100_vit_inference.json.gz"), run="h100") as s:
+        return s.html().save(tmp_path_factory.mktemp("h100") / "h100.html")
 
 
 @pytest.fixture(scope="module")
@@ -267,10 +274,8 @@ def test_diff_page_in_a_browser(browser, cli_app, db, tmp_path, shots):
 
 
 def test_hostile_names_run_nothing(browser, tmp_path):
-    s = duckprof.connect()
-    s.load([str(hostile_trace(tmp_path / "hostile.json"))], run="r")
-    path = s.html().save(tmp_path / "hostile.html")
-    s.close()
+    with loaded(hostile_trace(tmp_path / "hostile.json")) as s:
+        path = s.html().save(tmp_path / "hostile.html")
     page = browser.open(path)
     check_loaded(page)
     assert page.eval("document.title") == "duckprof: hostile.json"
@@ -298,16 +303,13 @@ def overlapping(boxes) -> list:
             if min(a[2], b[2]) - max(a[0], b[0]) > 0.5 and min(a[3], b[3]) - max(a[1], b[1]) > 0.5]
 
 
-def test_roofline_numbers_and_steps_grid_in_a_browser(browser, tmp_path, shots):
+def test_roofline_numbers_and_steps_grid_in_a_browser(browser, h100_page, tmp_path, shots):
     """As drawn by Chromium: the roofline of the H100 trace numbers its dots
     (one number per named dot up to 10, inside the chart, no two overlapping,
     a key line each); a run of 3 ranks draws its steps as one grid (a cell per
     step and rank), no console error."""
     from duckprof.html import charts
-    s = duckprof.connect()
-    s.load([str(corpus_path("h100_vit_inference.json.gz"))], run="h100")
-    page = browser.open(s.html().save(tmp_path / "h100.html"))
-    s.close()
+    page = browser.open(h100_page)
     check_loaded(page)
     (fig,) = page.eval(LABEL_BOXES_JS)
     assert len(fig["boxes"]) == min(fig["dots"], charts.ROOF_LABELS) == fig["key"] > 0
@@ -320,26 +322,20 @@ def test_roofline_numbers_and_steps_grid_in_a_browser(browser, tmp_path, shots):
     job = tmp_path / "job"
     job.mkdir()
     write_ranks(job, 3)
-    s = duckprof.connect()
-    s.load([str(job)], run="job")
-    page = browser.open(s.html(run="job").save(tmp_path / "job.html"))
-    s.close()
+    with loaded(job, run="job") as s:
+        page = browser.open(s.html(run="job").save(tmp_path / "job.html"))
     check_loaded(page)
     assert page.eval("document.querySelectorAll('#steps figure').length") == 1
     assert page.eval("document.querySelectorAll('#steps .steps-grid rect.mark').length") == 6
     page.screenshot(shots / "steps_grid.png", selector="#steps figure")
 
 
-def test_readme_screenshots(browser, tmp_path):
+def test_readme_screenshots(browser, h100_page, tmp_path):
     """The README's pictures of the H100 trace: overview, timeline, roofline."""
     update = os.environ.get("DUCKPROF_UPDATE_SCREENSHOTS") == "1"
     out = REPO / "docs" / "img" if update else tmp_path
     out.mkdir(parents=True, exist_ok=True)
-    s = duckprof.connect()
-    s.load([str(corpus_path("h100_vit_inference.json.gz"))], run="h100")
-    path = s.html().save(tmp_path / "h100.html")
-    s.close()
-    page = browser.open(path)
+    page = browser.open(h100_page)
     check_loaded(page)
     for name, selector in (("overview", "#overview"), ("timeline", "#timeline"),
                            ("roofline", "#kernels figure[data-chart=roofline]")):
