@@ -37,7 +37,8 @@ import textwrap
 
 from common import CORPUS, DATA_DIR, REPO, joined_ranks, shaped_trace
 
-PHASES = ["split", "parse+validate", "exact_ts", "nesting", "insert", "estimates", "trace_facts",
+DERIVED = ["derived_launches", "derived_kernel_estimates", "derived_memory_events", "derived_call_totals"]
+PHASES = ["split", "parse+validate", "exact_ts", "nesting", "insert", "estimates", "trace_facts", *DERIVED,
           "commit", "checkpoint"]
 
 DUCKPROF = """
@@ -68,6 +69,16 @@ L.Loader._nest = timed('nesting', L.Loader._nest)
 L.Loader._insert = timed('insert', L.Loader._insert)
 E.add_estimates = timed('estimates', E.add_estimates)
 S.fill_trace_facts = timed('trace_facts', S.fill_trace_facts)
+if hasattr(S, 'fill_derived'):  # the derived tables (schema 4): each table a phase of its own
+    _fill = S.fill_derived
+    def fill_each(con, ids, _all=tuple(S.DERIVED)):
+        try:
+            for t in _all:
+                S.DERIVED = (t,)
+                timed(t, _fill)(con, ids)
+        finally:
+            S.DERIVED = _all
+    S.fill_derived = fill_each
 if hasattr(S, 'checkpoint_without_vacuum'):  # a function of the module since issue 17
     S.checkpoint_without_vacuum = timed('checkpoint', S.checkpoint_without_vacuum)
 else:
