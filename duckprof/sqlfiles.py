@@ -48,11 +48,12 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates kept in the user's cache directory: compiling the
     ~45 templates a CLI command renders cost more than its SQL on a small
     trace. Jinja keys each entry by the template's source checksum, so an
-    edited file is compiled again. None without a writable cache directory."""
+    edited file is compiled again. The directory is private to the user (the
+    entries are code). None without a writable cache directory."""
     path = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
                         "duckprof", "jinja")
     try:
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(path, mode=0o700, exist_ok=True)
     except OSError:
         return None
     return jinja2.FileSystemBytecodeCache(path) if os.access(path, os.W_OK) else None
