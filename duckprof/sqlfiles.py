@@ -44,14 +44,20 @@ def read(rel: str) -> str:
     return (sql_root() / rel).read_text(encoding="utf-8")
 
 
+def user_cache_dir(*parts: str) -> str:
+    """A path in duckprof's directory of the user's cache (XDG_CACHE_HOME or
+    ~/.cache)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(root, "duckprof", *parts)
+
+
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates kept in the user's cache directory: compiling the
     ~45 templates a CLI command renders cost more than its SQL on a small
     trace. Jinja keys each entry by the template's source checksum, so an
     edited file is compiled again. The directory is private to the user (the
     entries are code). None without a writable cache directory."""
-    path = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-                        "duckprof", "jinja")
+    path = user_cache_dir("jinja")
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
     except OSError:
