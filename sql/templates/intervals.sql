@@ -24,6 +24,13 @@
 --   must be disjoint (merged_intervals' output: keys, start_ns, end_ns).
 --   Cumulative sums (computed once) looked up by two ASOF joins: no join of
 --   every window with every interval.
+-- overlaps_any(windows, intervals, keys, ws, we, name): windows with one more
+--   BOOLEAN column `name` (default overlaps): whether [ws, we] and one of the
+--   intervals share a stretch of positive length (covered_length > 0), from
+--   one ASOF join instead of two: the last interval starting before we is the
+--   only one that can. intervals must be disjoint with touching ones merged
+--   (merged_intervals' output); those of length 0 are ignored (they cover
+--   nothing).
 -- bucket_overlaps(intervals, windows, wkeys, keys, n, aggregates, s, e): each
 --   window (wkeys, w0, w1) cut into n buckets of equal length (integer bounds:
 --   bucket i is [w0 + (w1 - w0) * i // n, w0 + (w1 - w0) * (i + 1) // n)),
@@ -97,6 +104,14 @@ SELECT w.*,
 FROM {{ windows }} w
 ASOF LEFT JOIN covered_cum cs ON {% for k in keys %}cs.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ ws }} >= cs.start_ns
 ASOF LEFT JOIN covered_cum ce ON {% for k in keys %}ce.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ we }} >= ce.start_ns
+{%- endmacro %}
+
+{% macro overlaps_any(windows, intervals, keys, ws='ts_ns', we='end_ns', name='overlaps') -%}
+SELECT w.*, coalesce(iv.start_ns < w.{{ we }} AND iv.end_ns > w.{{ ws }} AND w.{{ we }} > w.{{ ws }}, false)
+           AS {{ name }}
+FROM {{ windows }} w
+ASOF LEFT JOIN (SELECT {{ keys | join(', ') }}, start_ns, end_ns FROM {{ intervals }} WHERE end_ns > start_ns) iv
+  ON {% for k in keys %}iv.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ we }} > iv.start_ns
 {%- endmacro %}
 
 {% macro _bucket_of(t, n) -%}
