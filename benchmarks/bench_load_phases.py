@@ -19,7 +19,9 @@ the exact text of fractional absolute timestamps, read from each chunk as it is
 parsed), exact_ts (before issue 19: the second read of the file for those),
 nesting, insert (insert_events.sql, the
 traces rows), estimates, trace_facts, derived (schema 4's derived tables,
-session.fill_derived), commit, checkpoint (and close). CPU is
+session.fill_derived: the sum of derived_launches, derived_kernel_estimates,
+derived_memory_events and derived_call_totals, each also shown), commit,
+checkpoint (and close). CPU is
 the process's CPU seconds during the phase (every thread). `load+count` is
 what the issue's targets measure: connect, load, `select count(*) from
 events`. Each tool runs in a fresh subprocess, --repeat times; the median is
@@ -38,7 +40,8 @@ import textwrap
 
 from common import CORPUS, DATA_DIR, REPO, joined_ranks, shaped_trace
 
-PHASES = ["split", "parse+validate", "exact_ts", "nesting", "insert", "estimates", "trace_facts", "derived",
+DERIVED = ["derived_launches", "derived_kernel_estimates", "derived_memory_events", "derived_call_totals"]
+PHASES = ["split", "parse+validate", "exact_ts", "nesting", "insert", "estimates", "trace_facts", "derived", *DERIVED,
           "commit", "checkpoint"]
 
 DUCKPROF = """
@@ -69,8 +72,16 @@ L.Loader._nest = timed('nesting', L.Loader._nest)
 L.Loader._insert = timed('insert', L.Loader._insert)
 E.add_estimates = timed('estimates', E.add_estimates)
 S.fill_trace_facts = timed('trace_facts', S.fill_trace_facts)
-if hasattr(S, 'fill_derived'):  # schema 4's derived tables (called by fill_trace_facts)
-    S.fill_derived = timed('derived', S.fill_derived)
+if hasattr(S, 'fill_derived'):  # schema 4's derived tables (called by fill_trace_facts): each table
+    _fill = S.fill_derived        # a phase of its own, 'derived' their sum
+    def fill_each(con, ids, _all=tuple(S.DERIVED)):
+        try:
+            for t in _all:
+                S.DERIVED = (t,)
+                timed(t, _fill)(con, ids)
+        finally:
+            S.DERIVED = _all
+    S.fill_derived = fill_each
 if hasattr(S, 'checkpoint_without_vacuum'):  # a function of the module since issue 17
     S.checkpoint_without_vacuum = timed('checkpoint', S.checkpoint_without_vacuum)
 else:
@@ -91,6 +102,8 @@ close = time.perf_counter() - t2
 wall['checkpoint'] = wall.get('checkpoint', 0) + close
 cpu['checkpoint'] = cpu.get('checkpoint', 0) + time.process_time() - c2
 accounted = sum(wall.values())
+for d in (wall, cpu):
+    d['derived'] = sum(d.get(t, 0) for t in ['derived_launches', 'derived_kernel_estimates', 'derived_memory_events', 'derived_call_totals'])
 wall['connect'] = t1 - t0; cpu['connect'] = c1 - c0
 wall['commit'] = secs - wall['connect'] - accounted  # the rest: transaction commit, count query, Python
 extra = {'phases': wall, 'cpu': cpu, 'cpu_total': time.process_time() - c0}

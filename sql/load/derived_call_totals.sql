@@ -14,7 +14,9 @@
 {%- set in_ids = "trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, trace_id)" %}
 INSERT INTO derived_call_totals
 WITH calls AS (
-    SELECT trace_id, event_id, pid, tid, ts_ns, end_ns
+    SELECT trace_id, event_id, ts_ns, end_ns,
+           -- the thread, one key for the ASOF joins (no thread: no device time)
+           CASE WHEN pid IS NOT NULL AND tid IS NOT NULL THEN hash(pid, tid) END AS th
     FROM (SELECT trace_id, event_id, pid, tid, ts_ns, end_ns FROM cpu_ops
           UNION ALL
           SELECT trace_id, event_id, pid, tid, ts_ns, end_ns FROM user_annotations
@@ -37,17 +39,17 @@ owner AS (  -- the device time each host call launched itself
     GROUP BY trace_id, owner_id
 ),
 dev_cum AS (  -- per thread, launched device time cumulated by the launching call's start
-    SELECT c.trace_id, c.pid, c.tid, c.ts_ns,
-           sum(sum(o.dev_ns)) OVER (PARTITION BY c.trace_id, c.pid, c.tid ORDER BY c.ts_ns ROWS UNBOUNDED PRECEDING) AS cum
+    SELECT c.trace_id, c.th, c.ts_ns,
+           sum(sum(o.dev_ns)) OVER (PARTITION BY c.trace_id, c.th ORDER BY c.ts_ns ROWS UNBOUNDED PRECEDING) AS cum
     FROM owner o
     JOIN calls c ON c.trace_id = o.trace_id AND c.event_id = o.event_id
-    GROUP BY c.trace_id, c.pid, c.tid, c.ts_ns
+    GROUP BY c.trace_id, c.th, c.ts_ns
 ),
 dev AS (
     SELECT c.trace_id, c.event_id, dh.cum - coalesce(dl.cum, 0) AS device_ns
     FROM calls c
-    ASOF JOIN dev_cum dh ON dh.trace_id = c.trace_id AND dh.pid = c.pid AND dh.tid = c.tid AND c.end_ns > dh.ts_ns
-    ASOF LEFT JOIN dev_cum dl ON dl.trace_id = c.trace_id AND dl.pid = c.pid AND dl.tid = c.tid AND c.ts_ns > dl.ts_ns
+    ASOF JOIN dev_cum dh ON dh.trace_id = c.trace_id AND dh.th = c.th AND c.end_ns > dh.ts_ns
+    ASOF LEFT JOIN dev_cum dl ON dl.trace_id = c.trace_id AND dl.th = c.th AND c.ts_ns > dl.ts_ns
     WHERE dh.cum IS DISTINCT FROM dl.cum
 ),
 mem_raw AS (

@@ -11,7 +11,8 @@ WITH k0 AS (
            l.op_event_id, l.op_name, e.flops AS op_flops, e.bytes AS op_bytes, e.dtype AS op_dtype,
            e.flops_formula, e.bytes_formula, c.category,
            greatest(coalesce(l.dur_ns, 0), 0) AS d,
-           coalesce(l.op_event_id, -l.event_id) AS op_key  -- a kernel without op is its own group
+           coalesce(l.op_event_id, -l.event_id) AS op_key,  -- a kernel without op is its own group
+           coalesce(c.category IN {{ sql_list(math_categories) }}, false) AS is_math
     FROM launches l
     LEFT JOIN op_estimates e
       ON l.op_event_id IS NOT NULL
@@ -20,19 +21,16 @@ WITH k0 AS (
     WHERE l.kind = 'kernel'
       AND l.trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, l.trace_id)
 ),
-k AS (  -- math kernels; every kernel of an op that has none
-    SELECT *, coalesce(category IN {{ sql_list(math_categories) }}, false)
-              OR NOT bool_or(coalesce(category IN {{ sql_list(math_categories) }}, false))
-                     OVER (PARTITION BY trace_id, op_key) AS math_kernel
-    FROM k0
+per_op AS (  -- math kernels: those of a math category; every kernel of an op that has none
+    SELECT trace_id, op_key, count(*) AS op_kernels, sum(d) AS op_dur, bool_or(is_math) AS any_math,
+           CASE WHEN bool_or(is_math) THEN count(*) FILTER (WHERE is_math) ELSE count(*) END AS math_kernels,
+           CASE WHEN bool_or(is_math) THEN sum(d) FILTER (WHERE is_math) ELSE sum(d) END AS math_dur
+    FROM k0 GROUP BY trace_id, op_key
 ),
-per_op AS (
-    SELECT trace_id, op_key, count(*) AS op_kernels, sum(d) AS op_dur,
-           count(*) FILTER (WHERE math_kernel) AS math_kernels, sum(d) FILTER (WHERE math_kernel) AS math_dur
-    FROM k GROUP BY trace_id, op_key
-),
-j AS (
-    SELECT k.*, p.op_kernels, p.op_dur, p.math_kernels, p.math_dur FROM k JOIN per_op p USING (trace_id, op_key)
+j AS (  -- (a group, not a window over the op's kernels: no sort)
+    SELECT k0.* EXCLUDE (is_math), k0.is_math OR NOT p.any_math AS math_kernel,
+           p.op_kernels, p.op_dur, p.math_kernels, p.math_dur
+    FROM k0 JOIN per_op p USING (trace_id, op_key)
 ),
 split AS (  -- ops with several kernels: floor of the proportional share ...
     SELECT *,

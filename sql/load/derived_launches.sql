@@ -19,7 +19,7 @@ link_mode AS (
     WHERE correlation IS NOT NULL AND trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, trace_id)
     GROUP BY trace_id
 ),
-ops AS (
+ops AS NOT MATERIALIZED (  -- read twice, for the ids and for the shapes: not held in between
     SELECT trace_id, event_id, name, external_id, input_dims, input_types, concrete_inputs
     FROM cpu_ops
     WHERE trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, trace_id)
