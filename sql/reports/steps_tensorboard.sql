@@ -58,8 +58,8 @@ host_steps AS (
     SELECT s.trace_id, s.step, s.ts_ns, s.end_ns FROM steps s JOIN scope USING (trace_id)
     UNION ALL
     SELECT c.trace_id, 0, min(c.ts_ns), max(c.end_ns)
-    FROM cpu_ops c JOIN scope USING (trace_id)
-    WHERE NOT EXISTS (SELECT 1 FROM steps s WHERE s.trace_id = c.trace_id)
+    FROM cpu_ops c
+    JOIN (SELECT trace_id FROM scope EXCEPT SELECT trace_id FROM steps) USING (trace_id)  -- traces without steps
     GROUP BY c.trace_id
 ),
 comm_ops AS (
