@@ -115,19 +115,20 @@ def test_covered_lengths_of_nested_sets_in_overlapping_windows():
     # a [0,100]: one 20 + 10 = 30, one_two 50, zero 5;  a2: the same window again;
     # b [12,52]: one 18 + 2 = 20, one_two 40;  c [30,50]: one 0 (touches [10,30] and [50,60]), one_two 20;
     # d [200,300]: nothing;  g [20,20]: empty;  h [60,80]: nothing (the backwards interval adds nothing);
-    # e (key 2) [40,60]: 20 and 20;  n (key NULL) [5,20]: 5 and 5
+    # e (key 2) [40,60]: 20 and 20;  n (key NULL) [5,20]: 5 and 5;  z [NULL,50]: 0 (kept)
     got = sql("""{% from 'templates/intervals.sql' import covered_lengths %}
         WITH iv(k, class, ts_ns, end_ns) AS (VALUES (1, 1, 10, 20), (1, 1, 10, 12), (1, 1, 15, 30), (1, 1, 50, 60),
                                                     (1, 2, 25, 55), (1, 2, 70, 65), (1, 0, 0, 5), (2, 1, 0, 100),
                                                     (NULL, 1, 0, 10)),
         w(k, id, ts_ns, end_ns) AS (VALUES (1, 'a', 0, 100), (1, 'a2', 0, 100), (1, 'b', 12, 52), (1, 'c', 30, 50),
                                            (1, 'd', 200, 300), (1, 'g', 20, 20), (1, 'h', 60, 80), (2, 'e', 40, 60),
-                                           (NULL, 'n', 5, 20))
+                                           (NULL, 'n', 5, 20), (1, 'z', NULL, 50))
         SELECT id, one, one_two, zero FROM ({{ covered_lengths('w', 'iv', ['k'],
                                                             sets={"one": [1], "one_two": [1, 2], "zero": [0]}) }})
         ORDER BY id""")
     assert got == [("a", 30, 50, 5), ("a2", 30, 50, 5), ("b", 20, 40, 0), ("c", 0, 20, 0), ("d", 0, 0, 0),
-                   ("e", 20, 20, 0), ("g", 0, 0, 0), ("h", 0, 0, 0), ("n", 5, 5, 0)]
+                   ("e", 20, 20, 0), ("g", 0, 0, 0), ("h", 0, 0, 0), ("n", 5, 5, 0),
+                   ("z", 0, 0, 0)]
 
 
 def test_covered_lengths_equals_clipping_every_interval_to_every_window():

@@ -29,7 +29,8 @@
 --   set's intervals covers. intervals: keys, s, e and cls, a class number
 --   0..30; sets maps a column name to the list of classes it unites (e.g.
 --   {'u1': [1], 'u2': [1, 2]}: nested priorities). Windows may overlap; a
---   window matches the intervals of its keys (by IS NOT DISTINCT FROM). No
+--   window matches the intervals of its keys (by IS NOT DISTINCT FROM); one
+--   with a NULL end covers 0. No
 --   join of every window with every interval and one sort for every set:
 --   each class's intervals are cut into disjoint pieces (the part of each
 --   after every earlier one of its class ended, as union_lengths counts),
@@ -136,6 +137,7 @@ cover_edges AS (  -- the windows' distinct edges, numbered in time order
     FROM (SELECT {{ keys | join(', ') }}, {{ ws }} AS t FROM {{ windows }}
           UNION
           SELECT {{ keys | join(', ') }}, {{ we }} FROM {{ windows }})
+    WHERE t IS NOT NULL
 ),
 cover_gaps AS (  -- per gap between two edges (edge_no: the one before it), each set's covered length
     SELECT {{ keys | join(', ') }}, running >> 32 AS edge_no
@@ -169,10 +171,10 @@ cover_at AS (  -- at each edge, each set's covered length since the first edge
                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 )
 SELECT w.*
-{%- for col in sets %}, ae.{{ col }} - a0.{{ col }} AS {{ col }}{% endfor %}
+{%- for col in sets %}, coalesce(ae.{{ col }} - a0.{{ col }}, 0) AS {{ col }}{% endfor %}
 FROM {{ windows }} w
-JOIN cover_at a0 ON {{ _same_keys('a0', 'w', keys) }} AND a0.t = w.{{ ws }}
-JOIN cover_at ae ON {{ _same_keys('ae', 'w', keys) }} AND ae.t = w.{{ we }}
+LEFT JOIN cover_at a0 ON {{ _same_keys('a0', 'w', keys) }} AND a0.t = w.{{ ws }}
+LEFT JOIN cover_at ae ON {{ _same_keys('ae', 'w', keys) }} AND ae.t = w.{{ we }}
 {%- endmacro %}
 
 {% macro _bucket_of(t, n) -%}
