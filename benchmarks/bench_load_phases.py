@@ -18,7 +18,8 @@ parse+validate (wait for the staged chunks, validate.sql; since issue 19 also
 the exact text of fractional absolute timestamps, read from each chunk as it is
 parsed), exact_ts (before issue 19: the second read of the file for those),
 nesting, insert (insert_events.sql, the
-traces rows), estimates, trace_facts, commit, checkpoint (and close). CPU is
+traces rows), estimates, trace_facts, derived (schema 4's derived tables,
+session.fill_derived), commit, checkpoint (and close). CPU is
 the process's CPU seconds during the phase (every thread). `load+count` is
 what the issue's targets measure: connect, load, `select count(*) from
 events`. Each tool runs in a fresh subprocess, --repeat times; the median is
@@ -37,7 +38,7 @@ import textwrap
 
 from common import CORPUS, DATA_DIR, REPO, joined_ranks, shaped_trace
 
-PHASES = ["split", "parse+validate", "exact_ts", "nesting", "insert", "estimates", "trace_facts",
+PHASES = ["split", "parse+validate", "exact_ts", "nesting", "insert", "estimates", "trace_facts", "derived",
           "commit", "checkpoint"]
 
 DUCKPROF = """
@@ -68,6 +69,8 @@ L.Loader._nest = timed('nesting', L.Loader._nest)
 L.Loader._insert = timed('insert', L.Loader._insert)
 E.add_estimates = timed('estimates', E.add_estimates)
 S.fill_trace_facts = timed('trace_facts', S.fill_trace_facts)
+if hasattr(S, 'fill_derived'):  # schema 4's derived tables (called by fill_trace_facts)
+    S.fill_derived = timed('derived', S.fill_derived)
 if hasattr(S, 'checkpoint_without_vacuum'):  # a function of the module since issue 17
     S.checkpoint_without_vacuum = timed('checkpoint', S.checkpoint_without_vacuum)
 else:

@@ -30,6 +30,7 @@ COMMANDS = {
     "report kernels": ["report", "kernels"],
     "report kernels --group-by-launch --limit 0": ["report", "kernels", "--group-by-launch", "--limit", "0"],
     "report idle": ["report", "idle"],
+    "report idle --by event --limit 15": ["report", "idle", "--by", "event", "--limit", "15"],
     "report gpu-time": ["report", "gpu-time"],
     "report gpu-time --by-step": ["report", "gpu-time", "--by-step"],
     "report queue": ["report", "queue"],

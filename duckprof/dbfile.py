@@ -181,8 +181,7 @@ def user_cache(key: str, compute) -> str:
     (which names everything the text depends on): what every open of a
     database compares with is worked out once, not in every process. Best
     effort: without a writable cache it is computed each time."""
-    path = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-                        "duckprof", key)
+    path = sqlfiles.user_cache_dir(key)
     try:
         with open(path, encoding="utf-8") as f:
             return f.read()

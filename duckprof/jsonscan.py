@@ -41,6 +41,9 @@ def find_array_start(path, buf: bytes):
         return True, i + 1, b""
     if first != b"{":
         raise TraceError(path, "not JSON: the file does not start with '{' or '['")
+    quick = _quick_array_start(buf, i)
+    if quick is not None:
+        return quick
     depth = 0
     want_colon = want_array = False
     for m in _TOKEN.finditer(buf, i):
@@ -65,6 +68,34 @@ def find_array_start(path, buf: bytes):
             key_start = m.start()
             want_colon = True
     return None
+
+_TRACE_EVENTS_ARRAY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_PAIRS = (b"{}", b"[]")
+
+
+def _quick_array_start(buf: bytes, i: int):
+    """find_array_start's answer for the object opening at buf[i], found by
+    C-level scans instead of a Python step per token (the metadata before
+    traceEvents holds ~1 KB of device properties per GPU, read for every file
+    of a job): the first '"traceEvents": [' is the key when the text between
+    the '{' and it has no backslash, no other "traceEvents", whole strings
+    and balanced brackets outside them (so the key is at the top level). None:
+    the token walk decides (escapes, a nested "traceEvents", an unusual or
+    broken file)."""
+    m = _TRACE_EVENTS_ARRAY.search(buf, i + 1)
+    if m is None:
+        return None
+    inner = buf[i + 1:m.start()]
+    if b"\\" in inner or b'"traceEvents"' in inner or inner.count(b'"') % 2:
+        return None
+    brackets = _outside_strings(inner)
+    while brackets:
+        shorter = brackets.replace(_PAIRS[0], b"").replace(_PAIRS[1], b"")
+        if len(shorter) == len(brackets):
+            return None
+        brackets = shorter
+    return False, m.end(), buf[i:m.start()]
+
 
 def read_head(path, blocks):
     """Read blocks of the file (an iterator of bytes) until the traceEvents
@@ -99,30 +130,39 @@ _RKEY = re.compile(rb'\s*:\s*(' + _RSTRING + rb')')
 _SKIP_BUDGET = 64 << 10
 
 
-def find_array_end(tail: bytes, bare: bool):
+def find_array_end(tail: bytes, bare: bool, start: int = 0):
     """Index of the ']' closing traceEvents in `tail`, and the parsed suffix dict.
 
     Scans tokens backwards from the end of the file (which is outside any
     string, so the scan is unambiguous). A top-level array value whose '['
     lies before the tail or more than _SKIP_BUDGET bytes back, or whose key is
-    "traceEvents", is the events array.
+    "traceEvents", is the events array. `start`: where the tail begins in
+    `tail` (a whole file held in memory, from just after the array's '['),
+    so that it need not be copied out.
     Returns (None, None) when the tail does not end the way a complete trace does.
     """
-    stripped = tail.rstrip(WS)
+    # the end without its whitespace, found without copying the tail
+    last = tail[-64:]
+    n = len(tail) - len(last) + len(last.rstrip(WS))
+    if n == len(tail) - len(last) and n > start:  # the tail ends in more whitespace than that
+        n = len(tail[start:].rstrip(WS)) + start
+    n = max(n, start)
     if bare:
-        return (len(stripped) - 1, {}) if stripped.endswith(b"]") else (None, None)
-    if not stripped.endswith(b"}"):
+        return (n - 1, {}) if n > start and tail[n - 1] == ord("]") else (None, None)
+    if not (n > start and tail[n - 1] == ord("}")):
         return None, None
-    window = min(len(stripped), 4 * _SKIP_BUDGET)
-    while True:
-        found = _scan_reversed(stripped[len(stripped) - window:][::-1], window == len(stripped))
-        if found is not None or window == len(stripped):
-            break
-        window = len(stripped)  # the suffix is longer than the window: scan it all
+    # reversing costs ~3 ns a byte: a window just past the budget first (a
+    # suffix of a few KB, as Kineto writes), then one with room for another
+    # array after traceEvents, then all of it
+    for window in (_SKIP_BUDGET + (16 << 10), 4 * _SKIP_BUDGET, n - start):
+        window = min(window, n - start)
+        found = _scan_reversed(tail[n - window:n][::-1], window == n - start)
+        if found is not None or window == n - start:
+            break  # decided (the suffix is longer than the window: the next scans more)
     if found is None or found is False:
         return None, None
-    end = len(stripped) - 1 - found
-    return _suffix_after(stripped, end)
+    end = n - 1 - found
+    return _suffix_after(tail, end)
 
 
 def _scan_reversed(rev: bytes, whole: bool):
@@ -173,6 +213,18 @@ _NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"{}[]')))
 _PLAIN_STRING = re.compile(rb'"[^"]*"')
 
 
+def _outside_strings(part: bytes) -> bytes:
+    """The brackets of `part` (JSON text without a backslash, maybe reversed)
+    that lie outside strings, in order; a string left open at its end keeps
+    its brackets (its quote goes).
+    Adjacent quotes ("") go first, by bytes.replace: each is a string without
+    brackets, or the end of one string and the start of the next with nothing
+    but commas, colons, numbers or spaces between them; removing either keeps
+    every bracket inside or outside a string as it was, and leaves the regex
+    a few strings instead of one match per string of the text."""
+    return _PLAIN_STRING.sub(b"", part.translate(None, _NOT_STRUCTURE).replace(b'""', b"")).replace(b'"', b"")
+
+
 def _stays_inside(rev: bytes, start: int, stop: int) -> bool:
     """True if rev[start:stop] never leaves the top-level array whose closing
     ']' (reversed) ends just before start: the walk of _scan_reversed over the
@@ -190,7 +242,7 @@ def _stays_inside(rev: bytes, start: int, stop: int) -> bool:
     if b"\\" in part:
         brackets = _RNOT_BRACKET.sub(b"", part).replace(b'"', b"")
     else:
-        brackets = _PLAIN_STRING.sub(b"", part.translate(None, _NOT_STRUCTURE)).replace(b'"', b"")
+        brackets = _outside_strings(part)
     while True:
         shorter = brackets
         for pair in _RPAIRS:

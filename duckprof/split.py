@@ -213,6 +213,42 @@ def _split_plain(path, tmpdir, stem, size, chunks, on_chunk, hash_name):
                       content_hash_value=hasher, compressed=False)
 
 
+def _split_small(path, tmpdir, stem, size, on_chunk, hash_name):
+    """Fast path for an uncompressed, complete file of at most 2 * BLOCK (a
+    rank of a big job: thousands of them): read once, hashed from the same
+    bytes, the array located in them and written out as one chunk, without
+    the copies of the streaming path. The result is the streaming path's.
+    None means: use the streaming path (gzip, a truncated or odd file, which
+    it handles and names)."""
+    with open(path, "rb", buffering=0) as f:
+        data = f.read(size + 1)
+    if len(data) != size or data[:2] == b"\x1f\x8b":
+        return None
+    found = find_array_start(path, data)
+    if not found:
+        return None
+    bare, start, prefix = found
+    end, suffix = find_array_end(data, bare, start)
+    if end is None:
+        return None
+    metadata = {} if bare else parse_metadata(path, prefix)
+    metadata.update(suffix)
+    out = os.path.join(tmpdir, f"{stem}.0000.json")
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        view = memoryview(data)
+        for part in (b"[", view[start:end], b"]"):
+            while part:
+                part = part[os.write(fd, part):]
+    finally:
+        os.close(fd)
+    digest = new_content_hash(hash_name)
+    digest.update(data)
+    on_chunk(out)
+    return SplitTrace(path=path, chunks=[out], metadata=metadata, size_bytes=size, json_bytes=size,
+                      content_hash_value=digest.hexdigest(), compressed=False)
+
+
 def _copy_range(src, dst, count, offset):
     try:
         return os.copy_file_range(src, dst, count, offset)
@@ -222,24 +258,43 @@ def _copy_range(src, dst, count, offset):
         return os.write(dst, data)
 
 
-def _truncated_gzip_rest(path, skip: int):
-    """What zlib can still decompress from a truncated gzip file, after the first
-    `skip` uncompressed bytes (those the gzip reader already returned)."""
-    d = zlib.decompressobj(zlib.MAX_WBITS | 16)
-    with open(path, "rb") as f:
-        while not d.eof:
-            c = f.read(1 << 20)
-            if not c:
-                return
-            try:
-                out = d.decompress(c)
-            except zlib.error:
-                return
-            if skip:
-                n = min(skip, len(out))
-                out, skip = out[n:], skip - n
-            if out:
-                yield out
+class _GzipRest:
+    """What zlib can still decompress from a gzip file the gzip reader gave up
+    on (EOFError), after the first `skip` uncompressed bytes (those the reader
+    already returned). Iterating yields the bytes; afterwards `trailing` is the
+    number of bytes after the last complete gzip member when the file is not
+    truncated but has data appended to it (isal's reader reports that as an
+    early end too), else 0."""
+
+    def __init__(self, path, skip: int):
+        self.path, self.skip, self.trailing = path, skip, 0
+
+    def __iter__(self):
+        skip = self.skip
+        d = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        with open(self.path, "rb") as f:
+            pending = b""
+            while True:
+                c = pending or f.read(1 << 20)
+                pending = b""
+                if not c:
+                    return
+                try:
+                    out = d.decompress(c)
+                except zlib.error:
+                    return
+                if skip:
+                    n = min(skip, len(out))
+                    out, skip = out[n:], skip - n
+                if out:
+                    yield out
+                if d.eof:
+                    rest = d.unused_data + f.read()
+                    if rest[:2] == b"\x1f\x8b":  # another member follows
+                        d, pending = zlib.decompressobj(zlib.MAX_WBITS | 16), rest
+                        continue
+                    self.trailing = len(rest)
+                    return
 
 
 def _gzip_isize(path):
@@ -400,9 +455,14 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
             fast = _split_plain(path, tmpdir, stem, size, chunks, on_chunk, hash_name)
             if fast is not None:
                 return fast
+    elif not sanitize and size <= MIN_CHUNK:  # one chunk, as the stream would cut it
+        small = _split_small(path, tmpdir, stem, size, on_chunk, hash_name)
+        if small is not None:
+            return small
     raw, hashing, stream, compressed = _open_stream(path, hash_name)
     json_bytes = 0
     truncated_gzip = False
+    trailing_bytes = 0  # data appended after the gzip stream (ignored, with a note)
 
     counts = {"utf8": 0, "ctrl": 0, "surrogate": 0}
 
@@ -427,19 +487,30 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
         return b
 
     def blocks():
-        nonlocal json_bytes, truncated_gzip
+        nonlocal json_bytes, truncated_gzip, trailing_bytes
         while True:
             try:
                 b = stream.read(BLOCK)
             except EOFError:
-                truncated_gzip = True
                 # GzipFile drops the block it was decoding: get the rest from zlib
-                for b in _truncated_gzip_rest(path, json_bytes):
+                rest = _GzipRest(path, json_bytes)
+                for b in rest:
                     json_bytes += len(b)
                     yield clean(b) if sanitize else b
+                trailing_bytes = rest.trailing
+                truncated_gzip = not trailing_bytes
                 return
             except _GZIP_ERRORS as e:
-                raise TraceError(path, f"corrupt gzip data ({e})") from None
+                # the stdlib reader reports data appended after a complete stream as a bad header
+                rest = _GzipRest(path, json_bytes)
+                tail = b"".join(rest)
+                if not rest.trailing:
+                    raise TraceError(path, f"corrupt gzip data ({e})") from None
+                json_bytes += len(tail)
+                trailing_bytes = rest.trailing
+                if tail:
+                    yield clean(tail) if sanitize else tail
+                return
             if not b:
                 return
             json_bytes += len(b)
@@ -514,6 +585,8 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
         rest = raw.read()
         hashing.hash.update(rest)
         notes = [salvage_note] if salvage_note else []
+        if trailing_bytes:
+            notes.append(f"{trailing_bytes:,} byte(s) after the end of the gzip stream ignored")
         if counts["utf8"]:
             notes.append(f"{counts['utf8']:,} invalid UTF-8 sequence(s) replaced by U+FFFD")
         if counts["surrogate"]:

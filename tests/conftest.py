@@ -122,28 +122,34 @@ def category_counts(events) -> dict:
 # -- sessions ------------------------------------------------------------------
 
 @pytest.fixture(scope="session")
-def corpus_session():
-    """One in-memory session with every corpus file loaded (run 'corpus').
-    Yields (session, {file name: trace_id}). Loading takes 3 s or more, so
-    every test that uses it is marked slow (pytest_collection_modifyitems)."""
-    if not corpus_files():
-        pytest.skip(f"no trace corpus at {CORPUS}")
-    s = duckprof.connect()
-    report = s.load([str(CORPUS)], run="corpus")
-    ids = {os.path.basename(f.path): f.trace_id for f in report.files}
-    yield s, ids, report
-    s.close()
-
-
-@pytest.fixture(scope="session")
-def corpus_db(tmp_path_factory):
-    """A database file holding every corpus trace as run 'corpus'."""
+def corpus_loaded(tmp_path_factory):
+    """A database file holding every corpus trace as run 'corpus', and the
+    LoadReport of that load."""
     if not corpus_files():
         pytest.skip(f"no trace corpus at {CORPUS}")
     db = tmp_path_factory.mktemp("corpus") / "corpus.duckdb"
     with duckprof.connect(db) as s:
-        s.load([str(CORPUS)], run="corpus")
-    return db
+        report = s.load([str(CORPUS)], run="corpus")
+    return db, report
+
+
+@pytest.fixture(scope="session")
+def corpus_db(corpus_loaded):
+    """The path of a database file holding every corpus trace as run 'corpus'."""
+    return corpus_loaded[0]
+
+
+@pytest.fixture(scope="session")
+def corpus_session(corpus_loaded):
+    """A read-only session on corpus_db (one load of the corpus per process:
+    the CLI tests open the same file read-only, which DuckDB allows beside it).
+    Yields (session, {file name: trace_id}, LoadReport). Loading takes 3 s or
+    more, so every test that uses it is marked slow (pytest_collection_modifyitems)."""
+    db, report = corpus_loaded
+    s = duckprof.connect(db, read_only=True)
+    ids = {os.path.basename(f.path): f.trace_id for f in report.files}
+    yield s, ids, report
+    s.close()
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker

@@ -239,6 +239,31 @@ def test_salvage_truncated_gzip(cli_app, tmp_path):
     assert f"loaded {expected:,} complete events" in r.stdout
 
 
+@pytest.mark.parametrize("reader", ["isal", "stdlib"])
+def test_data_appended_after_a_gzip_stream_is_ignored_with_a_note(tmp_path, monkeypatch, reader):
+    """`gzip -d` decompresses such a file and warns; isal's reader called it a
+    truncated stream, the stdlib's a bad header."""
+    if reader == "stdlib":
+        from duckprof import split
+        monkeypatch.setattr(split, "_gzip", gzip)
+    n = len(json.loads(GOOD_TEXT)["traceEvents"])
+    # two members (as pigz or `cat a.gz b.gz` make) then 9 bytes of junk
+    half = len(GOOD_TEXT) // 2
+    path = tmp_path / "appended.json.gz"
+    path.write_bytes(gzip.compress(GOOD_TEXT[:half], mtime=0) + gzip.compress(GOOD_TEXT[half:], mtime=0)
+                     + b"junk\n1234")
+    with duckprof.connect() as s:
+        rep = s.load([str(path)])
+        assert scalar(s, "select count(*) from events") == n
+    assert f"{path}: 9 byte(s) after the end of the gzip stream ignored" in rep.summary()
+    # a second member cut short is still a truncated file
+    cut = tmp_path / "cut_member.json.gz"
+    second = gzip.compress(GOOD_TEXT[half:], mtime=0)
+    cut.write_bytes(gzip.compress(GOOD_TEXT[:half], mtime=0) + second[: len(second) // 2])
+    with duckprof.connect() as s, pytest.raises(duckprof.TraceError, match="truncated"):
+        s.load([str(cut)])
+
+
 def test_salvage_on_cli(cli_app, tmp_path):
     path = tmp_path / "cut.json"
     path.write_bytes(GOOD_TEXT[:1500])

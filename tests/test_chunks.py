@@ -11,7 +11,7 @@ import pytest
 
 import duckprof
 from duckprof import jsonscan, split, synth
-from conftest import rows, slow_when
+from conftest import HANDMADE, corpus_path, rows, slow_when
 
 
 @pytest.mark.slow  # a 20 MB trace (test_chunk_files_are_removed_once_staged splits into chunks quickly)
@@ -109,6 +109,107 @@ def test_reverse_scan_skip_by_brackets_equals_the_token_walk(monkeypatch, seed, 
         assert fast == walk, (seed, n_events)
         assert json.loads(data[:fast[0] + 1] + b"}")["traceEvents"] == events
     assert True in answers  # the big arrays were skipped by counting, not walked
+
+
+def _outcome(fn, *args):
+    """What fn(*args) returns, or the type and text of the error it raises."""
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001 - compared, not hidden
+        return type(e).__name__, str(e)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_array_start_by_brackets_equals_the_token_walk(monkeypatch, seed):
+    """find_array_start finds '"traceEvents": [' by C-level scans
+    (jsonscan._quick_array_start) when the text before it is plain, instead
+    of a Python step per token: on metadata with brackets and quotes inside
+    strings, escapes, nested or string-valued "traceEvents", a top-level
+    object that closes early, or no array at all, the answer (or the error)
+    must be the token walk's."""
+    import random
+    rnd = random.Random(seed)
+    values = ['"]"', '"[{"', '"a}b"', "[[1, 2], [3]]", "{}", '{"k": ["}"]}', "1.5", '"traceEvents"',
+              '{"traceEvents": [1]}', '"x\\"y"', '"\\u005b"', "null"]
+    used = []
+    real = jsonscan._quick_array_start
+    monkeypatch.setattr(jsonscan, "_quick_array_start", lambda *a: used.append(real(*a)) or used[-1])
+    for _ in range(300):
+        keys = [f'"k{k}{rnd.choice(["", "[", "}", " {"])}": {rnd.choice(values)}' for k in range(rnd.randrange(6))]
+        events = rnd.choice(['"traceEvents": [{"ph": "X"}, ', '"traceEvents" : [', '"traceEvents": 5, ', ""])
+        spaces = rnd.choice(["", " ", "\n  "])
+        data = ("{" + spaces + (", " + spaces).join(keys) + (", " if keys and events else "") + events
+                + '{"ph": "i"}]}').encode()
+        if rnd.random() < 0.1:
+            data = b'{"a": 1} ' + data
+        fast = _outcome(jsonscan.find_array_start, "t.json", data)
+        with monkeypatch.context() as m:
+            m.setattr(jsonscan, "_quick_array_start", lambda *a: None)
+            walk = _outcome(jsonscan.find_array_start, "t.json", data)
+        assert fast == walk, data
+    assert sum(u is not None for u in used) > 20  # many were found the quick way
+    assert None in used  # and the others by the walk
+
+
+def _small_plain_traces(tmp_path) -> list:
+    """Plain .json traces under 2 * split.BLOCK: corpus traces decompressed
+    (real metadata and device properties), handmade ones, synthetic ranks,
+    and odd shapes: arrays after traceEvents, a bare array, a byte order mark,
+    a long whitespace tail, a truncated file, no traceEvents, not JSON."""
+    out = []
+    for name in ("a100_alexnet_train.json.gz", "mi250_rocm_train.json.gz", "sampled_rank0_no_devprops.json.gz",
+                 "cpu_only_rank34.json.gz", "backward_thread_minimal.json"):
+        src = corpus_path(name)
+        data = gzip.decompress(src.read_bytes()) if name.endswith(".gz") else src.read_bytes()
+        if len(data) <= 2 * split.BLOCK:
+            out.append(tmp_path / name.replace(".gz", ""))
+            out[-1].write_bytes(data)
+    out += sorted(HANDMADE.glob("*.json"))
+    rank = tmp_path / "rank3.json"
+    synth.generate(str(rank), target_bytes=300_000, seed=3, rank=3, world_size=8)
+    out.append(rank)
+    events = [{"ph": "X", "name": f"op]{i}", "ts": i, "dur": 1, "args": {"x": "}]"}} for i in range(50)]
+    odd = {
+        "after.json": json.dumps({"traceEvents": events, "deviceProperties": [{"id": 0, "name": "] ["}],
+                                  "traceName": "t]"}).encode(),
+        "bare.json": json.dumps(events).encode(),
+        "bom.json": b"\xef\xbb\xbf" + json.dumps({"schemaVersion": 1, "traceEvents": events}).encode(),
+        "spaces.json": json.dumps({"traceEvents": events}).encode() + b" \n" * 5000,
+        "truncated.json": json.dumps({"traceEvents": events}).encode()[:-700],
+        "no_events.json": json.dumps({"schemaVersion": 1, "deviceProperties": []}).encode(),
+        "not_json.json": b"hello",
+    }
+    for name, data in odd.items():
+        out.append(tmp_path / name)
+        out[-1].write_bytes(data)
+    return [str(p) for p in out]
+
+
+def test_small_file_split_equals_the_stream(monkeypatch, tmp_path):
+    """A plain file of at most 2 * BLOCK (the ranks of a big job) is split by
+    split._split_small: read once, hashed from the same bytes, one chunk
+    written from them. The chunk, the metadata, the hash and every other
+    field (or the error) must be the streaming path's."""
+    files = _small_plain_traces(tmp_path)
+    used = []
+    real = split._split_small
+    monkeypatch.setattr(split, "_split_small", lambda *a: used.append(real(*a)) or used[-1])
+
+    def split_and_read(path, out):
+        os.makedirs(out, exist_ok=True)
+        got = _outcome(split.split_trace, path, out, 4, True)
+        if isinstance(got, split.SplitTrace):
+            got.content_hash  # noqa: B018 - resolves a hashing thread
+            got.chunks = [(os.path.basename(c), open(c, "rb").read()) for c in got.chunks]
+        return got
+    for path in files:
+        fast = split_and_read(path, str(tmp_path / "fast"))
+        with monkeypatch.context() as m:
+            m.setattr(split, "_split_small", lambda *a: None)
+            stream = split_and_read(path, str(tmp_path / "stream"))
+        assert fast == stream, path
+    assert sum(u is not None for u in used) >= 10  # split the quick way
+    assert None in used  # the truncated file went on to the stream (salvaged there)
 
 
 @pytest.mark.slow  # loads 7 traces (two of them big corpus files) twice

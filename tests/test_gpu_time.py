@@ -204,8 +204,42 @@ def test_one_gpu_window_everywhere_and_unlaunched_work_said():
         assert (qr["window_us"], qr["launches"]) == (80, 2)
         assert qr["mean_depth"] == pytest.approx((1 * 40 + 2 * 10) / 80)
         assert (qr["p50_depth"], qr["p95_depth"], qr["max_depth"], qr["time_at_max_us"]) == (1, 2, 2, 10)
+        # the notes read these counts from the result (the main query's GPU windows)
+        assert (qr["device_events"], qr["device_unlaunched"]) == (4, 2)
+        assert (t["events"], t["unlaunched"]) == (4, 2)
         assert q(s, "SELECT scope, (start_ns - $t0) // 1000, window_ns // 1000, events, unlaunched "
                     "FROM gpu_windows ORDER BY scope", {"t0": T0}) == [("device", 0, 80, 4, 2), ("stream", 0, 80, 4, 2)]
+
+
+def test_queue_notes_count_the_streams_and_devices_it_has_no_row_for(tmp_path):
+    """unlaunched_start.json with its memset (no launch call) moved to a stream of its own,
+    and a kernel with no launch call on device 1: queue lists stream 7 only (stream 9 and
+    device 1 have nothing queued), its note still counts device 0's 4 events, 2 without a
+    launch call (device_events / device_unlaunched: all the device's streams), and says
+    that device 1 has no row; temporal's note counts the same from its own rows."""
+    trace = json.loads((FIX / "unlaunched_start.json").read_text())
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "gpu_memset":
+            e["tid"] = e["args"]["stream"] = 9
+    trace["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "K9", "pid": 1, "tid": 7, "ts": 1000000,
+                                 "dur": 10, "args": {"device": 1, "stream": 7, "correlation": 900}})
+    path = tmp_path / "split_streams.json"
+    path.write_text(json.dumps(trace))
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        qres = s.report_result("queue")
+        rows = as_dicts(qres.relation)
+        assert [(r["device"], r["stream"], r["launches"], r["device_events"], r["device_unlaunched"])
+                for r in rows] == [(0, 7, 2, 4, 2)]
+        unlaunched = ("split_streams.json: {} of {} device events on device {} have no launch call in the trace "
+                      "(launched before the profile began, or by a call it does not record): the GPU window and "
+                      "busy time count them, the queue depth does not")
+        assert sorted(qres.notes) == [unlaunched.format(2, 4, 0),
+                                      "split_streams.json: no device event on device 1 is queued (none has a launch "
+                                      "call the queue counts in the trace), so the device has no row"]
+        tres = s.report_result("temporal")
+        assert [(r["device"], r["events"], r["unlaunched"]) for r in as_dicts(tres.relation)] == [(0, 4, 2), (1, 1, 1)]
+        assert sorted(tres.notes) == sorted([unlaunched.format(2, 4, 0), unlaunched.format(1, 1, 1)])
 
 
 def test_device_queue_depth_and_drains(two):

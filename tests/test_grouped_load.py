@@ -13,7 +13,8 @@ import shutil
 import pytest
 
 import duckprof
-from duckprof import load, synth
+from duckprof import load, sqlfiles, synth
+from duckprof.session import DERIVED
 from duckprof.errors import TraceError
 from conftest import HANDMADE, corpus_path, rows
 
@@ -25,6 +26,7 @@ TABLES = {
     "op_estimates": "SELECT * FROM op_estimates",
     "trace_facts": "SELECT * FROM trace_facts",
     "run_tags": "SELECT * EXCLUDE (set_at) FROM run_tags",
+    **{t: f"SELECT * FROM {t}" for t in DERIVED},
 }
 
 
@@ -178,3 +180,30 @@ def test_file_loaded_twice_in_groups_changes_nothing(monkeypatch, tmp_path):
         assert all(f.skipped for f in again.files)
         assert _tables(s) == after_first
         assert rows(s, "SELECT count(*), count(DISTINCT rank) FROM traces") == [(5, 5)]
+
+
+def test_derived_tables_filled_once_per_load(monkeypatch, tmp_path):
+    """A job's derived tables (schema 4, sql/load/derived_*.sql) are filled
+    by one statement each for all the traces of the load, not one per trace
+    or per batch: with thousands of rank files, per-trace statements would
+    cost more than the rows (GROUP_FILES = 2, BATCH_FILES = 2: three groups,
+    three batches). Every trace gets its rows."""
+    monkeypatch.setattr(load, "GROUP_FILES", 2)
+    monkeypatch.setattr(load, "BATCH_FILES", 2)
+    files = []
+    for r in range(5):
+        files.append(str(tmp_path / f"rank{r}.json"))
+        synth.generate(files[-1], events=400, seed=r, rank=r, world_size=5)
+    rendered = []
+    real = sqlfiles.render
+
+    def render(name, **kw):
+        rendered.append(name)
+        return real(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", render)
+    with duckprof.connect() as s:
+        s.load(files, run="job")
+        per_trace = rows(s, "SELECT count(DISTINCT trace_id) FROM derived_launches")
+    assert rendered.count("load/insert_events.sql") == 3  # three batches
+    assert [rendered.count(f"load/{t}.sql") for t in DERIVED] == [1] * len(DERIVED)
+    assert per_trace == [(5,)]

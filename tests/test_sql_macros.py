@@ -159,6 +159,28 @@ def test_covered_lengths_are_bigint():
     assert got == [("BIGINT", 8000000000000000000)]
 
 
+# -- overlaps_any ---------------------------------------------------------------------
+
+def test_overlaps_any_is_covered_length_above_zero():
+    # intervals [0,10] [20,50] [60,60] (length 0: covers nothing); windows: [5,25] yes;
+    # [30,30] no (length 0); [10,20] no (touches both); [50,60] no (touches [20,50] and
+    # the point 60); [55,65] no (only the point 60); [45,55] yes; [-5,0] no; [0,1] yes;
+    # [49,70] yes ([20,50], although [60,60] starts later); key 2 has no interval
+    windows = ("(1, 'a', 5, 25), (1, 'b', 30, 30), (1, 'c', 10, 20), (1, 'd', 50, 60), (1, 'e', 55, 65), "
+               "(1, 'f', 45, 55), (1, 'g', -5, 0), (1, 'h', 0, 1), (1, 'i', 49, 70), (2, 'j', 0, 100)")
+    got = sql("""{% from 'templates/intervals.sql' import overlaps_any, covered_length %}
+        WITH busy(k, start_ns, end_ns) AS (VALUES (1, 0, 10), (1, 20, 50), (1, 60, 60)),
+        w(k, id, ts_ns, end_ns) AS (VALUES """ + windows + """)
+        SELECT o.id, o.hit, c.covered_ns > 0
+        FROM ({{ overlaps_any('w', 'busy', ['k'], name='hit') }}) o
+        JOIN ({{ covered_length('w', 'busy', ['k']) }}) c USING (k, id)
+        ORDER BY o.id""")
+    assert [(i, hit) for i, hit, _ in got] == [
+        ("a", True), ("b", False), ("c", False), ("d", False), ("e", False), ("f", True), ("g", False),
+        ("h", True), ("i", True), ("j", False)]
+    assert all(hit == covered for _, hit, covered in got)
+
+
 # -- bucket_overlaps ----------------------------------------------------------------
 
 BUCKETED = """{% from 'templates/intervals.sql' import bucket_overlaps %}

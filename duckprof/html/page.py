@@ -789,13 +789,14 @@ def render_sections(ctx, sections) -> list[RenderedSection]:
 # -- the page of a run -----------------------------------------------------------------------------
 
 #: derived table macros that several of the page's reports read (gpu-time and its
-#: variants, temporal, idle, queue): on the page's connection each is computed
+#: variants, temporal, idle, queue; gpu_windows: their GPU windows and the notes
+#: on unlaunched events): on the page's connection each is computed
 #: once, for its default arguments, into a TEMP table; a TEMP macro and view of
 #: the same name, which DuckDB finds before the database's, read that table, and
 #: calls with other arguments run the packaged SQL (kept as
 #: duckprof_page_sql_<name>). The reports' SQL is unchanged, and so are their
 #: numbers (tests compare the page with the CLI's).
-SHARED_VIEWS = ("gpu_activity", "gpu_busy_intervals", "gpu_idle_intervals", "queue_depth")
+SHARED_VIEWS = ("gpu_activity", "gpu_windows", "gpu_busy_intervals", "gpu_idle_intervals", "queue_depth")
 #: plain views several reports (or one report's several queries) read, shared when one
 #: of those reports is registered, in this order (a view shared before another is read
 #: from its table): kernel_categories (categories, categories --by-step, steps, steps

@@ -26,7 +26,7 @@
 -- uses: device, gpu_window
 -- option: --limit/-n INTEGER >= 0 = 20  rows per trace and device (0 = all)
 -- option: --by CHOICE(event)  one row per call instead, ranked as torch's BasicEvaluation (sql/reports/idle_events.sql)
--- requires: gpu_idle_intervals, gpu_activity, cpu_ops, python_functions, user_annotations, runtime, steps, gpu_windows, trace_files, gpu_ops
+-- requires: gpu_idle_intervals, gpu_activity, cpu_ops, python_functions, user_annotations, runtime, steps, gpu_windows, trace_files, gpu_ops, launches
 --
 -- Columns:
 -- run             VARCHAR  run label

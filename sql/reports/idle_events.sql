@@ -35,7 +35,7 @@
 --
 -- uses: device, gpu_window
 -- option: --limit/-n INTEGER >= 0 = 20  ops per trace and device (0 = all)
--- requires: gpu_activity, queue_drains, gpu_windows, cpu_ops, steps, python_functions, trace_files, gpu_ops, runtime
+-- requires: gpu_activity, queue_drains, gpu_windows, cpu_ops, steps, python_functions, trace_files, gpu_ops, launches
 --
 -- Columns:
 -- run          VARCHAR  run label
@@ -54,7 +54,7 @@
 -- source       VARCHAR  e.g. 'train.py(82): step', the user's frame around the op; NULL without Python stacks
 {% from "templates/scope.sql" import scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
-{% from "templates/intervals.sql" import merged_intervals, covered_length %}
+{% from "templates/intervals.sql" import merged_intervals, covered_length, overlaps_any %}
 {% from "templates/frames.sql" import user_frame %}
 WITH act AS (  -- every device event with a launch call: queued from the call's start to its end
     SELECT trace_id, device, launch_ts_ns AS s, greatest(end_ns, launch_ts_ns) AS e
@@ -88,14 +88,13 @@ with_queued AS (
 ),
 measured AS (
     -- idle during the op = its duration minus the time the queue was non-empty;
-    -- a candidate overlaps a drain interval
+    -- a candidate overlaps a drain interval (by a stretch of positive length)
     SELECT trace_id, device, event_id, ts_ns, end_ns, dur_ns, self_ns,
-           dur_ns - queued_ns AS gpu_idle_ns, covered_ns AS falling_ns
-    FROM ({{ covered_length('(SELECT * EXCLUDE (covered_ns), covered_ns AS queued_ns FROM with_queued)',
-                            'falling', ['trace_id', 'device']) | indent(10) }}) f
+           dur_ns - covered_ns AS gpu_idle_ns, candidate
+    FROM ({{ overlaps_any('with_queued', 'falling', ['trace_id', 'device'], name='candidate') | indent(10) }}) f
 ),
 cand AS (
-    SELECT *, coalesce(gpu_idle_ns / nullif(dur_ns, 0), 0) AS idle_frac, falling_ns > 0 AS candidate
+    SELECT *, coalesce(gpu_idle_ns / nullif(dur_ns, 0), 0) AS idle_frac
     FROM measured
 ),
 stats AS (

@@ -7,7 +7,9 @@
 -- temporal): mean_depth = time-average; p50/p95 = the smallest depth the queue
 -- stays at or below for 50% / 95% of that time; time_at_max = how long the
 -- queue held max_depth. Device events whose launch call is not in the trace
--- are in the window but not in the queue (a note says how many).
+-- are in the window but not in the queue (device_unlaunched, and a note); a
+-- stream none of whose events is queued has no row (a note names a device that
+-- has none).
 -- mean_pending, p50_pending and max_pending are HTA's queue length statistics
 -- (get_queue_length_summary): launched-but-not-started events, described over
 -- the change points (each launch and each start), unweighted by time, p50
@@ -17,7 +19,7 @@
 --
 -- uses: device, gpu_window
 -- option: --buckets/-b INTEGER >= 0 = 0  queue depth over time instead: N equal time buckets per stream (sql/reports/queue_buckets.sql)
--- requires: queue_depth, gpu_windows, trace_files, gpu_ops, runtime
+-- requires: queue_depth, gpu_windows, trace_files, gpu_ops, launches
 --
 -- Columns:
 -- run              VARCHAR  run label
@@ -36,6 +38,10 @@
 -- mean_pending     DOUBLE   mean number launched but not yet started, over change points (HTA's mean)
 -- p50_pending      DOUBLE  [wide]  their median (HTA's 50%)
 -- max_pending      BIGINT   maximum number launched but not yet started (HTA's max)
+-- device_events      BIGINT  [wide]  device events in the GPU windows of the device's streams (all of them,
+--                                    listed or not)
+-- device_unlaunched  BIGINT  [wide]  of those, events whose launch call is not in the trace: not in the queue
+--                                    (a note says how many)
 {% from "templates/scope.sql" import scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
 WITH q AS (
@@ -44,7 +50,9 @@ WITH q AS (
     WHERE TRUE {{ scope() }}
 ),
 w AS (
-    SELECT trace_id, device, stream, start_ns, end_ns, window_ns
+    SELECT trace_id, device, stream, start_ns, end_ns, window_ns,
+           sum(events) OVER (PARTITION BY trace_id, device) AS device_events,
+           sum(unlaunched) OVER (PARTITION BY trace_id, device) AS device_unlaunched
     FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)
     WHERE scope = 'stream' {{ scope() }}
 ),
@@ -89,7 +97,8 @@ SELECT tr.run, tr.rank, s.trace_id, s.device, s.stream, s.launches, w.window_ns 
        p.mean_depth, p.p50_depth, p.p95_depth, p.max_depth,
        p.time_at_max_ns / 1e3 AS time_at_max_us,
        100.0 * p.time_at_max_ns / nullif(w.window_ns, 0) AS time_at_max_pct,
-       s.mean_pending, s.p50_pending, s.max_pending
+       s.mean_pending, s.p50_pending, s.max_pending,
+       w.device_events::BIGINT AS device_events, w.device_unlaunched::BIGINT AS device_unlaunched
 FROM s
 JOIN w USING (trace_id, device, stream)
 LEFT JOIN pct p USING (trace_id, device, stream)
@@ -97,4 +106,6 @@ JOIN trace_files tr USING (trace_id)
 ORDER BY tr.run, tr.rank NULLS LAST, s.trace_id, s.device, s.stream
 
 -- @notes
-{{ gpu_notes(need_launches=true, unlaunched=true) }}
+{{ gpu_notes(need_launches=true, unlaunched=true, rows=result,
+             windows='(SELECT trace_id, device, any_value(device_events) AS events, '
+                     ~ 'any_value(device_unlaunched) AS unlaunched FROM ' ~ result ~ ' GROUP BY trace_id, device)') }}

@@ -36,6 +36,9 @@
 -- idle_pct          DOUBLE   idle_us / window_us, %
 -- compute_pct       DOUBLE   compute_us / window_us, %
 -- non_compute_pct   DOUBLE   non_compute_us / window_us, %
+-- events            BIGINT  [wide]  device events in the GPU window
+-- unlaunched        BIGINT  [wide]  of those, events whose launch call is not in the trace (a note says how
+--                                   many)
 {% from "templates/scope.sql" import scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
 {% from "templates/intervals.sql" import union_lengths %}
@@ -45,7 +48,7 @@ WITH a AS (
     WHERE TRUE {{ scope() }}
 ),
 windows AS (
-    SELECT trace_id, device, window_ns
+    SELECT trace_id, device, window_ns, events, unlaunched
     FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)
     WHERE scope = 'device' {{ scope() }}
 ),
@@ -69,10 +72,11 @@ SELECT tr.run, tr.rank, t.trace_id, t.device,
        (t.busy_ns - t.ccm_ns) / 1e3 AS other_us,
        100.0 * (t.window_ns - t.busy_ns) / nullif(t.window_ns, 0) AS idle_pct,
        100.0 * t.compute_ns / nullif(t.window_ns, 0) AS compute_pct,
-       100.0 * (t.busy_ns - t.compute_ns) / nullif(t.window_ns, 0) AS non_compute_pct
+       100.0 * (t.busy_ns - t.compute_ns) / nullif(t.window_ns, 0) AS non_compute_pct,
+       t.events, t.unlaunched
 FROM t
 JOIN trace_files tr USING (trace_id)
 ORDER BY tr.run, tr.rank NULLS LAST, t.trace_id, t.device
 
 -- @notes
-{{ gpu_notes(unlaunched=true) }}
+{{ gpu_notes(unlaunched=true, windows=result) }}

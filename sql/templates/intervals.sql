@@ -38,6 +38,13 @@
 --   consecutive points, the classes running (a bit each) and the edges passed;
 --   per set, the lengths summed between consecutive edges and accumulated
 --   over the edges give the covered length at each edge.
+-- overlaps_any(windows, intervals, keys, ws, we, name): windows with one more
+--   BOOLEAN column `name` (default overlaps): whether [ws, we] and one of the
+--   intervals share a stretch of positive length (covered_length > 0), from
+--   one ASOF join instead of two: the last interval starting before we is the
+--   only one that can. intervals must be disjoint with touching ones merged
+--   (merged_intervals' output); those of length 0 are ignored (they cover
+--   nothing).
 -- bucket_overlaps(intervals, windows, wkeys, keys, n, aggregates, s, e): each
 --   window (wkeys, w0, w1) cut into n buckets of equal length (integer bounds:
 --   bucket i is [w0 + (w1 - w0) * i // n, w0 + (w1 - w0) * (i + 1) // n)),
@@ -175,6 +182,14 @@ SELECT w.*
 FROM {{ windows }} w
 LEFT JOIN cover_at a0 ON {{ _same_keys('a0', 'w', keys) }} AND a0.t = w.{{ ws }}
 LEFT JOIN cover_at ae ON {{ _same_keys('ae', 'w', keys) }} AND ae.t = w.{{ we }}
+{%- endmacro %}
+
+{% macro overlaps_any(windows, intervals, keys, ws='ts_ns', we='end_ns', name='overlaps') -%}
+SELECT w.*, coalesce(iv.start_ns < w.{{ we }} AND iv.end_ns > w.{{ ws }} AND w.{{ we }} > w.{{ ws }}, false)
+           AS {{ name }}
+FROM {{ windows }} w
+ASOF LEFT JOIN (SELECT {{ keys | join(', ') }}, start_ns, end_ns FROM {{ intervals }} WHERE end_ns > start_ns) iv
+  ON {% for k in keys %}iv.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ we }} > iv.start_ns
 {%- endmacro %}
 
 {% macro _bucket_of(t, n) -%}

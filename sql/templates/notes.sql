@@ -2,7 +2,7 @@
 -- Each macro renders a query returning note VARCHAR and instead BOOLEAN (see
 -- duckprof/reports.py); import with context (they read the run and device
 -- options).
--- gpu_notes(need_launches, unlaunched): per trace in scope, "no GPU activity
+-- gpu_notes(need_launches, unlaunched, windows, rows): per trace in scope, "no GPU activity
 --   in this trace" (on the device, if one is chosen); with need_launches, per
 --   trace whose device activity has no launch call in the trace (then the
 --   report has no queue depth for it); with unlaunched, per device whose GPU
@@ -10,19 +10,28 @@
 --   device events whose launch call is not in the trace. When no trace in
 --   scope has device activity, one line "no GPU activity in this trace",
 --   printed instead of the table.
+--   windows: where the unlaunched counts come from: a relation (SQL text) with
+--   one row per device in scope (trace_id, device, events, unlaunched), e.g.
+--   the report's result table when its main query already computed its
+--   GPU windows; none: gpu_windows scope 'device' (computed again). A device
+--   with no row in `windows` gets no such note: with rows (the report's
+--   result, one or more rows per device), a device of a trace with launches
+--   that has device activity but no row says so instead.
+--   has_launches reads the launches view (the derived table filled at load:
+--   every device event with its launch call, matched by correlation).
 {% from "templates/scope.sql" import run_scope, device_scope with context %}
 
 {% macro where_device() -%}
 {%- if device is not none %}' (device ' || $device || ')'{% else %}''{% endif -%}
 {%- endmacro %}
 
-{% macro gpu_notes(need_launches=false, unlaunched=false) -%}
+{% macro gpu_notes(need_launches=false, unlaunched=false, windows=none, rows=none) -%}
 WITH t AS (
     SELECT f.trace_id, f.file_name,
            EXISTS (SELECT 1 FROM gpu_ops g WHERE g.trace_id = f.trace_id {{ device_scope('g.') }}) AS has_gpu,
            {%- if need_launches %}
-           EXISTS (SELECT 1 FROM gpu_ops g JOIN runtime r ON r.trace_id = g.trace_id AND r.correlation = g.correlation
-                   WHERE g.trace_id = f.trace_id {{ device_scope('g.') }}) AS has_launches
+           EXISTS (SELECT 1 FROM launches l
+                   WHERE l.trace_id = f.trace_id AND l.launch_event_id IS NOT NULL {{ device_scope('l.') }}) AS has_launches
            {%- else %}
            true AS has_launches
            {%- endif %}
@@ -46,9 +55,22 @@ SELECT note, instead FROM (
                           || ' device events on device ' || w.device || ' have no launch call in the trace '
                           || '(launched before the profile began, or by a call it does not record): the GPU '
                           || 'window and busy time count them, the queue depth does not', false
-    FROM (SELECT gw.*, t.file_name FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta) gw
+    FROM (SELECT gw.trace_id, gw.device, gw.events, gw.unlaunched, t.file_name
+          {%- if windows is none %}
+          FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta) gw
+          {%- else %}
+          FROM (SELECT trace_id, device, events, unlaunched, 'device' AS scope FROM {{ windows }}) gw
+          {%- endif %}
           JOIN t USING (trace_id)
           WHERE gw.scope = 'device' AND gw.unlaunched > 0 {% if need_launches %}AND t.has_launches {% endif %}{{ device_scope('gw.') }}) w
+    {%- endif %}
+    {%- if rows is not none %}
+    UNION ALL
+    SELECT 0, d.trace_id, t.file_name || ': no device event on device ' || d.device || ' is queued (none has a '
+                          || 'launch call the queue counts in the trace), so the device has no row', false
+    FROM (SELECT DISTINCT trace_id, device FROM gpu_ops g WHERE TRUE {{ device_scope('g.') }}) d
+    JOIN t USING (trace_id)
+    WHERE t.has_launches AND NOT EXISTS (SELECT 1 FROM {{ rows }} r WHERE r.trace_id = d.trace_id AND r.device = d.device)
     {%- endif %}
     UNION ALL
     SELECT 1, NULL, 'no GPU activity in this trace' || {{ where_device() }}

@@ -59,15 +59,16 @@ changes AS (
     UNION ALL SELECT trace_id, device, period, event_id, ts_ns, 1, 0 FROM periods
     UNION ALL SELECT trace_id, device, period, event_id, end_ns, 0, -1 FROM periods
 ),
-series AS (
-    SELECT trace_id, device, period, ts_ns,
-           sum(d) OVER w AS queue_depth, row_number() OVER w AS rn
+series AS (  -- the depth after each change: every period ends at depth 0, so the running sum
+             -- over the device in (period, time) order equals the sum within the period
+    SELECT trace_id, device, period, ts_ns, ord, event_id,
+           sum(d) OVER (PARTITION BY trace_id, device ORDER BY period, ts_ns, ord, event_id
+                        ROWS UNBOUNDED PRECEDING) AS queue_depth
     FROM changes
-    WINDOW w AS (PARTITION BY trace_id, device, period ORDER BY ts_ns, ord, event_id ROWS UNBOUNDED PRECEDING)
 ),
-stretches AS (
+stretches AS (  -- the peak: the last change (in time order) at the highest depth of the period
     SELECT trace_id, device, period - 1 AS c, max(ts_ns) AS zero_ts_ns,
-           max(queue_depth) AS peak, arg_max(ts_ns, (queue_depth, rn)) AS peak_ts_ns
+           max(queue_depth) AS peak, arg_max(ts_ns, (queue_depth, ts_ns, ord, event_id)) AS peak_ts_ns
     FROM series
     GROUP BY trace_id, device, period
 ),
