@@ -13,6 +13,11 @@ from decimal import Decimal
 import duckdb
 from tabulate import tabulate
 
+try:  # how tabulate measures a cell (wide characters count 2); without it every row is drawn
+    from tabulate import _visible_width
+except ImportError:  # pragma: no cover
+    _visible_width = None
+
 FORMATS = ("table", "csv", "json", "markdown", "parquet")
 
 
@@ -199,6 +204,29 @@ def _human(v, kind: str, name: str):
     return v
 
 
+def _widest_rows(rows, limit, widths: dict):
+    """The rows of `rows` that draw (to_text, name_width=limit) a table exactly
+    as wide as all of them: tabulate pads each column to its widest cell, so
+    the rows holding each column's widest cell, and any row with a cell whose
+    length differs from its width on screen (len() counts the former).
+    widths: a cache of the cells' widths, kept between calls."""
+    if _visible_width is None:
+        return rows
+    picked, widest = set(), {}
+    for i, r in enumerate(rows):
+        for k, v in enumerate(r):
+            s = _cell(v, limit)
+            w = widths.get(s)
+            if w is None:
+                w = widths[s] = _visible_width(s)
+            if w != len(s):
+                picked.add(i)
+            if w > widest.get(k, (-1, 0))[0]:
+                widest[k] = (w, i)
+    picked.update(i for _, i in widest.values())
+    return [rows[i] for i in sorted(picked)]
+
+
 def report_table(columns, rows, documented, fmt="table", wide=False, name_width=60, width=120) -> str:
     """A report's rows as a table for people (see the comment above)."""
     doc = {c.name: c for c in documented}
@@ -230,21 +258,22 @@ def report_table(columns, rows, documented, fmt="table", wide=False, name_width=
                if all(isinstance(r[i], (int, float, Decimal)) and not isinstance(r[i], bool) or r[i] is None
                       for r in rows)}
     limit = None if wide else (name_width or 10**6)
-    dropped = []
-    while True:
-        text = to_text(headers, table_rows, fmt, name_width=limit, right_aligned=numeric)
-        too_wide = max((len(line) for line in text.splitlines()), default=0) > width
-        if wide or not (too_wide and text_cols and limit > 24 and fmt == "table"):
-            break
+    dropped, widths = [], {}
+
+    def too_wide():
+        # drawn from the few rows that make the table as wide as all of them (quick on long tables)
+        text = to_text(headers, _widest_rows(table_rows, limit, widths), fmt, name_width=limit, right_aligned=numeric)
+        return max((len(line) for line in text.splitlines()), default=0) > width
+
+    while not wide and fmt == "table" and text_cols and limit > 24 and too_wide():
         limit = max(24, min(limit, max(len(r[k]) for r in table_rows for k in text_cols
                                        if isinstance(r[k], str))) - 4)
-    while too_wide and not wide and fmt == "table" and len(headers) > 2:
+    while not wide and fmt == "table" and len(headers) > 2 and too_wide():
         # still too wide: the last columns go, and the footer names them
         dropped.insert(0, columns[keep.pop()])
         headers.pop()
         table_rows = [r[:-1] for r in table_rows]
-        text = to_text(headers, table_rows, fmt, name_width=limit, right_aligned=numeric)
-        too_wide = max((len(line) for line in text.splitlines()), default=0) > width
+    text = to_text(headers, table_rows, fmt, name_width=limit, right_aligned=numeric)
     import textwrap
     if constant:
         text += textwrap.fill("(every row: " + "; ".join(constant) + ")", width) + "\n"

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import CORPUS, REPO, invoke, needs_corpus
 
-from duckprof import render, reports
+from duckprof import render, reports, sqlfiles
 
 H100 = CORPUS / "h100_vit_inference.json.gz"
 KERNELS = REPO / "fixtures" / "kernels" / "h100_two_kernels_one_op.json"
@@ -38,6 +38,24 @@ def test_column_kinds():
     assert render.column_kind("busy_pct") == ("pct", "busy")
     assert render.column_kind("flops") == ("flops", "flops")
     assert render.column_kind("shared_memory_bytes") == ("bytes", "shared memory")
+
+
+@pytest.mark.parametrize("width", [60, 90, 120])
+def test_fitting_is_checked_on_the_widest_rows_alone(monkeypatch, width):
+    """report_table checks whether a table fits on the rows holding each column's
+    widest cell (and those whose length differs from their width on screen):
+    the table it prints is the one drawn when every row is checked. Rows with a
+    long name, wide (CJK, 2 columns each) and combining characters (0 columns)."""
+    documented = [sqlfiles.Column(name, "VARCHAR", "") for name in ("name", "step", "total_us", "note")]
+    rows = [(f"kernel_{i}_" + "x" * (i % 12), i, 1000.0 * i, "short") for i in range(300)]
+    rows[7] = ("核" * 15, 7, 7.0, "wide")  # 15 characters, 30 columns
+    rows[11] = ("e\u0301" * 30, 11, 11.0, "combining")  # 60 characters, 30 columns
+    rows[13] = ("n", 13, 1e12, "a long note " * 6)
+    fast = render.report_table(["name", "step", "total_us", "note"], rows, documented, width=width)
+    monkeypatch.setattr(render, "_visible_width", None)  # every row drawn at every width tried
+    slow = render.report_table(["name", "step", "total_us", "note"], rows, documented, width=width)
+    assert fast == slow
+    assert max(map(len, fast.splitlines())) <= width or "more column(s)" in fast
 
 
 def test_kernels_table_for_people(cli_app, monkeypatch):

@@ -106,6 +106,59 @@ def test_covered_length_when_a_window_starts_or_ends_inside_an_interval():
     assert got == [("a", 10), ("b", 0), ("c", 0), ("d", 40)]
 
 
+# -- covered_lengths --------------------------------------------------------------
+
+def test_covered_lengths_of_nested_sets_in_overlapping_windows():
+    # key 1: class 1 [10,20] [10,12] [15,30] [50,60] (union [10,30] [50,60]); class 2 [25,55] and
+    # [70,65] (ends before it starts: nothing); class 0 [0,5]. key 2: class 1 [0,100]. key NULL: class 1 [0,10].
+    # one = class 1, one_two = classes 1 and 2 ([10,60]), zero = class 0.
+    # a [0,100]: one 20 + 10 = 30, one_two 50, zero 5;  a2: the same window again;
+    # b [12,52]: one 18 + 2 = 20, one_two 40;  c [30,50]: one 0 (touches [10,30] and [50,60]), one_two 20;
+    # d [200,300]: nothing;  g [20,20]: empty;  h [60,80]: nothing (the backwards interval adds nothing);
+    # e (key 2) [40,60]: 20 and 20;  n (key NULL) [5,20]: 5 and 5;  z [NULL,50]: 0 (kept)
+    got = sql("""{% from 'templates/intervals.sql' import covered_lengths %}
+        WITH iv(k, class, ts_ns, end_ns) AS (VALUES (1, 1, 10, 20), (1, 1, 10, 12), (1, 1, 15, 30), (1, 1, 50, 60),
+                                                    (1, 2, 25, 55), (1, 2, 70, 65), (1, 0, 0, 5), (2, 1, 0, 100),
+                                                    (NULL, 1, 0, 10)),
+        w(k, id, ts_ns, end_ns) AS (VALUES (1, 'a', 0, 100), (1, 'a2', 0, 100), (1, 'b', 12, 52), (1, 'c', 30, 50),
+                                           (1, 'd', 200, 300), (1, 'g', 20, 20), (1, 'h', 60, 80), (2, 'e', 40, 60),
+                                           (NULL, 'n', 5, 20), (1, 'z', NULL, 50))
+        SELECT id, one, one_two, zero FROM ({{ covered_lengths('w', 'iv', ['k'],
+                                                            sets={"one": [1], "one_two": [1, 2], "zero": [0]}) }})
+        ORDER BY id""")
+    assert got == [("a", 30, 50, 5), ("a2", 30, 50, 5), ("b", 20, 40, 0), ("c", 0, 20, 0), ("d", 0, 0, 0),
+                   ("e", 20, 20, 0), ("g", 0, 0, 0), ("h", 0, 0, 0), ("n", 5, 5, 0),
+                   ("z", 0, 0, 0)]
+
+
+def test_covered_lengths_equals_clipping_every_interval_to_every_window():
+    # the definition, by brute force on many overlapping intervals of three classes and windows
+    # that overlap each other: union lengths of the clipped intervals (union_lengths)
+    text = """{% from 'templates/intervals.sql' import covered_lengths, union_lengths %}
+        WITH iv AS (SELECT 1 AS k, i % 3 AS class, (i * 37) % 1000 AS ts_ns, (i * 37) % 1000 + (i * 11) % 90 - 5 AS end_ns
+                    FROM range(400) r(i)),
+        w AS (SELECT 1 AS k, j AS id, (j * 53) % 900 AS ts_ns, (j * 53) % 900 + (j * 29) % 200 AS end_ns
+              FROM range(40) r(j)),
+        clipped AS (SELECT w.id, iv.class, greatest(iv.ts_ns, w.ts_ns) AS ts_ns, least(iv.end_ns, w.end_ns) AS end_ns
+                    FROM iv JOIN w ON iv.ts_ns < w.end_ns AND iv.end_ns > w.ts_ns),
+        brute AS ({{ union_lengths('clipped', ['id'], sets={'c0': 'class = 0', 'c01': 'class <= 1', 'c12': 'class >= 1'}) }})
+        SELECT w.id, coalesce(b.c0, 0), coalesce(b.c01, 0), coalesce(b.c12, 0), c.c0, c.c01, c.c12
+        FROM w LEFT JOIN brute b USING (id)
+        JOIN ({{ covered_lengths('w', 'iv', ['k'], sets={'c0': [0], 'c01': [0, 1], 'c12': [1, 2]}) }}) c USING (id)"""
+    rows = sql(text)
+    assert len(rows) == 40 and sum(r[2] for r in rows) > 0
+    assert [r[1:4] for r in rows] == [r[4:] for r in rows]
+
+
+def test_covered_lengths_are_bigint():
+    got = sql("""{% from 'templates/intervals.sql' import covered_lengths %}
+        WITH iv(k, class, ts_ns, end_ns) AS (VALUES (1, 0, 0::BIGINT, 4000000000000000000::BIGINT),
+                                                   (1, 0, 5000000000000000000::BIGINT, 9000000000000000000::BIGINT)),
+        w(k, ts_ns, end_ns) AS (VALUES (1, 0::BIGINT, 9000000000000000000::BIGINT))
+        SELECT typeof(busy_ns), busy_ns FROM ({{ covered_lengths('w', 'iv', ['k'], sets={'busy_ns': [0]}) }})""")
+    assert got == [("BIGINT", 8000000000000000000)]
+
+
 # -- overlaps_any ---------------------------------------------------------------------
 
 def test_overlaps_any_is_covered_length_above_zero():

@@ -50,7 +50,7 @@
 -- start_ns          BIGINT  [wide]  the step's start on that clock, ns since the epoch
 -- end_ns            BIGINT  [wide]  its end
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/intervals.sql" import union_lengths %}
+{% from "templates/intervals.sql" import covered_lengths %}
 WITH scope AS (
     SELECT trace_id, run, rank FROM trace_files WHERE TRUE {{ run_scope() }}
 ),
@@ -58,8 +58,8 @@ host_steps AS (
     SELECT s.trace_id, s.step, s.ts_ns, s.end_ns FROM steps s JOIN scope USING (trace_id)
     UNION ALL
     SELECT c.trace_id, 0, min(c.ts_ns), max(c.end_ns)
-    FROM cpu_ops c JOIN scope USING (trace_id)
-    WHERE NOT EXISTS (SELECT 1 FROM steps s WHERE s.trace_id = c.trace_id)
+    FROM cpu_ops c
+    JOIN (SELECT trace_id FROM scope EXCEPT SELECT trace_id FROM steps) USING (trace_id)  -- traces without steps
     GROUP BY c.trace_id
 ),
 comm_ops AS (
@@ -157,29 +157,23 @@ roles AS (
                        'gloo:broadcast', 'gloo:reduce', 'gloo:all_reduce', 'gloo:all_gather', 'gloo:reduce_scatter')
       AND trace_id IN (SELECT trace_id FROM scope)
 ),
-clipped AS (
-    SELECT s.trace_id, s.step, greatest(r.ts_ns, s.start_ns) AS ts_ns, least(r.end_ns, s.end_ns) AS end_ns, r.role
-    FROM roles r
-    JOIN kept s ON s.trace_id = r.trace_id AND r.ts_ns < s.end_ns AND r.end_ns > s.start_ns
-),
-cum AS (
-    {{ union_lengths('clipped', ['trace_id', 'step'],
-                     sets={'u1': 'role <= 1', 'u2': 'role <= 2', 'u3': 'role <= 3', 'u4': 'role <= 4',
-                           'u5': 'role <= 5', 'u6': 'role <= 6', 'u7': 'role <= 7'}) | indent(4) }}
+cum AS (  -- each kept step with uK: the length of the union of its ranges of role K or better
+    {{ covered_lengths('kept', 'roles', ['trace_id'], cls='role', ws='start_ns',
+                       sets={'u1': [1], 'u2': [1, 2], 'u3': [1, 2, 3], 'u4': [1, 2, 3, 4], 'u5': [1, 2, 3, 4, 5],
+                             'u6': [1, 2, 3, 4, 5, 6], 'u7': [1, 2, 3, 4, 5, 6, 7]}) | indent(4) }}
 )
 SELECT sc.run, sc.rank, k.trace_id, k.step, (k.end_ns - k.start_ns) / 1e3 AS total_us,
-       coalesce(c.u1, 0) / 1e3 AS kernel_us,
-       coalesce(c.u2 - c.u1, 0) / 1e3 AS memcpy_us,
-       coalesce(c.u3 - c.u2, 0) / 1e3 AS memset_us,
-       coalesce(c.u4 - c.u3, 0) / 1e3 AS communication_us,
-       coalesce(c.u5 - c.u4, 0) / 1e3 AS runtime_us,
-       coalesce(c.u6 - c.u5, 0) / 1e3 AS dataloader_us,
-       coalesce(c.u7 - c.u6, 0) / 1e3 AS cpu_exec_us,
-       (k.end_ns - k.start_ns - coalesce(c.u7, 0)) / 1e3 AS other_us,
+       k.u1 / 1e3 AS kernel_us,
+       (k.u2 - k.u1) / 1e3 AS memcpy_us,
+       (k.u3 - k.u2) / 1e3 AS memset_us,
+       (k.u4 - k.u3) / 1e3 AS communication_us,
+       (k.u5 - k.u4) / 1e3 AS runtime_us,
+       (k.u6 - k.u5) / 1e3 AS dataloader_us,
+       (k.u7 - k.u6) / 1e3 AS cpu_exec_us,
+       (k.end_ns - k.start_ns - k.u7) / 1e3 AS other_us,
        k.start_ns, k.end_ns
-FROM kept k
+FROM cum k
 JOIN scope sc USING (trace_id)
-LEFT JOIN cum c USING (trace_id, step)
 ORDER BY sc.run, sc.rank NULLS LAST, k.trace_id, k.start_ns, k.step
 
 -- @notes

@@ -24,6 +24,20 @@
 --   must be disjoint (merged_intervals' output: keys, start_ns, end_ns).
 --   Cumulative sums (computed once) looked up by two ASOF joins: no join of
 --   every window with every interval.
+-- covered_lengths(windows, intervals, keys, sets, cls, s, e, ws, we): windows
+--   with one more column per named set: how much of [ws, we] the union of the
+--   set's intervals covers. intervals: keys, s, e and cls, a class number
+--   0..30; sets maps a column name to the list of classes it unites (e.g.
+--   {'u1': [1], 'u2': [1, 2]}: nested priorities). Windows may overlap; a
+--   window matches the intervals of its keys (by IS NOT DISTINCT FROM); one
+--   with a NULL end covers 0. No
+--   join of every window with every interval and one sort for every set:
+--   each class's intervals are cut into disjoint pieces (the part of each
+--   after every earlier one of its class ended, as union_lengths counts),
+--   then one sweep over the pieces' ends and the windows' edges gives, between
+--   consecutive points, the classes running (a bit each) and the edges passed;
+--   per set, the lengths summed between consecutive edges and accumulated
+--   over the edges give the covered length at each edge.
 -- overlaps_any(windows, intervals, keys, ws, we, name): windows with one more
 --   BOOLEAN column `name` (default overlaps): whether [ws, we] and one of the
 --   intervals share a stretch of positive length (covered_length > 0), from
@@ -104,6 +118,70 @@ SELECT w.*,
 FROM {{ windows }} w
 ASOF LEFT JOIN covered_cum cs ON {% for k in keys %}cs.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ ws }} >= cs.start_ns
 ASOF LEFT JOIN covered_cum ce ON {% for k in keys %}ce.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ we }} >= ce.start_ns
+{%- endmacro %}
+
+{% macro _class_mask(classes) -%}
+{%- set m = namespace(v=0) %}{% for c in classes %}{% set m.v = m.v + 2 ** c %}{% endfor %}{{ m.v }}
+{%- endmacro %}
+
+{% macro _same_keys(a, b, keys) -%}
+{% for k in keys %}{{ 'AND ' if not loop.first }}{{ a }}.{{ k }} IS NOT DISTINCT FROM {{ b }}.{{ k }} {% endfor %}
+{%- endmacro %}
+
+{% macro covered_lengths(windows, intervals, keys, sets, cls='class', s='ts_ns', e='end_ns', ws='ts_ns', we='end_ns') -%}
+WITH cover_pieces AS (  -- per class, the part of each interval after every earlier one ended: disjoint
+    SELECT {{ keys | join(', ') }}, cls, greatest({{ s }}, coalesce(before_ns, {{ s }})) AS p0, {{ e }} AS p1
+    FROM (
+        SELECT {{ keys | join(', ') }}, {{ cls }} AS cls, {{ s }}, {{ e }},
+               max({{ e }}) OVER ({{ _partition(keys) }}, {{ cls }} ORDER BY {{ s }}
+                                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_ns
+        FROM {{ intervals }}
+    )
+    WHERE {{ e }} > greatest({{ s }}, coalesce(before_ns, {{ s }}))
+),
+cover_edges AS (  -- the windows' distinct edges, numbered in time order
+    SELECT *, row_number() OVER ({{ _partition(keys) }} ORDER BY t) AS edge_no
+    FROM (SELECT {{ keys | join(', ') }}, {{ ws }} AS t FROM {{ windows }}
+          UNION
+          SELECT {{ keys | join(', ') }}, {{ we }} FROM {{ windows }})
+    WHERE t IS NOT NULL
+),
+cover_gaps AS (  -- per gap between two edges (edge_no: the one before it), each set's covered length
+    SELECT {{ keys | join(', ') }}, running >> 32 AS edge_no
+    {%- for col, classes in sets.items() %},
+           sum(len) FILTER (WHERE running & {{ _class_mask(classes) }} <> 0)::BIGINT AS {{ col }}
+    {%- endfor %}
+    FROM (
+        -- the sweep, from each point to the next: running holds the classes
+        -- running (a bit each; each class's pieces are disjoint) in bits 0-30
+        -- and the number of edges passed from bit 32 up
+        SELECT {{ keys | join(', ') }}, sum(bit) OVER w AS running, lead(t) OVER w - t AS len
+        FROM (
+            SELECT {{ keys | join(', ') }}, unnest([p0, p1]) AS t, unnest([1, -1]) * (1::BIGINT << cls) AS bit
+            FROM cover_pieces
+            UNION ALL
+            SELECT {{ keys | join(', ') }}, t, 1::BIGINT << 32 FROM cover_edges
+        )
+        WINDOW w AS ({{ _partition(keys) }} ORDER BY t)  -- sums over a point's peers too: order among them is moot
+    )
+    WHERE len > 0 AND running & {{ 2 ** 31 - 1 }} <> 0
+    GROUP BY ALL
+),
+cover_at AS (  -- at each edge, each set's covered length since the first edge
+    SELECT c.*
+    {%- for col in sets %},
+           coalesce(sum(g.{{ col }}) OVER w, 0)::BIGINT AS {{ col }}
+    {%- endfor %}
+    FROM cover_edges c
+    LEFT JOIN cover_gaps g ON {{ _same_keys('g', 'c', keys) }} AND g.edge_no = c.edge_no
+    WINDOW w AS ({% for k in keys %}{{ 'PARTITION BY ' if loop.first else ', ' }}c.{{ k }}{% endfor %} ORDER BY c.edge_no
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+)
+SELECT w.*
+{%- for col in sets %}, coalesce(ae.{{ col }} - a0.{{ col }}, 0) AS {{ col }}{% endfor %}
+FROM {{ windows }} w
+LEFT JOIN cover_at a0 ON {{ _same_keys('a0', 'w', keys) }} AND a0.t = w.{{ ws }}
+LEFT JOIN cover_at ae ON {{ _same_keys('ae', 'w', keys) }} AND ae.t = w.{{ we }}
 {%- endmacro %}
 
 {% macro overlaps_any(windows, intervals, keys, ws='ts_ns', we='end_ns', name='overlaps') -%}

@@ -21,7 +21,7 @@
 --   on the thread that runs the steps, or
 --   on any thread in a trace without steps), other (the rest: Python, waiting).
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/intervals.sql" import merged_intervals, covered_length %}
+{% from "templates/intervals.sql" import covered_lengths %}
 {% from "templates/categories.sql" import categorized %}
 
 {% macro step_figures(rules) -%}
@@ -72,12 +72,6 @@ top_cats AS (
           QUALIFY row_number() OVER (PARTITION BY trace_id, window_id ORDER BY ns DESC, category) <= 3)
     GROUP BY ALL
 ),
-busy_intervals AS (
-    {{ merged_intervals('dev', ['trace_id']) | indent(4) }}
-),
-busy AS (
-    {{ covered_length('windows', 'busy_intervals', ['trace_id']) | indent(4) }}
-),
 host AS (  -- host ranges by priority: 1 dataloader, 2 optimizer, 3 backward, 4 forward
     SELECT trace_id, ts_ns, end_ns,
            CASE WHEN name LIKE 'enumerate(DataLoader)%' OR name LIKE 'enumerate(DataPipe)%' THEN 1
@@ -101,38 +95,27 @@ host_kept AS (
        OR (h.outermost AND (st.trace_id IS NOT NULL
                             OR h.trace_id NOT IN (SELECT trace_id FROM step_threads)))
 ),
-{%- for k in range(1, 5) %}
-host_merged_{{ k }} AS (  -- the union of the host ranges of priority <= {{ k }} (empty ones add nothing)
-    {{ merged_intervals('(SELECT trace_id, ts_ns, end_ns FROM host_kept WHERE r <= ' ~ k ~ ' AND end_ns > ts_ns)',
-                        ['trace_id']) | indent(4) }}
-),
-host_cov_{{ k }} AS (  -- ... inside each window: the length of the union of the ranges clipped to it
-    {{ covered_length('windows', 'host_merged_' ~ k, ['trace_id']) | indent(4) }}
-),
-{%- endfor %}
-host_cum AS (
-    SELECT trace_id, window_id, c1.covered_ns AS u1_ns, c2.covered_ns AS u2_ns, c3.covered_ns AS u3_ns,
-           c4.covered_ns AS u4_ns
-    FROM host_cov_1 c1
-    JOIN host_cov_2 c2 USING (trace_id, window_id)
-    JOIN host_cov_3 c3 USING (trace_id, window_id)
-    JOIN host_cov_4 c4 USING (trace_id, window_id)
+covered AS (  -- each window with busy_ns (device events) and uK_ns: the union of the host ranges of priority <= K
+    {{ covered_lengths('windows',
+                       '(SELECT trace_id, ts_ns, end_ns, 0 AS class FROM dev
+                         UNION ALL
+                         SELECT trace_id, ts_ns, end_ns, r FROM host_kept)', ['trace_id'],
+                       sets={'busy_ns': [0], 'u1_ns': [1], 'u2_ns': [1, 2], 'u3_ns': [1, 2, 3], 'u4_ns': [1, 2, 3, 4]})
+       | indent(4) }}
 ),
 figures AS (
     SELECT w.trace_id, w.step, w.window_id, w.ts_ns, w.end_ns, w.end_ns - w.ts_ns AS step_ns,
-           b.covered_ns AS busy_ns,
+           w.busy_ns,
            coalesce(d.kernel_ns, 0) AS kernel_ns, coalesce(d.comm_ns, 0) AS comm_ns,
            coalesce(d.memcpy_ns, 0) AS memcpy_ns, coalesce(d.memset_ns, 0) AS memset_ns,
-           coalesce(h.u1_ns, 0) AS dataloader_ns,
-           coalesce(h.u2_ns - h.u1_ns, 0) AS optimizer_ns,
-           coalesce(h.u3_ns - h.u2_ns, 0) AS backward_ns,
-           coalesce(h.u4_ns - h.u3_ns, 0) AS forward_ns,
-           w.end_ns - w.ts_ns - coalesce(h.u4_ns, 0) AS other_ns,
+           w.u1_ns AS dataloader_ns,
+           w.u2_ns - w.u1_ns AS optimizer_ns,
+           w.u3_ns - w.u2_ns AS backward_ns,
+           w.u4_ns - w.u3_ns AS forward_ns,
+           w.end_ns - w.ts_ns - w.u4_ns AS other_ns,
            t.top_categories
-    FROM windows w
-    JOIN busy b USING (trace_id, window_id)
+    FROM covered w
     LEFT JOIN dev_sums d USING (trace_id, window_id)
-    LEFT JOIN host_cum h USING (trace_id, window_id)
     LEFT JOIN top_cats t USING (trace_id, window_id)
 )
 {%- endmacro %}
