@@ -63,29 +63,32 @@ gaps AS (  -- the device's idle gaps in its GPU window, each with the thread tha
     LEFT JOIN host h ON h.trace_id = a.trace_id AND h.event_id = a.launch_event_id
     WHERE i.scope = 'device' AND i.dur_ns > 0 {{ scope('i.') }}
 ),
-threads AS (
-    SELECT DISTINCT trace_id, device, pid, tid FROM gaps WHERE pid IS NOT NULL
+threads AS (  -- numbered: one join key
+    SELECT *, row_number() OVER () AS thread_no
+    FROM (SELECT DISTINCT trace_id, device, pid, tid FROM gaps WHERE pid IS NOT NULL)
 ),
 ev AS (  -- host events on those threads, once per device
-    SELECT h.*, t.device, s.event_id IS NOT NULL AS is_step
+    SELECT h.*, t.device, t.thread_no, s.event_id IS NOT NULL AS is_step
     FROM host h
     JOIN threads t USING (trace_id, pid, tid)
     LEFT JOIN steps s ON s.trace_id = h.trace_id AND s.event_id = h.event_id
     WHERE h.end_ns >= h.ts_ns
 ),
 thread_gaps AS (
-    SELECT trace_id, device, pid, tid, start_ns, end_ns FROM gaps WHERE pid IS NOT NULL
+    SELECT t.thread_no, g.start_ns, g.end_ns FROM gaps g JOIN threads t USING (trace_id, device, pid, tid)
 ),
 inclusive AS (  -- idle inside each event (of the gaps its thread ended)
-    {{ covered_length('ev', 'thread_gaps', ['trace_id', 'device', 'pid', 'tid']) | indent(4) }}
+    {{ covered_length('(SELECT thread_no, event_id, ts_ns, end_ns FROM ev)', 'thread_gaps', ['thread_no']) | indent(4) }}
 ),
 attributed AS (  -- minus the idle inside its children: the idle while it was innermost
-    SELECT i.*, i.covered_ns - coalesce(c.children_ns, 0) AS idle_ns
-    FROM inclusive i
-    LEFT JOIN (SELECT trace_id, device, parent_event_id, sum(covered_ns) AS children_ns
-               FROM inclusive WHERE parent_event_id IS NOT NULL
+    SELECT e.*, i.covered_ns - coalesce(c.children_ns, 0) AS idle_ns
+    FROM ev e
+    JOIN inclusive i USING (thread_no, event_id)
+    LEFT JOIN (SELECT e.trace_id, e.device, e.parent_event_id, sum(i.covered_ns) AS children_ns
+               FROM ev e JOIN inclusive i USING (thread_no, event_id)
+               WHERE e.parent_event_id IS NOT NULL AND i.covered_ns <> 0
                GROUP BY ALL) c
-      ON c.trace_id = i.trace_id AND c.device = i.device AND c.parent_event_id = i.event_id
+      ON c.trace_id = e.trace_id AND c.device = e.device AND c.parent_event_id = e.event_id
 ),
 idle_total AS (  -- thread_ns: the part of it ended by work with a launch call in the trace
     SELECT trace_id, device, sum(end_ns - start_ns) AS idle_ns,

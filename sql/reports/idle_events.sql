@@ -76,22 +76,31 @@ last_step AS (  -- with --exclude-last-step / --hta: where the last step begins 
     WHERE $exclude_last_step OR $hta
     GROUP BY trace_id HAVING count(DISTINCT step) >= 2
 ),
+devs AS (  -- the devices with queued work, numbered: one join key
+    SELECT *, row_number() OVER () AS dev_no FROM (SELECT DISTINCT trace_id, device FROM queued)
+),
+queued_k AS (
+    SELECT d.dev_no, q.start_ns, q.end_ns FROM queued q JOIN devs d USING (trace_id, device)
+),
+falling_k AS (
+    SELECT d.dev_no, f.start_ns, f.end_ns FROM falling f JOIN devs d USING (trace_id, device)
+),
 ops AS (  -- every cpu_op but the steps once per device with queued work in its trace
-    SELECT o.trace_id, d.device, o.event_id, o.ts_ns, o.end_ns, o.dur_ns, o.self_ns
-    FROM cpu_ops o JOIN (SELECT DISTINCT trace_id, device FROM queued) d USING (trace_id)
+    SELECT o.trace_id, d.device, d.dev_no, o.event_id, o.ts_ns, o.end_ns, o.dur_ns, o.self_ns
+    FROM cpu_ops o JOIN devs d USING (trace_id)
     LEFT JOIN last_step l USING (trace_id)
     WHERE o.event_id NOT IN (SELECT s.event_id FROM steps s WHERE s.trace_id = o.trace_id)
       AND (l.ts_ns IS NULL OR o.ts_ns < l.ts_ns)
 ),
 with_queued AS (
-    {{ covered_length('ops', 'queued', ['trace_id', 'device']) | indent(4) }}
+    {{ covered_length('ops', 'queued_k', ['dev_no']) | indent(4) }}
 ),
 measured AS (
     -- idle during the op = its duration minus the time the queue was non-empty;
     -- a candidate overlaps a drain interval (by a stretch of positive length)
     SELECT trace_id, device, event_id, ts_ns, end_ns, dur_ns, self_ns,
            dur_ns - covered_ns AS gpu_idle_ns, candidate
-    FROM ({{ overlaps_any('with_queued', 'falling', ['trace_id', 'device'], name='candidate') | indent(10) }}) f
+    FROM ({{ overlaps_any('with_queued', 'falling_k', ['dev_no'], name='candidate') | indent(10) }}) f
 ),
 cand AS (
     SELECT *, coalesce(gpu_idle_ns / nullif(dur_ns, 0), 0) AS idle_frac
@@ -116,25 +125,21 @@ scored AS (
 -- per trace and device (heap-based arg_max(.., n): no sort of every op)
 top_lists AS (
     SELECT trace_id, device,
-           arg_max(struct_pack(event_id, ts_ns, end_ns, dur_ns, self_ns, gpu_idle_ns,
-                               idle_frac, score), (score, -ts_ns, -event_id), $limit)
-               FILTER (WHERE candidate) AS cands,
-           arg_max(struct_pack(event_id, ts_ns, end_ns, dur_ns, self_ns, gpu_idle_ns,
-                               idle_frac, score), (gpu_idle_ns, -ts_ns, -event_id), $limit)
-               FILTER (WHERE NOT candidate) AS others
+           arg_max(event_id, (score, -ts_ns, -event_id), $limit) FILTER (WHERE candidate) AS cands,
+           arg_max(event_id, (gpu_idle_ns, -ts_ns, -event_id), $limit) FILTER (WHERE NOT candidate) AS others
     FROM scored
     GROUP BY trace_id, device
 ),
 picked AS (
-    SELECT trace_id, device, unnest(cands) AS o, generate_subscripts(cands, 1) AS idle_rank FROM top_lists
+    SELECT trace_id, device, unnest(cands) AS event_id, generate_subscripts(cands, 1) AS idle_rank FROM top_lists
     UNION ALL
-    SELECT trace_id, device, unnest(others) AS o, NULL AS idle_rank FROM top_lists
+    SELECT trace_id, device, unnest(others) AS event_id, NULL AS idle_rank FROM top_lists
 ),
 top_ops AS (
-    SELECT trace_id, device, idle_rank, unnest(o)
-    FROM picked
-    QUALIFY row_number() OVER (PARTITION BY trace_id, device
-                               ORDER BY idle_rank NULLS LAST, o.gpu_idle_ns DESC, o.ts_ns, o.event_id) <= $limit
+    SELECT p.idle_rank, o.*
+    FROM picked p JOIN scored o USING (trace_id, device, event_id)
+    QUALIFY row_number() OVER (PARTITION BY o.trace_id, o.device
+                               ORDER BY p.idle_rank NULLS LAST, o.gpu_idle_ns DESC, o.ts_ns, o.event_id) <= $limit
 ),
 {%- else %}
 top_ops AS (
