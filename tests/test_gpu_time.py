@@ -526,3 +526,28 @@ def test_cli_db_and_run(tmp_path):
     assert r.exit_code == 0 and r.output.strip() == "no GPU activity in this trace (device 3) (run 'r1')"
     r = _cli("report", "idle", TWO, "--limit", "-1")
     assert r.exit_code == 2 and "--limit" in r.output
+
+
+def test_launch_call_ties_pick_one_row(tmp_path):
+    """Two runtime calls of one correlation that start together (a driver call inside
+    a runtime call): gpu_activity's launch_event_id and launch_name come from the same
+    call, the first in the file, whatever order DuckDB reads the rows in (here the
+    runtime view is read backwards, which made the two columns disagree before)."""
+    t = 1_000_000
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t, "dur": 5,
+         "args": {"correlation": 5}},
+        {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernel", "pid": 1, "tid": 1, "ts": t, "dur": 4,
+         "args": {"correlation": 5}},
+        {"ph": "X", "cat": "kernel", "name": "K", "pid": 0, "tid": 7, "ts": t + 10, "dur": 10,
+         "args": {"device": 0, "stream": 7, "correlation": 5}}]}
+    path = tmp_path / "tie.json"
+    path.write_text(json.dumps(trace))
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        first = s.sql("SELECT min(event_id) FROM runtime").fetchall()[0][0]
+        db = s.sql("SELECT current_database()").fetchall()[0][0]
+        s.con.execute(f"CREATE TEMP VIEW runtime AS SELECT * FROM (SELECT * FROM {db}.main.runtime "
+                      "ORDER BY event_id DESC)")
+        got = s.sql("SELECT launch_event_id, launch_name FROM gpu_activity").fetchall()
+        assert got == [(first, "cudaLaunchKernel")]

@@ -49,8 +49,10 @@
 {% from "templates/categories.sql" import device_cats, device_kind, sql_list %}
 CREATE OR REPLACE MACRO gpu_activity(exclude_last_step := false, hta := false) AS TABLE
 WITH rt AS (
+    -- the first call of the correlation; calls that start together: the first in the file
+    -- (both columns from the same row)
     SELECT trace_id, correlation, min(ts_ns) AS launch_ts_ns,
-           arg_min(event_id, ts_ns) AS launch_event_id, arg_min(name, ts_ns) AS launch_name
+           arg_min(event_id, (ts_ns, event_id)) AS launch_event_id, arg_min(name, (ts_ns, event_id)) AS launch_name
     FROM runtime
     WHERE correlation IS NOT NULL AND NOT hta
     GROUP BY trace_id, correlation
