@@ -37,7 +37,8 @@ header fields), {{ result }}_skipped (rule, trace_id, reason) and
 {{ result }}_hits (rule + the rule columns; made only when the report's SQL
 reads it). The rules' options are the report's options. The views the
 report's header lists as `shared:` are computed once for all the rules that
-read them (one statement runs every rule).
+read them (one statement runs every rule), and so are the CTEs of SHARED_CTES
+that two or more of the chosen rules use.
 """
 
 from __future__ import annotations
@@ -242,8 +243,9 @@ def _run_rules(con, report: Report, values: dict, params: dict, table: str, need
                 + ", ".join(f"unnest(${k}::{'INTEGER' if k == 'position' else 'VARCHAR'}[]) AS {k}" for k in meta),
                 meta)
     skipped, hits = [], []
+    ctes = _shared_ctes(rules, values)
     for r in rules:
-        sections = _sections(sqlfiles.render(r.header.path, **values))
+        sections = _sections(sqlfiles.render(r.header.path, **values, shared_ctes=list(ctes)))
         rule = f"'{r.name}'"  # a checked name ([a-z0-9-]), not a value
         if sections.get("skipped", "").strip():
             skipped.append(f"SELECT {rule} AS rule, trace_id::INTEGER AS trace_id, reason::VARCHAR AS reason "
@@ -253,7 +255,7 @@ def _run_rules(con, report: Report, values: dict, params: dict, table: str, need
     sql = "\nUNION ALL\n".join(skipped or [empty])
     con.execute(f"CREATE OR REPLACE TEMP TABLE {table}_skipped AS\n{sql}", _bind(sql, params))
     if need_hits:
-        sql = _shared_views(report, rules, values) + "\nUNION ALL\n".join(hits)
+        sql = _shared_views(report, rules, values, ctes) + "\nUNION ALL\n".join(hits)
         con.execute(f"CREATE OR REPLACE TEMP TABLE {table}_hits AS\n{sql}", _bind(sql, params))
 
 
@@ -272,17 +274,39 @@ def _asof_joins_stay(con):
         con.execute(f"SET asof_loop_join_threshold = {int(old)}")
 
 
-def _shared_views(report: Report, rules: list[Rule], values: dict) -> str:
+#: CTEs several rules compute alike: name -> the Jinja text of its SQL (with the
+#: report's values). A template macro that reads the CTE `name` when the render
+#: variable shared_ctes holds it (templates/patterns.sql device_idle) computes it
+#: inline otherwise; the runner shares it when two or more chosen rules use it.
+SHARED_CTES = {
+    "device_idle": '{% from "templates/patterns.sql" import device_idle with context %}'
+                   '{{ device_idle(leading=true) }}',
+}
+
+
+def _shared_ctes(rules: list[Rule], values: dict) -> dict[str, str]:
+    """The SHARED_CTES two or more of `rules` read (name -> its SQL)."""
+    names = list(SHARED_CTES)
+    used = {n: 0 for n in names}
+    for r in rules:
+        text = re.sub(r"--[^\n]*", "", sqlfiles.render(r.header.path, **values, shared_ctes=names))
+        for n in names:
+            used[n] += bool(re.search(rf"\b(?:FROM|JOIN)\s+{n}\b", text, re.I))
+    return {n: sqlfiles.render_string(SHARED_CTES[n], **values) for n in names if used[n] >= 2}
+
+
+def _shared_views(report: Report, rules: list[Rule], values: dict, ctes: dict[str, str] | None = None) -> str:
     """A WITH clause computing once each view the report's header lists as
     `shared:` that two or more of the rules read (a CTE of the view's own
-    name, so the rules' SQL reads it unchanged), for the traces of --run."""
+    name, so the rules' SQL reads it unchanged), for the traces of --run, and
+    the shared CTEs `ctes` (_shared_ctes: name -> SQL)."""
     shared = [v.strip() for v in report.header().fields.get("shared", "").split(",") if v.strip()]
     reads = [v for v in shared if sum(v in r.header.requires for r in rules) >= 2]
-    if not reads:
-        return ""
     scope = (" WHERE trace_id IN (SELECT trace_id FROM trace_files WHERE run = $run)"
              if values.get("run") is not None else "")
-    return "WITH " + ",\n".join(f"{v} AS MATERIALIZED (SELECT * FROM {v}{scope})" for v in reads) + "\n"
+    parts = [f"{v} AS MATERIALIZED (SELECT * FROM {v}{scope})" for v in reads]
+    parts += [f"{n} AS MATERIALIZED (\n{sql}\n)" for n, sql in (ctes or {}).items()]
+    return "WITH " + ",\n".join(parts) + "\n" if parts else ""
 
 
 # -- kernels: --dtype in torch's or duckprof's spelling -> the peak column ------------

@@ -78,6 +78,11 @@ def render(rel: str, **structure) -> str:
     return _env().get_template(rel).render(**structure)
 
 
+def render_string(text: str, **structure) -> str:
+    """Jinja text (e.g. a macro imported from sql/templates/) rendered like a file."""
+    return _env().from_string(text).render(**structure)
+
+
 def list_dir(sub: str) -> list[str]:
     """The .sql files under sql/<sub> (recursively), as paths relative to sql/."""
     root = sql_root()

@@ -207,6 +207,7 @@ def test_one_gpu_window_everywhere_and_unlaunched_work_said():
         # the notes read these counts from the result (the main query's GPU windows)
         assert (qr["device_events"], qr["device_unlaunched"]) == (4, 2)
         assert (t["events"], t["unlaunched"]) == (4, 2)
+        assert [(r["scope"], r["events"], r["unlaunched"]) for r in (dev, st)] == [("device", 4, 2), ("stream", 4, 2)]
         assert q(s, "SELECT scope, (start_ns - $t0) // 1000, window_ns // 1000, events, unlaunched "
                     "FROM gpu_windows ORDER BY scope", {"t0": T0}) == [("device", 0, 80, 4, 2), ("stream", 0, 80, 4, 2)]
 
@@ -240,6 +241,13 @@ def test_queue_notes_count_the_streams_and_devices_it_has_no_row_for(tmp_path):
         tres = s.report_result("temporal")
         assert [(r["device"], r["events"], r["unlaunched"]) for r in as_dicts(tres.relation)] == [(0, 4, 2), (1, 1, 1)]
         assert sorted(tres.notes) == sorted([unlaunched.format(2, 4, 0), unlaunched.format(1, 1, 1)])
+        # gpu-time: one note per device, from its device rows (not once per stream row)
+        gres = s.report_result("gpu-time")
+        assert [(r["device"], r["scope"], r["stream"], r["events"], r["unlaunched"])
+                for r in as_dicts(gres.relation)] == [(0, "device", None, 4, 2), (0, "stream", 7, 3, 1),
+                                                      (0, "stream", 9, 1, 1), (1, "device", None, 1, 1),
+                                                      (1, "stream", 7, 1, 1)]
+        assert sorted(gres.notes) == sorted([unlaunched.format(2, 4, 0), unlaunched.format(1, 1, 1)])
 
 
 def test_device_queue_depth_and_drains(two):

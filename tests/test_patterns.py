@@ -472,6 +472,26 @@ def test_each_rule_is_computed_once_with_its_shared_views():
     assert reports._shared_views(report, one, {"run": None}) == ""
 
 
+def test_rules_share_the_device_idle_gaps(gpu):
+    """gpu-idle and sync both read the device idle gaps (device_idle): run
+    together, the runner computes them once (a CTE device_idle) and each rule
+    finds what it finds alone, where nothing is shared."""
+    report = reports.lookup("patterns")
+    values = {o.name: o.default for o in report.options()} | {"run": "r"}
+    both = reports.chosen_rules(report, "gpu-idle,sync")
+    ctes = reports._shared_ctes(both, values)
+    assert list(ctes) == ["device_idle"] and "gpu_activity" in ctes["device_idle"]
+    assert "device_idle AS MATERIALIZED (" in reports._shared_views(report, both, values, ctes)
+    assert reports._shared_ctes(both[:1], values) == {}
+    assert reports._shared_ctes(reports.chosen_rules(report, "sync,tiny-memcpy"), values) == {}
+    cols = "rule, trace_id, count, at_stake_us, detail, source, step"
+    for run in ("gpu_idle_yes", "sync_yes", "sync_no"):
+        together = gpu.report("patterns", run=run, only="gpu-idle,sync").select(cols).fetchall()
+        alone = [row for rule in ("gpu-idle", "sync")
+                 for row in gpu.report("patterns", run=run, only=rule).select(cols).fetchall()]
+        assert sorted(together) == sorted(alone) and alone, run
+
+
 def test_examples_and_json(gpu, cli_app):
     res = invoke(cli_app, "report", "patterns", GPU / "tiny_memcpy_yes.json", "--only", "tiny-memcpy",
                  "--format", "json", "--examples", "2", "-q")

@@ -39,10 +39,12 @@
 -- host_wait_pct    DOUBLE  [wide]  host_wait_us / idle_us, % (HTA idle_time_ratio x 100)
 -- kernel_wait_pct  DOUBLE  [wide]  kernel_wait_us / idle_us, %
 -- other_pct        DOUBLE  [wide]  other_us / idle_us, %
+-- unlaunched       BIGINT  [wide]  of the events, those whose launch call is not in the trace (a note
+--                                  says how many on each device)
 {% from "templates/scope.sql" import scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
 WITH win AS (  -- window and event count per device and per stream
-    SELECT trace_id, device, scope, stream, events, window_ns
+    SELECT trace_id, device, scope, stream, events, unlaunched, window_ns
     FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta) w
     -- with --hta, as HTA's idle-time breakdown: the streams of its kernels, memcpys and memsets
     WHERE scope = 'device' OR NOT $hta
@@ -59,7 +61,7 @@ idle AS (
     GROUP BY trace_id, device, scope, stream
 ),
 t AS (
-    SELECT w.trace_id, w.device, w.scope, w.stream, w.events, w.window_ns,
+    SELECT w.trace_id, w.device, w.scope, w.stream, w.events, w.unlaunched, w.window_ns,
            coalesce(i.host_wait_ns, 0) AS host_wait_ns,
            coalesce(i.kernel_wait_ns, 0) AS kernel_wait_ns,
            coalesce(i.other_ns, 0) AS other_ns,
@@ -75,11 +77,12 @@ SELECT tr.run, tr.rank, t.trace_id, t.device, t.scope, t.stream, t.events,
        t.other_ns / 1e3 AS other_us,
        100.0 * t.host_wait_ns / nullif(t.idle_ns, 0) AS host_wait_pct,
        100.0 * t.kernel_wait_ns / nullif(t.idle_ns, 0) AS kernel_wait_pct,
-       100.0 * t.other_ns / nullif(t.idle_ns, 0) AS other_pct
+       100.0 * t.other_ns / nullif(t.idle_ns, 0) AS other_pct, t.unlaunched
 FROM t
 JOIN trace_files tr USING (trace_id)
 WHERE TRUE {{ scope('t.') }}
 ORDER BY tr.run, tr.rank NULLS LAST, t.trace_id, t.device, t.scope, t.stream NULLS FIRST
 
 -- @notes
-{{ gpu_notes(unlaunched=true) }}
+{#- the device rows carry the counts: gpu_windows is not computed again #}
+{{ gpu_notes(unlaunched=true, windows="(SELECT * FROM " ~ result ~ " WHERE scope = 'device')") }}

@@ -33,7 +33,10 @@
 --   next_event_id (the device event that ends the gap), next_launch_ts_ns
 --   (the start of its launch call; NULL: not in the trace). leading=true: also
 --   the gap before a device's first activity (start_ns NULL), and from_ns,
---   start_ns or the smallest BIGINT there (a key for ASOF joins).
+--   start_ns or the smallest BIGINT there (a key for ASOF joins). When the
+--   rules run together and two or more of them use it, the runner computes
+--   device_idle(leading=true) once, as a CTE `device_idle` (render variable
+--   shared_ctes, reports.SHARED_CTES), and the macro reads that.
 -- The findings (patterns.sql, patterns_events.sql):
 -- stepped_hits(result): the rules' matches of the traces they could run on
 --   (the temp tables result_hits less result_skipped), each with the step its host
@@ -140,6 +143,10 @@ CASE WHEN {{ stake }} IS NULL THEN {{ declared }}
 {%- endmacro %}
 
 {% macro device_idle(leading=false) -%}
+{%- if shared_ctes is defined and 'device_idle' in shared_ctes %}
+SELECT trace_id, device, start_ns, end_ns, dur_ns, next_event_id, next_launch_ts_ns{% if leading %}, from_ns{% endif %}
+FROM device_idle
+{%- else %}
 SELECT trace_id, device, start_ns, end_ns, end_ns - start_ns AS dur_ns, next_event_id, next_launch_ts_ns
 {%- if leading %}, coalesce(start_ns, -9223372036854775807) AS from_ns{% endif %}
 FROM (
@@ -150,6 +157,7 @@ FROM (
                               aggregates='any_value(event_id) FILTER (WHERE opens) AS next_event_id, '
                                          'any_value(launch_ts_ns) FILTER (WHERE opens) AS next_launch_ts_ns') }})
 )
+{%- endif %}
 {%- if not leading %}
 WHERE start_ns IS NOT NULL
 {%- endif %}
