@@ -262,6 +262,42 @@ def test_with_stack_traces_are_nested_in_one_pass(tmp_path, monkeypatch):
         assert modes == expected, path
 
 
+def test_packed_sort_key_and_its_fallback(tmp_path, monkeypatch):
+    """nesting.sql's walk sorts by one packed HUGEINT key when the batch's time
+    span, durations and event ids fit in it; a trace spanning 8e15 us (an
+    event of that length, as a broken clock writes) does not fit, and is
+    nested with the six keys instead: same rules (ties in file order, a
+    zero-length event at its parent's end outside it)."""
+    from duckprof import sqlfiles
+
+    modes = []
+    render = sqlfiles.render
+
+    def spy(name, **kw):
+        if name == "load/nesting.sql":
+            modes.append(kw["packed"])
+        return render(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", spy)
+    events = [("A", "cpu_op", 0, 8e15), ("B", "cpu_op", 1, 2), ("C", "user_annotation", 1, 2),
+              ("D", "cpu_op", 3, 0)]
+    expected = [("A", None, 0, 8 * 10**18 - 2000, None), ("B", "A", 1, 0, "A"), ("C", "B", 2, 2000, "B"),
+                ("D", "A", 1, 0, "A")]
+    for span, packed in ((8e15, [True, False]), (100, [True])):
+        path = str(tmp_path / f"t{span}.json")
+        with open(path, "w") as f:
+            json.dump({"traceEvents": [{"ph": "X", "cat": c, "name": n, "pid": 1, "tid": 1, "ts": ts,
+                                        "dur": span if n == "A" else dur} for n, c, ts, dur in events]}, f)
+        modes.clear()
+        with duckprof.connect() as s:
+            s.load([path])
+            got = rows(s, "SELECT e.name, p.name, e.depth, e.self_ns, o.name FROM events e "
+                          "LEFT JOIN events p ON p.event_id = e.parent_event_id "
+                          "LEFT JOIN events o ON o.event_id = e.op_event_id ORDER BY e.name")
+        a_self = int(span * 1000) - 2000
+        assert got == [(expected[0][0], None, 0, a_self, None), *expected[1:]], span
+        assert modes == packed, span
+
+
 # -- random traces ----------------------------------------------------------------
 
 # Small integer times make ties (equal starts, equal ends, zero lengths, a child
