@@ -821,7 +821,8 @@ def share_view(con, name: str):
     params = [p.split(":=") for p in m.group(2).split(",")]
     names = [n.strip() for n, _ in params]
     defaults = " AND ".join(f"{n.strip()} IS NOT DISTINCT FROM {d.strip()}" for n, d in params)
-    macro = sql[m.start():sql.index(";", m.end())]
+    # the macro's own statement (DuckDB splits the file: a ';' in a comment is not an end)
+    macro = next(st.query for st in con.extract_statements(sql[m.start():]))
     table = f"duckprof_page_{name}"
     con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {name}()")
     con.execute(macro.replace(f"CREATE OR REPLACE MACRO {name}(",
