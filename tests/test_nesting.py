@@ -233,22 +233,29 @@ def test_synthetic_stack_traces_match_stack_walk(tmp_path, options):
     assert not diff, f"{len(diff)} events differ (got, expected), e.g. {sorted(diff.items())[:3]}"
 
 
+def nesting_renders(monkeypatch, option: str) -> list:
+    """The value of `option` in every rendering of load/nesting.sql from now on
+    (which variant of the walk the load chose)."""
+    from duckprof import sqlfiles
+
+    seen, render = [], sqlfiles.render
+
+    def spy(name, **kw):
+        if name == "load/nesting.sql":
+            seen.append(kw[option])
+        return render(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", spy)
+    return seen
+
+
 def test_with_stack_traces_are_nested_in_one_pass(tmp_path, monkeypatch):
     """A trace with python_function events is nested by one statement that
     looks for crossings on every thread (nesting_crossing.sql -> crossing =
     'all'); one without them by the cheaper pass, and again only for the
     threads that cross ('check', then 'threads'): the with_stack saving, kept."""
-    from duckprof import sqlfiles
     from duckprof.synth import generate
 
-    modes = []
-    render = sqlfiles.render
-
-    def spy(name, **kw):
-        if name == "load/nesting.sql":
-            modes.append(kw["crossing"])
-        return render(name, **kw)
-    monkeypatch.setattr(sqlfiles, "render", spy)
+    modes = nesting_renders(monkeypatch, "crossing")
     stack, plain = str(tmp_path / "stack.json"), str(tmp_path / "plain.json")
     generate(stack, events=1500, seed=1, stack=2)
     with open(plain, "w") as f:  # an event crossing another, no python frames
@@ -268,16 +275,7 @@ def test_packed_sort_key_and_its_fallback(tmp_path, monkeypatch):
     event of that length, as a broken clock writes) does not fit, and is
     nested with the six keys instead: same rules (ties in file order, a
     zero-length event at its parent's end outside it)."""
-    from duckprof import sqlfiles
-
-    modes = []
-    render = sqlfiles.render
-
-    def spy(name, **kw):
-        if name == "load/nesting.sql":
-            modes.append(kw["packed"])
-        return render(name, **kw)
-    monkeypatch.setattr(sqlfiles, "render", spy)
+    modes = nesting_renders(monkeypatch, "packed")
     events = [("A", "cpu_op", 0, 8e15), ("B", "cpu_op", 1, 2), ("C", "user_annotation", 1, 2),
               ("D", "cpu_op", 3, 0)]
     expected = [("A", None, 0, 8 * 10**18 - 2000, None), ("B", "A", 1, 0, "A"), ("C", "B", 2, 2000, "B"),
