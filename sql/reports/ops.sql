@@ -354,12 +354,9 @@ flops_key AS (
     GROUP BY ALL
     {%- else %}
     -- per name (and shapes): the row key of a cpu_op
-    SELECT f.trace_id, hash(f.name, false{% if group_by_input_shape %}, c.input_dims::VARCHAR{% endif %}) AS kh,
+    SELECT f.trace_id, hash(f.name, false{% if group_by_input_shape %}, f.input_dims::VARCHAR{% endif %}) AS kh,
            sum(f.flops) AS flops
     FROM cpu_op_estimates f
-    {%- if group_by_input_shape %}
-    JOIN cpu_ops c ON c.trace_id = f.trace_id AND c.event_id = f.event_id
-    {%- endif %}
     WHERE TRUE {{ run_scope('f.') }}
     GROUP BY ALL
     {%- endif %}
