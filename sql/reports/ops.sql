@@ -51,7 +51,7 @@
 -- option: --top-level-only FLAG  only names whose first call is not inside another event
 -- option: --by-graph-node FLAG  per torch.compile FX graph node instead (sql/reports/ops_graph_nodes.sql)
 -- example: duckprof report ops trace.json.gz --sort self_cpu --limit 30
--- requires: cpu_ops, user_annotations, python_functions, runtime, gpu_ops, gpu_user_annotations, memory_events, call_totals, cpu_op_estimates, trace_files
+-- requires: cpu_ops, user_annotations, python_functions, runtime, gpu_ops, gpu_user_annotations, launches, memory_events, call_totals, cpu_op_estimates, trace_files
 --
 -- Columns:
 -- run                    VARCHAR  run label
@@ -94,47 +94,42 @@
 WITH {% if group_by_stack %}RECURSIVE {% endif %}scope AS (
     SELECT trace_id, run, rank FROM trace_files WHERE TRUE {{ run_scope() }}
 ),
-gpu AS (  -- device events: rows of their own, and the device time of what a runtime call launched
-    SELECT trace_id, kind, name, ts_ns, end_ns, dur_ns, correlation
-    FROM gpu_ops
-    WHERE dur_ns IS NOT NULL {{ run_scope() }}
-),
 launched AS (  -- per correlation id, the device time of the kernels, memcpys and memsets
-    SELECT trace_id, correlation, sum(dur_ns) AS dev_ns
-    FROM gpu
-    WHERE kind IN ('kernel', 'memcpy', 'memset')
+              -- (launches: one row per such gpu_ops event, stored at load)
+    SELECT trace_id, correlation, sum(dur_ns)::BIGINT AS dev_ns
+    FROM launches
+    WHERE dur_ns IS NOT NULL {{ run_scope() }}
     GROUP BY trace_id, correlation
 ),
 ev AS (  -- every host event: a call (or a dropped one), with its call_totals (device time launched
          -- from within it on its thread, memory allocated during it) and, for runtime calls,
          -- the enclosing op and the device time launched
-    SELECT e.trace_id, e.event_id, e.kind,{% if group_by_stack %} e.pid, e.tid,{% endif %} e.ts_ns, e.end_ns,
-           e.end_ns - e.ts_ns AS dur_ns, e.self_ns, e.parent_event_id, e.depth, e.key, hash(e.key) AS nh,
-           e.kind = 'user_annotation' AS annotation, e.name IN {{ dropped }} AS dropped, e.op_event_id,
-           e.kind = 'runtime' OR e.self_ns = e.end_ns - e.ts_ns OR e.end_ns = e.ts_ns AS leaf,
+    SELECT e.trace_id, e.event_id, e.kind_no,{% if group_by_stack %} e.pid, e.tid,{% endif %} e.ts_ns, e.end_ns,
+           e.self_ns, e.parent_event_id, e.depth, e.key, e.name IN {{ dropped }} AS dropped, e.op_event_id,
+           e.kind_no = 3 OR e.self_ns = e.end_ns - e.ts_ns OR e.end_ns = e.ts_ns AS leaf,
            coalesce(t.device_ns, 0) AS device_ns, coalesce(t.cpu_mem_bytes, 0) AS cpu_mem,
            coalesce(t.device_mem_bytes, 0) AS dev_mem, g.dev_ns AS launched_ns
            {%- if group_by_input_shape %}, e.input_dims{% endif %}
            {%- if not group_by_stack %},
-           hash(e.key, e.kind = 'user_annotation'{% if group_by_input_shape %}, e.input_dims{% endif %}) AS kh
+           hash(e.key, e.kind_no = 1{% if group_by_input_shape %}, e.input_dims{% endif %}) AS kh
            {%- endif %}
     FROM (SELECT *, CASE WHEN starts_with(name, 'ProfilerStep#') THEN 'ProfilerStep*' ELSE name END AS key
-          FROM (SELECT trace_id, event_id, 'cpu_op' AS kind, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
+          FROM (SELECT trace_id, event_id, 0::UTINYINT AS kind_no, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
                        NULL::BIGINT AS correlation, NULL::BIGINT AS op_event_id
                        {%- if group_by_input_shape %}, input_dims::VARCHAR AS input_dims{% endif %}
                 FROM cpu_ops
                 UNION ALL
-                SELECT trace_id, event_id, 'user_annotation', name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
+                SELECT trace_id, event_id, 1, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
                        NULL, NULL
                        {%- if group_by_input_shape %}, NULL{% endif %}
                 FROM user_annotations
                 UNION ALL
-                SELECT trace_id, event_id, 'python_function', name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
+                SELECT trace_id, event_id, 2, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
                        NULL, NULL
                        {%- if group_by_input_shape %}, NULL{% endif %}
                 FROM python_functions
                 UNION ALL
-                SELECT trace_id, event_id, 'runtime', name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
+                SELECT trace_id, event_id, 3, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
                        correlation, op_event_id
                        {%- if group_by_input_shape %}, NULL{% endif %}
                 FROM runtime)
@@ -179,12 +174,12 @@ py_stack AS (  -- each Python frame's stack, itself first: from the root frames 
 up AS (  -- from each other event up its parents to the innermost Python frame
     SELECT e.trace_id, e.event_id, e.parent_event_id AS cur
     FROM ev e
-    WHERE e.kind <> 'python_function' AND e.parent_event_id IS NOT NULL
+    WHERE e.kind_no <> 2 AND e.parent_event_id IS NOT NULL
       AND e.trace_id IN (SELECT trace_id FROM py)
     UNION ALL
     SELECT u.trace_id, u.event_id, p.parent_event_id
     FROM up u JOIN ev p ON p.trace_id = u.trace_id AND p.event_id = u.cur
-    WHERE p.kind <> 'python_function' AND p.parent_event_id IS NOT NULL
+    WHERE p.kind_no <> 2 AND p.parent_event_id IS NOT NULL
 ),
 raw_stacks AS (
     SELECT trace_id, event_id, frames FROM arg_stacks
@@ -230,29 +225,33 @@ call_stacks AS (
 {%- endif %}
 {%- if group_by_stack %}
 keyed AS (  -- each event's row key: name, annotation or not, stack, hashed
-    SELECT e.*, st.stack, hash(e.key, e.annotation{% if group_by_input_shape %}, e.input_dims{% endif %}, st.stack) AS kh
+    SELECT e.*, st.stack, hash(e.key, e.kind_no = 1{% if group_by_input_shape %}, e.input_dims{% endif %}, st.stack) AS kh
     FROM ev e
     LEFT JOIN call_stacks st ON st.trace_id = e.trace_id AND st.event_id = e.event_id
 ),
 {%- endif %}
 {%- set keyed = 'keyed' if group_by_stack else 'ev' %}
-tree AS (  -- narrow: each call's row key and totals, its parent's row key and name, and for a
+tree AS (  -- the calls that may be merged (the parent has the same name), are dropped, or have device
+           -- time or memory: each one's row key and totals, its parent's row key and name, and for a
            -- runtime call that launched device work, the call that owns it: the launch call's innermost
            -- enclosing operator or annotation (the RecordFunction whose External id Kineto gives the launch)
     SELECT c.trace_id, c.event_id, c.parent_event_id, c.kh, c.dropped, c.self_ns, c.leaf,
            c.device_ns, c.cpu_mem, c.dev_mem, c.launched_ns,
-           p.kh AS pkh, p.nh = c.nh AS parent_same_name, p.leaf AS parent_leaf,
-           CASE WHEN c.parent_event_id = c.op_event_id OR p.annotation THEN c.parent_event_id
+           p.kh AS pkh, hash(p.key) = hash(c.key) AS parent_same_name, p.leaf AS parent_leaf,
+           CASE WHEN c.parent_event_id = c.op_event_id OR p.kind_no = 1 THEN c.parent_event_id
                 ELSE c.op_event_id END AS owner_id
     FROM {{ keyed }} c
     LEFT JOIN {{ keyed }} p ON p.trace_id = c.trace_id AND p.event_id = c.parent_event_id
+    -- (a CASE, not an OR: DuckDB then keeps the hash table on the narrow parent side)
+    WHERE CASE WHEN c.dropped OR c.launched_ns IS NOT NULL OR c.device_ns <> 0 OR c.cpu_mem <> 0 OR c.dev_mem <> 0
+               THEN true ELSE hash(p.key) = hash(c.key) END
 ),
 dup_candidates AS (  -- a call whose parent has the same name
     SELECT trace_id, event_id, parent_event_id AS into_id, self_ns FROM tree WHERE parent_same_name AND NOT dropped
 ),
 only_children AS (
     SELECT c.trace_id, c.parent_event_id, count(*) AS n
-    FROM tree c
+    FROM {{ keyed }} c
     SEMI JOIN dup_candidates d ON d.trace_id = c.trace_id AND d.into_id = c.parent_event_id
     WHERE NOT c.dropped
     GROUP BY c.trace_id, c.parent_event_id
@@ -273,14 +272,15 @@ moved AS (  -- calls that are not rows, and the row key of the call that takes t
     FROM (SELECT trace_id, event_id, into_id, self_ns FROM dup_chain
           UNION ALL
           SELECT trace_id, event_id, parent_event_id, self_ns FROM tree WHERE dropped AND parent_event_id IS NOT NULL) m
-    JOIN tree t ON t.trace_id = m.trace_id AND t.event_id = m.into_id
+    JOIN {{ keyed }} t ON t.trace_id = m.trace_id AND t.event_id = m.into_id
 ),
 base AS (  -- per trace and row key: calls, CPU time
-    SELECT trace_id, kh, any_value(key) AS name, any_value(annotation) AS annotation,
+    SELECT trace_id, kh, any_value(key) AS name,
            {%- if group_by_input_shape %} any_value(input_dims) AS input_shapes,{% endif %}
            {%- if group_by_stack %} any_value(stack) AS stack,{% endif %}
-           arg_min(kind, (ts_ns, -end_ns)) AS kind, arg_min(depth = 0, (ts_ns, -end_ns)) AS first_top,
-           count(*) AS count, sum(self_ns) AS self_ns, sum(dur_ns) AS dur_ns
+           ['cpu_op', 'user_annotation', 'python_function', 'runtime'][arg_min(kind_no, (ts_ns, -end_ns)) + 1] AS kind,
+           arg_min(depth = 0, (ts_ns, -end_ns)) AS first_top,
+           count(*) AS count, sum(self_ns) AS self_ns, sum(end_ns - ts_ns) AS dur_ns
     FROM {{ keyed }} k
     ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
     WHERE NOT k.dropped
@@ -324,7 +324,7 @@ owner_other AS (  -- owners that are not the launch call's parent (it is inside 
     SELECT r.trace_id, r.owner_id, o.kh, o.leaf
     FROM (SELECT DISTINCT trace_id, owner_id FROM tree
           WHERE launched_ns IS NOT NULL AND owner_id IS DISTINCT FROM parent_event_id) r
-    JOIN tree o ON o.trace_id = r.trace_id AND o.event_id = r.owner_id
+    JOIN {{ keyed }} o ON o.trace_id = r.trace_id AND o.event_id = r.owner_id
 ),
 owned AS (  -- the device time each call launched itself; a merged call's is its row's (torch lifts its kernels)
     SELECT r.trace_id, coalesce(m.kh, CASE WHEN r.owner_id = r.parent_event_id THEN r.pkh ELSE x.kh END) AS kh,
@@ -348,7 +348,7 @@ flops_key AS (
     {%- if group_by_stack %}
     SELECT k.trace_id, k.kh, sum(f.flops) AS flops
     FROM cpu_op_estimates f
-    JOIN tree k ON k.trace_id = f.trace_id AND k.event_id = f.event_id
+    JOIN {{ keyed }} k ON k.trace_id = f.trace_id AND k.event_id = f.event_id
     ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
     WHERE NOT k.dropped
     GROUP BY ALL
@@ -386,10 +386,10 @@ device_keys AS (  -- device events (and device-side annotations): device time on
            sum(dur_ns) AS self_dev_ns, sum(dur_ns) AS dev_ns,
            0::BIGINT AS cpu_mem, 0::BIGINT AS self_cpu_mem, 0::BIGINT AS dev_mem, 0::BIGINT AS self_dev_mem,
            NULL::BIGINT AS flops, NOT annotation AS device_work
-    FROM (SELECT trace_id, kind, name, ts_ns, end_ns, dur_ns, false AS annotation FROM gpu
+    FROM (SELECT trace_id, kind, name, ts_ns, end_ns, dur_ns, false AS annotation FROM gpu_ops
           UNION ALL
-          SELECT trace_id, 'gpu_user_annotation', name, ts_ns, end_ns, dur_ns, true FROM gpu_user_annotations
-          WHERE TRUE {{ run_scope() }} AND dur_ns IS NOT NULL)
+          SELECT trace_id, 'gpu_user_annotation', name, ts_ns, end_ns, dur_ns, true FROM gpu_user_annotations)
+    WHERE TRUE {{ run_scope() }} AND dur_ns IS NOT NULL
     GROUP BY trace_id, name, annotation
 ),
 per_key AS (
