@@ -51,7 +51,7 @@
 -- option: --top-level-only FLAG  only names whose first call is not inside another event
 -- option: --by-graph-node FLAG  per torch.compile FX graph node instead (sql/reports/ops_graph_nodes.sql)
 -- example: duckprof report ops trace.json.gz --sort self_cpu --limit 30
--- requires: cpu_ops, user_annotations, python_functions, runtime, gpu_ops, gpu_user_annotations, launches, memory_events, call_totals, cpu_op_estimates, trace_files
+-- requires: cpu_ops, user_annotations, python_functions, runtime, gpu_user_annotations, launches, memory_events, call_totals, cpu_op_estimates, trace_files
 --
 -- Columns:
 -- run                    VARCHAR  run label
@@ -386,7 +386,9 @@ device_keys AS (  -- device events (and device-side annotations): device time on
            sum(dur_ns) AS self_dev_ns, sum(dur_ns) AS dev_ns,
            0::BIGINT AS cpu_mem, 0::BIGINT AS self_cpu_mem, 0::BIGINT AS dev_mem, 0::BIGINT AS self_dev_mem,
            NULL::BIGINT AS flops, NOT annotation AS device_work
-    FROM (SELECT trace_id, kind, name, ts_ns, end_ns, dur_ns, false AS annotation FROM gpu_ops
+    -- (launches has every gpu_ops event, its kind being kernel, memcpy or memset, and is a stored
+    -- table: reading it skips a pass over the events)
+    FROM (SELECT trace_id, kind, name, ts_ns, end_ns, dur_ns, false AS annotation FROM launches
           UNION ALL
           SELECT trace_id, 'gpu_user_annotation', name, ts_ns, end_ns, dur_ns, true FROM gpu_user_annotations)
     WHERE TRUE {{ run_scope() }} AND dur_ns IS NOT NULL
