@@ -551,3 +551,61 @@ def test_launch_call_ties_pick_one_row(tmp_path):
                       "ORDER BY event_id DESC)")
         got = s.sql("SELECT launch_event_id, launch_name FROM gpu_activity").fetchall()
         assert got == [(first, "cudaLaunchKernel")]
+
+
+# gpu_idle_intervals' definition: the gaps between consecutive gpu_busy_intervals
+GAPS_OF_BUSY_INTERVALS = """
+    SELECT trace_id, device, scope, stream, start_ns, end_ns, next_event_id, next_launch_ts_ns
+    FROM (SELECT trace_id, device, scope, stream,
+                 lag(end_ns) OVER (PARTITION BY trace_id, device, scope, stream ORDER BY interval_no) AS start_ns,
+                 start_ns AS end_ns, first_event_id AS next_event_id, first_launch_ts_ns AS next_launch_ts_ns
+          FROM gpu_busy_intervals)
+    WHERE start_ns IS NOT NULL
+    ORDER BY ALL"""
+IDLE_INTERVALS = """
+    SELECT trace_id, device, scope, stream, start_ns, end_ns, next_event_id, next_launch_ts_ns
+    FROM gpu_idle_intervals ORDER BY ALL"""
+
+
+def test_idle_intervals_are_the_gaps_of_busy_intervals_with_backward_events(tmp_path):
+    """gpu_idle_intervals finds each gap in one sorted pass: an event that starts after
+    every earlier one ended opens a busy interval, and the gap before it starts where the
+    earlier ones ended. That is the previous busy interval's end unless all of that
+    interval's events end before they start (dur < 0, which a trace can hold): stream 7 has
+    A [0,50], B starting at 60 with dur -20 (a busy interval [60,40] of its own), C [70,80]:
+    the gap before C starts at B's interval's end, 40, not at A's 50. Stream 8 has no such
+    event. Then random device events (ties, zero and negative durations) on three streams:
+    the gaps equal those between consecutive gpu_busy_intervals rows."""
+    t = 1_000_000
+    ev = [("K", 7, 0, 50, 1), ("B", 7, 60, -20, 2), ("C", 7, 70, 10, 3),
+          ("D", 8, 5, 10, 4), ("E", 8, 30, 10, 5)]
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": n, "pid": 0, "tid": st, "ts": t + ts, "dur": d,
+         "args": {"device": 0, "stream": st, "correlation": c}} for n, st, ts, d, c in ev] + [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t - 100 + c,
+         "dur": 1, "args": {"correlation": c}} for *_, c in ev]}
+    path = tmp_path / "backward.json"
+    path.write_text(json.dumps(trace))
+    rng = random.Random(7)
+    events = []
+    for c in range(1, 301):
+        st = rng.choice([7, 8, 9])
+        ts = rng.randrange(0, 3000)
+        d = rng.choice([0, 1, 5, 20, 60]) if st != 9 or rng.random() < 0.8 else -rng.randrange(1, 30)
+        events.append({"ph": "X", "cat": "kernel", "name": f"k{c}", "pid": 0, "tid": st, "ts": t + ts, "dur": d,
+                       "args": {"device": 0, "stream": st, "correlation": c}})
+        if rng.random() < 0.9:
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                           "ts": t + ts - rng.randrange(0, 50), "dur": 1, "args": {"correlation": c}})
+    rnd = tmp_path / "random.json"
+    rnd.write_text(json.dumps({"traceEvents": events}))
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        got = q(s, "SELECT scope, stream, (start_ns - $t) // 1000, (end_ns - $t) // 1000 FROM gpu_idle_intervals "
+                   "ORDER BY scope, stream, start_ns", {"t": t * US})
+        assert got == [("device", None, 40, 70), ("device", None, 50, 60),
+                       ("stream", 7, 40, 70), ("stream", 7, 50, 60), ("stream", 8, 15, 30)]
+        assert q(s, IDLE_INTERVALS) == q(s, GAPS_OF_BUSY_INTERVALS)
+        s.load([str(rnd)], run="random")
+        idle = q(s, IDLE_INTERVALS)
+        assert len(idle) > 50 and idle == q(s, GAPS_OF_BUSY_INTERVALS)
