@@ -609,3 +609,23 @@ def test_idle_intervals_are_the_gaps_of_busy_intervals_with_backward_events(tmp_
         s.load([str(rnd)], run="random")
         idle = q(s, IDLE_INTERVALS)
         assert len(idle) > 50 and idle == q(s, GAPS_OF_BUSY_INTERVALS)
+
+
+def test_launch_call_is_the_earliest_then_the_first_in_the_file(tmp_path):
+    """gpu_activity's launch call of a correlation with several runtime calls: the one
+    that starts first, of those the first in the file, its id, name and start together
+    (one packed key orders them, sql/views/derived/gpu_activity.sql)."""
+    t = 1_000_000
+    calls = [("cudaLaunchKernel", 2), ("cuLaunchKernelEx", 0), ("cuLaunchKernel", 0), ("cudaLaunchKernelExC", 1)]
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "cuda_runtime", "name": n, "pid": 1, "tid": 1, "ts": t + dt, "dur": 5,
+         "args": {"correlation": 5}} for n, dt in calls] + [
+        {"ph": "X", "cat": "kernel", "name": "K", "pid": 0, "tid": 7, "ts": t + 10, "dur": 10,
+         "args": {"device": 0, "stream": 7, "correlation": 5}}]}
+    path = tmp_path / "calls.json"
+    path.write_text(json.dumps(trace))
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        (second,) = s.sql("SELECT event_id FROM runtime WHERE name = 'cuLaunchKernelEx'").fetchall()[0]
+        got = s.sql("SELECT launch_event_id, launch_name, launch_ts_ns FROM gpu_activity").fetchall()
+        assert got == [(second, "cuLaunchKernelEx", t * US)]
