@@ -629,3 +629,29 @@ def test_launch_call_is_the_earliest_then_the_first_in_the_file(tmp_path):
         (second,) = s.sql("SELECT event_id FROM runtime WHERE name = 'cuLaunchKernelEx'").fetchall()[0]
         got = s.sql("SELECT launch_event_id, launch_name, launch_ts_ns FROM gpu_activity").fetchall()
         assert got == [(second, "cuLaunchKernelEx", t * US)]
+
+
+def test_idle_gap_goes_to_the_thread_of_the_first_launch_call(tmp_path):
+    """report idle gives a gap to the thread of gpu_activity's launch call of the work
+    ending it (looked up for the gaps only): K1's correlation has two calls starting
+    together, on thread 1 (first in the file) and thread 2; the gap [10,50] before K1
+    goes to thread 1: its cudaLaunchKernel [20,25] (5 µs) and aten::one around it (35 µs)."""
+    t = 1_000_000
+    ev = [{"ph": "X", "cat": "cpu_op", "name": "aten::one", "pid": 1, "tid": 1, "ts": t - 10, "dur": 110},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::two", "pid": 1, "tid": 2, "ts": t - 10, "dur": 110},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t - 5, "dur": 2,
+           "args": {"correlation": 4}},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 20, "dur": 5,
+           "args": {"correlation": 5}},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": t + 20, "dur": 5,
+           "args": {"correlation": 5}},
+          {"ph": "X", "cat": "kernel", "name": "K0", "pid": 0, "tid": 7, "ts": t, "dur": 10,
+           "args": {"device": 0, "stream": 7, "correlation": 4}},
+          {"ph": "X", "cat": "kernel", "name": "K1", "pid": 0, "tid": 7, "ts": t + 50, "dur": 10,
+           "args": {"device": 0, "stream": 7, "correlation": 5}}]
+    path = tmp_path / "two_threads.json"
+    path.write_text(json.dumps({"traceEvents": ev}))
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        got = {(r["name"], r["idle_us"]) for r in as_dicts(s.report("idle"))}
+        assert got == {("aten::one", 35), ("cudaLaunchKernel", 5)}
