@@ -56,6 +56,15 @@ def as_dicts(rel):
     return [dict(zip(cols, r)) for r in rel.fetchall()]
 
 
+def loaded_events(tmp_path, name, events):
+    """A session (use with `with`) holding a trace of `events` written as tmp_path/name."""
+    path = tmp_path / name
+    path.write_text(json.dumps({"traceEvents": events}))
+    s = duckprof.connect()
+    s.load([str(path)])
+    return s
+
+
 @pytest.fixture(scope="module")
 def two():
     s = duckprof.connect()
@@ -541,10 +550,7 @@ def test_launch_call_ties_pick_one_row(tmp_path):
          "args": {"correlation": 5}},
         {"ph": "X", "cat": "kernel", "name": "K", "pid": 0, "tid": 7, "ts": t + 10, "dur": 10,
          "args": {"device": 0, "stream": 7, "correlation": 5}}]}
-    path = tmp_path / "tie.json"
-    path.write_text(json.dumps(trace))
-    with duckprof.connect() as s:
-        s.load([str(path)])
+    with loaded_events(tmp_path, "tie.json", trace["traceEvents"]) as s:
         first = s.sql("SELECT min(event_id) FROM runtime").fetchall()[0][0]
         db = s.sql("SELECT current_database()").fetchall()[0][0]
         s.con.execute(f"CREATE TEMP VIEW runtime AS SELECT * FROM (SELECT * FROM {db}.main.runtime "
@@ -622,10 +628,7 @@ def test_launch_call_is_the_earliest_then_the_first_in_the_file(tmp_path):
          "args": {"correlation": 5}} for n, dt in calls] + [
         {"ph": "X", "cat": "kernel", "name": "K", "pid": 0, "tid": 7, "ts": t + 10, "dur": 10,
          "args": {"device": 0, "stream": 7, "correlation": 5}}]}
-    path = tmp_path / "calls.json"
-    path.write_text(json.dumps(trace))
-    with duckprof.connect() as s:
-        s.load([str(path)])
+    with loaded_events(tmp_path, "calls.json", trace["traceEvents"]) as s:
         (second,) = s.sql("SELECT event_id FROM runtime WHERE name = 'cuLaunchKernelEx'").fetchall()[0]
         got = s.sql("SELECT launch_event_id, launch_name, launch_ts_ns FROM gpu_activity").fetchall()
         assert got == [(second, "cuLaunchKernelEx", t * US)]
@@ -649,9 +652,6 @@ def test_idle_gap_goes_to_the_thread_of_the_first_launch_call(tmp_path):
            "args": {"device": 0, "stream": 7, "correlation": 4}},
           {"ph": "X", "cat": "kernel", "name": "K1", "pid": 0, "tid": 7, "ts": t + 50, "dur": 10,
            "args": {"device": 0, "stream": 7, "correlation": 5}}]
-    path = tmp_path / "two_threads.json"
-    path.write_text(json.dumps({"traceEvents": ev}))
-    with duckprof.connect() as s:
-        s.load([str(path)])
+    with loaded_events(tmp_path, "two_threads.json", ev) as s:
         got = {(r["name"], r["idle_us"]) for r in as_dicts(s.report("idle"))}
         assert got == {("aten::one", 35), ("cudaLaunchKernel", 5)}
