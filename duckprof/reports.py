@@ -38,7 +38,8 @@ header fields), {{ result }}_skipped (rule, trace_id, reason) and
 reads it). The rules' options are the report's options. The views the
 report's header lists as `shared:` are computed once for all the rules that
 read them (one statement runs every rule), and so are the CTEs of SHARED_CTES
-that two or more of the chosen rules use.
+that two or more of the chosen rules declare in their header (`shared: device_idle,
+launched`).
 """
 
 from __future__ import annotations
@@ -275,24 +276,34 @@ def _asof_joins_stay(con):
 
 
 #: CTEs several rules compute alike: name -> the Jinja text of its SQL (with the
-#: report's values). A template macro that reads the CTE `name` when the render
-#: variable shared_ctes holds it (templates/patterns.sql device_idle) computes it
-#: inline otherwise; the runner shares it when two or more chosen rules use it.
+#: report's values). A rule that reads one declares it in its header (`shared:
+#: name, ...`) and reads it through its template macro
+#: (templates/patterns.sql: device_idle, launch_calls, matmuls), which reads the
+#: CTE `name` when the render variable shared_ctes holds it and computes the
+#: rows inline otherwise; the runner shares a CTE when two or more chosen rules
+#: declare it.
 SHARED_CTES = {
     "device_idle": '{% from "templates/patterns.sql" import device_idle with context %}'
                    '{{ device_idle(leading=true) }}',
+    "launched": '{% from "templates/patterns.sql" import launched with context %}{{ launched() }}',
+    "matmuls": '{% from "templates/patterns.sql" import matmuls with context %}{{ matmuls() }}',
 }
 
 
+def rule_ctes(rule: Rule) -> list[str]:
+    """The SHARED_CTES a rule declares (`shared:` in its header), checked."""
+    names = [n.strip() for n in rule.field("shared").split(",") if n.strip()]
+    unknown = [n for n in names if n not in SHARED_CTES]
+    if unknown:
+        raise ValueError(f"sql/{rule.header.path}: shared: {', '.join(unknown)} is not one of the shared CTEs "
+                         f"({', '.join(SHARED_CTES)}, reports.SHARED_CTES)")
+    return names
+
+
 def _shared_ctes(rules: list[Rule], values: dict) -> dict[str, str]:
-    """The SHARED_CTES two or more of `rules` read (name -> its SQL)."""
-    names = list(SHARED_CTES)
-    used = {n: 0 for n in names}
-    for r in rules:
-        text = re.sub(r"--[^\n]*", "", sqlfiles.render(r.header.path, **values, shared_ctes=names))
-        for n in names:
-            used[n] += bool(re.search(rf"\b(?:FROM|JOIN)\s+{n}\b", text, re.I))
-    return {n: sqlfiles.render_string(SHARED_CTES[n], **values) for n in names if used[n] >= 2}
+    """The SHARED_CTES two or more of `rules` declare (name -> its SQL)."""
+    used = {n: sum(n in rule_ctes(r) for r in rules) for n in SHARED_CTES}
+    return {n: sqlfiles.render_string(SHARED_CTES[n], **values) for n in SHARED_CTES if used[n] >= 2}
 
 
 def _shared_views(report: Report, rules: list[Rule], values: dict, ctes: dict[str, str] | None = None) -> str:

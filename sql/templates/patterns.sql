@@ -37,6 +37,19 @@
 --   rules run together and two or more of them use it, the runner computes
 --   device_idle(leading=true) once, as a CTE `device_idle` (render variable
 --   shared_ctes, reports.SHARED_CTES), and the macro reads that.
+-- launch_calls(src): the rows of src (gpu_activity's rows, or rows with its
+--   trace_id, event_id and launch_event_id) with their launch call's columns
+--   from host_events (NULL: the call is not in the trace): call_event_id,
+--   call_name, call_pid, call_tid, call_ts_ns, call_dur_ns,
+--   call_parent_event_id. When two or more chosen rules use it (shared:
+--   launched), the runner joins every device event of the run to its call once,
+--   as a CTE `launched` (launched()), and the macro looks its rows up there;
+--   else it joins src's rows to host_events.
+-- matmuls(): the run's matrix-multiplication operators (cpu_op named aten::mm,
+--   addmm, bmm, baddbmm, addbmm, _addmm_activation) with their input types and
+--   dims, read once when two or more chosen rules use them (shared: matmuls).
+--   Columns: trace_id, event_id, name, pid, tid, ts_ns, dur_ns, input_types,
+--   input_dims.
 -- The findings (patterns.sql, patterns_events.sql):
 -- stepped_hits(result): the rules' matches of the traces they could run on
 --   (the temp tables result_hits less result_skipped), each with the step its host
@@ -160,5 +173,40 @@ FROM (
 {%- endif %}
 {%- if not leading %}
 WHERE start_ns IS NOT NULL
+{%- endif %}
+{%- endmacro %}
+
+
+{% macro launched() -%}
+SELECT a.trace_id, a.event_id, h.event_id AS call_event_id, h.name AS call_name, h.pid AS call_pid,
+       h.tid AS call_tid, h.ts_ns AS call_ts_ns, h.dur_ns AS call_dur_ns, h.parent_event_id AS call_parent_event_id
+FROM gpu_activity a
+JOIN host_events h ON h.trace_id = a.trace_id AND h.event_id = a.launch_event_id
+WHERE TRUE {{ run_scope('a.') }}
+{%- endmacro %}
+
+{% macro launch_calls(src) -%}
+{%- if shared_ctes is defined and 'launched' in shared_ctes %}
+SELECT s.*, l.call_event_id, l.call_name, l.call_pid, l.call_tid, l.call_ts_ns, l.call_dur_ns,
+       l.call_parent_event_id
+FROM {{ src }} s
+LEFT JOIN launched l ON l.trace_id = s.trace_id AND l.event_id = s.event_id
+{%- else %}
+SELECT s.*, h.event_id AS call_event_id, h.name AS call_name, h.pid AS call_pid, h.tid AS call_tid,
+       h.ts_ns AS call_ts_ns, h.dur_ns AS call_dur_ns, h.parent_event_id AS call_parent_event_id
+FROM {{ src }} s
+LEFT JOIN host_events h ON h.trace_id = s.trace_id AND h.event_id = s.launch_event_id
+{%- endif %}
+{%- endmacro %}
+
+{% macro matmuls() -%}
+{%- if shared_ctes is defined and 'matmuls' in shared_ctes %}
+SELECT * FROM matmuls
+{%- else %}
+SELECT o.trace_id, o.event_id, o.name, o.pid, o.tid, o.ts_ns, o.dur_ns, o.input_types, o.input_dims
+FROM host_events o
+WHERE o.cat = 'cpu_op' AND o.name IN ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm', 'aten::addbmm',
+                                      'aten::_addmm_activation')
+  {{ run_scope('o.') }}
 {%- endif %}
 {%- endmacro %}
