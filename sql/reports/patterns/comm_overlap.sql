@@ -37,17 +37,24 @@
 -- op_event_id  BIGINT   the host event around the launch call (its op)
 {% from "templates/scope.sql" import run_scope with context %}
 {% from "templates/patterns.sql" import skipped_unless, launch_calls with context %}
-{% from "templates/intervals.sql" import merged_intervals, covered_length %}
+{% from "templates/intervals.sql" import merged_intervals, covered_length, overlaps_any %}
 WITH act AS (
     SELECT * FROM gpu_activity a WHERE a.work_class IN ('communication', 'compute') {{ run_scope('a.') }}
 ),
 comm AS (
     SELECT * FROM act WHERE work_class = 'communication'
 ),
-compute AS (  -- on the devices that communicate only
-    {{ merged_intervals("(SELECT * FROM act a WHERE work_class = 'compute' "
-                        "AND EXISTS (SELECT 1 FROM comm c WHERE c.trace_id = a.trace_id AND c.device = a.device))",
-                        ['trace_id', 'device']) | indent(4) }}
+comm_spans AS (  -- the stretches some communication kernel runs on each device
+    {{ merged_intervals('comm', ['trace_id', 'device']) | indent(4) }}
+),
+near AS (  -- the compute kernels that overlap one (the others cover no communication)
+    SELECT trace_id, device, ts_ns, end_ns
+    FROM ({{ overlaps_any("(SELECT * FROM act WHERE work_class = 'compute')", 'comm_spans', ['trace_id', 'device'],
+                          name='near') | indent(10) }})
+    WHERE near
+),
+compute AS (  -- their union
+    {{ merged_intervals('near', ['trace_id', 'device']) | indent(4) }}
 ),
 covered AS (
     {{ covered_length('comm', 'compute', ['trace_id', 'device']) | indent(4) }}
