@@ -231,10 +231,13 @@ def chosen_rules(report: Report, only: str | None) -> list[Rule]:
     return [r for r in rules if r.name in names]
 
 
-def _run_rules(con, report: Report, values: dict, params: dict, table: str, need_hits: bool):
+def _run_rules(con, report: Report, values: dict, params: dict, table: str, need_hits: bool,
+               materialized: tuple[str, ...] = ()):
     """Create the temp tables {table}_rules, {table}_skipped and (need_hits)
-    {table}_hits from the chosen rule files (see the module docstring)."""
+    {table}_hits from the chosen rule files (see the module docstring);
+    materialized: as run's."""
     rules = chosen_rules(report, values.get("only"))
+    values = dict(values, materialized=list(materialized))
     meta = {"rule": [r.name for r in rules], "position": list(range(1, len(rules) + 1)),
             "summary": [r.header.summary for r in rules], "severity": [r.field("severity") for r in rules],
             "fix": [r.field("fix") for r in rules], "method": [r.field("method") for r in rules],
@@ -444,9 +447,14 @@ def lookup(name: str) -> Report:
     return BY_NAME[name]
 
 
-def run(con: duckdb.DuckDBPyConnection, name: str, /, **given) -> ReportResult:
+def run(con: duckdb.DuckDBPyConnection, name: str, /, *, materialized: tuple[str, ...] = (),
+        **given) -> ReportResult:
     """Run report `name` on a connection with the duckprof views; options by
-    their Python names (limit=5, by_step=True, ...), unknown ones refused."""
+    their Python names (limit=5, by_step=True, ...), unknown ones refused.
+    materialized: derived views this connection holds computed, with the
+    rows of their default arguments (html/page.py share_view): the rules'
+    templates may read them instead of computing the same rows again (render
+    variable `materialized`); the rows are the same either way."""
     report = lookup(name)
     opts = {o.name: o for o in report.options()}
     unknown = sorted(set(given) - set(opts))
@@ -467,7 +475,8 @@ def run(con: duckdb.DuckDBPyConnection, name: str, /, **given) -> ReportResult:
     main_sql, notes_sql = sections[""], sections.get("notes")
     with _asof_joins_stay(con) if report.rules else contextlib.nullcontext():
         if report.rules:
-            _run_rules(con, report, values, params, table, need_hits=f"{table}_hits" in text)
+            _run_rules(con, report, values, params, table, need_hits=f"{table}_hits" in text,
+                       materialized=tuple(materialized))
         con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS\n{main_sql}", _bind(main_sql, params))
     notes, instead = [], []
     if notes_sql and notes_sql.strip():

@@ -53,12 +53,13 @@ def test_the_runner_shares_what_two_rules_declare():
 
 
 LAUNCHED = ["comm-overlap", "gpu-idle", "launch-bound", "pageable-memcpy", "tiny-memcpy"]
+IDLE = ["gpu-idle", "sync"]
 
 
 @pytest.fixture(scope="module")
 def gpu():
     s = duckprof.connect()
-    for rule in LAUNCHED:
+    for rule in LAUNCHED + ["sync"]:
         stem = rule.replace("-", "_")
         s.load([str(GPU / f"{stem}_yes.json")], run=stem)
     yield s
@@ -83,3 +84,27 @@ def test_rules_sharing_the_launch_calls_find_what_they_find_alone(gpu, run):
     pid, op = [c for c, _ in reports.RULE_COLUMNS].index("pid") + 1, \
         [c for c, _ in reports.RULE_COLUMNS].index("op_event_id") + 1
     assert any(r[pid] is not None and r[op] is not None for r in together)  # the calls were found
+
+
+@pytest.mark.parametrize("only", ["gpu-idle", "sync", "gpu-idle,sync"])
+def test_the_device_gaps_from_the_pages_busy_intervals_are_the_same(gpu, only):
+    """On the page's connection, which holds gpu_busy_intervals computed, the
+    rules reading the device idle gaps take them from it (render variable
+    materialized) instead of merging the device events again: the same
+    matches, alone and shared."""
+    from duckprof.html import page
+    text = sqlfiles.render("reports/patterns/gpu_idle.sql", **defaults(run="r"), materialized=["gpu_busy_intervals"])
+    assert "FROM gpu_busy_intervals WHERE scope = 'device'" in text and "max(end_ns) OVER" not in text
+    con = page.page_connection(gpu)
+    try:
+        found = 0
+        for run in ("gpu_idle", "sync"):
+            cols = "rule, trace_id, count, at_stake_us, detail, source, step, examples"
+            plain = reports.run(gpu.con, "patterns", run=run, only=only).relation.select(cols).fetchall()
+            paged = reports.run(con, "patterns", run=run, only=only,
+                                materialized=page.shared_names()).relation.select(cols).fetchall()
+            assert paged == plain
+            found += sum(r[2] or 0 for r in plain)
+        assert found
+    finally:
+        con.close()

@@ -98,10 +98,13 @@ class Table:
 
 
 class Reports:
-    """Runs reports on the page's connection, each (name, options) once."""
+    """Runs reports on the page's connection, each (name, options) once;
+    materialized: the views that connection holds computed (shared_names),
+    which the reports' rules may read instead of computing their rows again
+    (reports.run)."""
 
-    def __init__(self, con, run: str | None):
-        self.con, self.run = con, run
+    def __init__(self, con, run: str | None, materialized: tuple[str, ...] = ()):
+        self.con, self.run, self.materialized = con, run, tuple(materialized)
         self._memo: dict = {}
 
     @staticmethod
@@ -112,7 +115,7 @@ class Reports:
         key = (name, tuple(sorted(options.items())))
         if key not in self._memo:
             opts = dict(options, run=self.run) if self.run is not None else dict(options)
-            res = reports.run(self.con, name, **opts)
+            res = reports.run(self.con, name, materialized=self.materialized, **opts)
             self._memo[key] = Table.of(name, options, res.relation, res.columns, res.notes, res.instead)
         return self._memo[key]
 
@@ -835,6 +838,13 @@ def share_view(con, name: str):
     con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {table}")
 
 
+def shared_names() -> tuple[str, ...]:
+    """The views page_connection computes once, in order: SHARED_VIEWS, then
+    the SHARED_PLAIN_VIEWS one of whose readers is registered."""
+    return (*SHARED_VIEWS, *(name for name, readers in SHARED_PLAIN_VIEWS.items()
+                             if name in sqlfiles.view_headers() and any(Reports.has(r) for r in readers)))
+
+
 def page_connection(session):
     """A connection of its own for the page (a cursor on the session's
     database, closed when the page is written), with the packaged views (a
@@ -844,11 +854,8 @@ def page_connection(session):
     try:
         if session.read_only:
             create_views(con, temp=True)
-        for name in SHARED_VIEWS:
+        for name in shared_names():
             share_view(con, name)
-        for name, readers in SHARED_PLAIN_VIEWS.items():
-            if name in sqlfiles.view_headers() and any(Reports.has(r) for r in readers):
-                share_view(con, name)
     except BaseException:
         con.close()
         raise
@@ -864,7 +871,7 @@ def build(session, run: str | None = None, top: int = TOP_KERNELS) -> Page:
             have = [r[0] for r in con.execute("SELECT DISTINCT run FROM trace_files ORDER BY 1").fetchall()]
             if run not in have:
                 raise DuckprofError(f"no run named {run!r} (runs: {', '.join(have) or 'none'})")
-        rep = Reports(con, run)
+        rep = Reports(con, run, materialized=shared_names())
         traces = rep.get("traces")
         if traces.instead:
             raise DuckprofError("; ".join(traces.instead))

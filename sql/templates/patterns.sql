@@ -36,7 +36,12 @@
 --   start_ns or the smallest BIGINT there (a key for ASOF joins). When the
 --   rules run together and two or more of them use it, the runner computes
 --   device_idle(leading=true) once, as a CTE `device_idle` (render variable
---   shared_ctes, reports.SHARED_CTES), and the macro reads that.
+--   shared_ctes, reports.SHARED_CTES), and the macro reads that. On a
+--   connection that holds gpu_busy_intervals computed (render variable
+--   materialized: the page, html/page.py share_view) the gaps are those
+--   between its scope 'device' intervals, merged the same way (same order,
+--   first_event_id the event that opens an interval), and nothing is merged
+--   again.
 -- launch_calls(src): the rows of src (gpu_activity's rows, or rows with its
 --   trace_id, event_id and launch_event_id) with their launch call's columns
 --   from host_events (NULL: the call is not in the trace): call_event_id,
@@ -165,10 +170,16 @@ SELECT trace_id, device, start_ns, end_ns, end_ns - start_ns AS dur_ns, next_eve
 FROM (
     SELECT trace_id, device, lag(end_ns) OVER (PARTITION BY trace_id, device ORDER BY interval_no) AS start_ns,
            start_ns AS end_ns, next_event_id, next_launch_ts_ns
+    {%- if materialized is defined and 'gpu_busy_intervals' in materialized %}
+    FROM (SELECT trace_id, device, interval_no, start_ns, end_ns, first_event_id AS next_event_id,
+                 first_launch_ts_ns AS next_launch_ts_ns
+          FROM gpu_busy_intervals WHERE scope = 'device' {{ run_scope() }})
+    {%- else %}
     FROM ({{ merged_intervals('(SELECT * FROM gpu_activity WHERE TRUE ' ~ run_scope() ~ ')', ['trace_id', 'device'],
                               order=['launch_ts_ns NULLS LAST', 'event_id'],
                               aggregates='any_value(event_id) FILTER (WHERE opens) AS next_event_id, '
                                          'any_value(launch_ts_ns) FILTER (WHERE opens) AS next_launch_ts_ns') }})
+    {%- endif %}
 )
 {%- endif %}
 {%- if not leading %}
