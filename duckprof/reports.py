@@ -247,7 +247,7 @@ def _run_rules(con, report: Report, values: dict, params: dict, table: str, need
                 + ", ".join(f"unnest(${k}::{'INTEGER' if k == 'position' else 'VARCHAR'}[]) AS {k}" for k in meta),
                 meta)
     skipped, hits = [], []
-    ctes = _shared_ctes(rules, values)
+    ctes = _shared_ctes(rules, values) if need_hits else {}  # --list reads the skipped rules only
     for r in rules:
         sections = _sections(sqlfiles.render(r.header.path, **values, shared_ctes=list(ctes)))
         rule = f"'{r.name}'"  # a checked name ([a-z0-9-]), not a value
