@@ -251,26 +251,35 @@ def _human(v, kind: str, name: str):
     return v
 
 
-def _widest_rows(rows, limit, widths: dict):
+def _widest_rows(rows, limit, widths: dict, fixed: dict | None = None):
     """The rows of `rows` that draw (to_text, name_width=limit) a table exactly
     as wide as all of them: tabulate pads each column to its widest cell, so
     the rows holding each column's widest cell, and any row with a cell whose
     length differs from its width on screen (len() counts the former).
-    widths: a cache of the cells' widths, kept between calls."""
+    widths: a cache of the cells' widths, kept between calls; fixed: a cache of
+    the rows picked for each column whose cells are shorter than 24 characters
+    (the same at every limit report_table tries), kept between calls."""
     if _visible_width is None:
         return rows
-    picked, widest = set(), {}
-    for i, r in enumerate(rows):
-        for k, v in enumerate(r):
-            s = _cell(v, limit)
-            w = widths.get(s)
-            if w is None:
-                w = widths[s] = _visible_width(s)
-            if w != len(s):
-                picked.add(i)
-            if w > widest.get(k, (-1, 0))[0]:
-                widest[k] = (w, i)
-    picked.update(i for _, i in widest.values())
+    picked = set()
+    for k in range(len(rows[0]) if rows else 0):
+        got = fixed.get(k) if fixed is not None else None
+        if got is None:
+            got, short, widest = set(), True, (-1, 0)
+            for i, r in enumerate(rows):
+                s = _cell(r[k], limit)
+                w = widths.get(s)
+                if w is None:
+                    w = widths[s] = _visible_width(s)
+                if w != len(s):
+                    got.add(i)
+                if w > widest[0]:
+                    widest = (w, i)
+                short = short and len(s) < 24
+            got.add(widest[1])
+            if short and fixed is not None:
+                fixed[k] = got
+        picked |= got
     return [rows[i] for i in sorted(picked)]
 
 
@@ -305,11 +314,12 @@ def report_table(columns, rows, documented, fmt="table", wide=False, name_width=
                if all(isinstance(r[i], (int, float, Decimal)) and not isinstance(r[i], bool) or r[i] is None
                       for r in rows)}
     limit = None if wide else (name_width or 10**6)
-    dropped, widths = [], {}
+    dropped, widths, fixed = [], {}, {}
 
     def too_wide():
         # drawn from the few rows that make the table as wide as all of them (quick on long tables)
-        text = to_text(headers, _widest_rows(table_rows, limit, widths), fmt, name_width=limit, right_aligned=numeric)
+        text = to_text(headers, _widest_rows(table_rows, limit, widths, fixed), fmt, name_width=limit,
+                       right_aligned=numeric)
         return max((len(line) for line in text.splitlines()), default=0) > width
 
     while not wide and fmt == "table" and text_cols and limit > 24 and too_wide():
