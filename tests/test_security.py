@@ -12,12 +12,15 @@ ones; what TEMP objects cannot shadow is refused, naming it."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 
 import duckdb
 import pytest
 
 import duckprof
-from conftest import HANDMADE, assert_one_line_error, cli_app, db_state, invoke, rows, run_cli  # noqa: F401
+from conftest import (HANDMADE, assert_one_line_error, cli_app, db_state, invoke, rows, run_cli,  # noqa: F401
+                      slow_when)
 
 NESTING3 = HANDMADE / "nesting3.json"
 SECRET = "the-host-file-secret-4711"
@@ -30,10 +33,20 @@ def secret(tmp_path):
     return path
 
 
-@pytest.fixture
-def good_db(tmp_path, cli_app):
-    db = tmp_path / "shared.duckdb"
+@pytest.fixture(scope="module")
+def good_db_template(tmp_path_factory, cli_app):
+    db = tmp_path_factory.mktemp("good") / "template.duckdb"
     assert invoke(cli_app, "load", NESTING3, "--db", db, "-q", "-r", "base").exit_code == 0
+    assert not os.path.exists(f"{db}.wal")
+    return db
+
+
+@pytest.fixture
+def good_db(good_db_template, tmp_path):
+    """A file of its own per test (it plants objects in it): a copy of one
+    loaded once per module by the CLI."""
+    db = tmp_path / "shared.duckdb"
+    shutil.copyfile(good_db_template, db)
     return db
 
 
@@ -132,7 +145,12 @@ def test_a_write_replaces_planted_views_in_the_file(cli_app, good_db, secret):
 
 # -- what a TEMP object cannot shadow is refused --------------------------------------------
 
-@pytest.mark.parametrize("what,statements,words", [
+#: each case runs five commands on its own file: the quick run keeps two (the
+#: function and the table checks), the full run all
+REFUSED_QUICK = ("a macro named like a built-in function", "a table with a default that runs SQL")
+
+
+@pytest.mark.parametrize("what,statements,words", slow_when([
     ("a macro named like a built-in function",
      ["CREATE MACRO sum(x) AS (SELECT content FROM read_text('SECRET'))"], ["macro 'sum'", "DROP MACRO sum"]),
     ("a table macro named like a built-in one",
@@ -146,7 +164,7 @@ def test_a_write_replaces_planted_views_in_the_file(cli_app, good_db, secret):
     ("an index", ["CREATE INDEX planted ON events (name)"], ["index 'planted'"]),
     ("a table where duckprof keeps a view", ["DROP VIEW trace_files", "CREATE TABLE trace_files (x INTEGER)"],
      ["'trace_files' is a table"]),
-])
+], lambda case: case[0] not in REFUSED_QUICK))
 def test_objects_that_would_run_in_duckprofs_queries_are_refused(cli_app, good_db, secret, what, statements, words):
     plant(good_db, *[s.replace("SECRET", str(secret)) for s in statements])
     before = db_state(good_db)
@@ -160,6 +178,21 @@ def test_objects_that_would_run_in_duckprofs_queries_are_refused(cli_app, good_d
     assert db_state(good_db) == before
     with pytest.raises(duckprof.DuckprofError):
         duckprof.connect(good_db, read_only=True)
+
+
+def test_a_table_that_differs_only_by_a_check_is_refused(good_db):
+    """Same columns, types and defaults as duckprof's `devices`, plus a CHECK
+    that would run SQL on every insert: refused (the table's catalog SQL is
+    compared, constraints included)."""
+    con = duckdb.connect(str(good_db))
+    sql = con.execute("SELECT sql FROM duckdb_tables() WHERE table_name = 'devices'").fetchone()[0]
+    con.execute("DROP TABLE devices")
+    con.execute(sql.replace(");", ", CHECK (length(current_setting('home_directory')) >= 0));"))
+    con.close()
+    before = db_state(good_db)
+    with pytest.raises(duckprof.DuckprofError, match="refusing to use this database: table 'devices' differs"):
+        duckprof.connect(good_db, read_only=True)
+    assert db_state(good_db) == before
 
 
 def test_a_users_own_macros_and_views_with_other_names_are_kept(cli_app, good_db):
