@@ -38,7 +38,8 @@ header fields), {{ result }}_skipped (rule, trace_id, reason) and
 reads it). The rules' options are the report's options. The views the
 report's header lists as `shared:` are computed once for all the rules that
 read them (one statement runs every rule), and so are the CTEs of SHARED_CTES
-that two or more of the chosen rules use.
+that two or more of the chosen rules declare in their header (`shared: device_idle,
+launched`).
 """
 
 from __future__ import annotations
@@ -230,10 +231,13 @@ def chosen_rules(report: Report, only: str | None) -> list[Rule]:
     return [r for r in rules if r.name in names]
 
 
-def _run_rules(con, report: Report, values: dict, params: dict, table: str, need_hits: bool):
+def _run_rules(con, report: Report, values: dict, params: dict, table: str, need_hits: bool,
+               materialized: tuple[str, ...] = ()):
     """Create the temp tables {table}_rules, {table}_skipped and (need_hits)
-    {table}_hits from the chosen rule files (see the module docstring)."""
+    {table}_hits from the chosen rule files (see the module docstring);
+    materialized: as run's."""
     rules = chosen_rules(report, values.get("only"))
+    values = dict(values, materialized=list(materialized))
     meta = {"rule": [r.name for r in rules], "position": list(range(1, len(rules) + 1)),
             "summary": [r.header.summary for r in rules], "severity": [r.field("severity") for r in rules],
             "fix": [r.field("fix") for r in rules], "method": [r.field("method") for r in rules],
@@ -243,7 +247,7 @@ def _run_rules(con, report: Report, values: dict, params: dict, table: str, need
                 + ", ".join(f"unnest(${k}::{'INTEGER' if k == 'position' else 'VARCHAR'}[]) AS {k}" for k in meta),
                 meta)
     skipped, hits = [], []
-    ctes = _shared_ctes(rules, values)
+    ctes = _shared_ctes(rules, values) if need_hits else {}  # --list reads the skipped rules only
     for r in rules:
         sections = _sections(sqlfiles.render(r.header.path, **values, shared_ctes=list(ctes)))
         rule = f"'{r.name}'"  # a checked name ([a-z0-9-]), not a value
@@ -275,24 +279,34 @@ def _asof_joins_stay(con):
 
 
 #: CTEs several rules compute alike: name -> the Jinja text of its SQL (with the
-#: report's values). A template macro that reads the CTE `name` when the render
-#: variable shared_ctes holds it (templates/patterns.sql device_idle) computes it
-#: inline otherwise; the runner shares it when two or more chosen rules use it.
+#: report's values). A rule that reads one declares it in its header (`shared:
+#: name, ...`) and reads it through its template macro
+#: (templates/patterns.sql: device_idle, launch_calls, matmuls), which reads the
+#: CTE `name` when the render variable shared_ctes holds it and computes the
+#: rows inline otherwise; the runner shares a CTE when two or more chosen rules
+#: declare it.
 SHARED_CTES = {
     "device_idle": '{% from "templates/patterns.sql" import device_idle with context %}'
                    '{{ device_idle(leading=true) }}',
+    "launched": '{% from "templates/patterns.sql" import launched with context %}{{ launched() }}',
+    "matmuls": '{% from "templates/patterns.sql" import matmuls with context %}{{ matmuls() }}',
 }
 
 
+def rule_ctes(rule: Rule) -> list[str]:
+    """The SHARED_CTES a rule declares (`shared:` in its header), checked."""
+    names = [n.strip() for n in rule.field("shared").split(",") if n.strip()]
+    unknown = [n for n in names if n not in SHARED_CTES]
+    if unknown:
+        raise ValueError(f"sql/{rule.header.path}: shared: {', '.join(unknown)} is not one of the shared CTEs "
+                         f"({', '.join(SHARED_CTES)}, reports.SHARED_CTES)")
+    return names
+
+
 def _shared_ctes(rules: list[Rule], values: dict) -> dict[str, str]:
-    """The SHARED_CTES two or more of `rules` read (name -> its SQL)."""
-    names = list(SHARED_CTES)
-    used = {n: 0 for n in names}
-    for r in rules:
-        text = re.sub(r"--[^\n]*", "", sqlfiles.render(r.header.path, **values, shared_ctes=names))
-        for n in names:
-            used[n] += bool(re.search(rf"\b(?:FROM|JOIN)\s+{n}\b", text, re.I))
-    return {n: sqlfiles.render_string(SHARED_CTES[n], **values) for n in names if used[n] >= 2}
+    """The SHARED_CTES two or more of `rules` declare (name -> its SQL)."""
+    used = {n: sum(n in rule_ctes(r) for r in rules) for n in SHARED_CTES}
+    return {n: sqlfiles.render_string(SHARED_CTES[n], **values) for n in SHARED_CTES if used[n] >= 2}
 
 
 def _shared_views(report: Report, rules: list[Rule], values: dict, ctes: dict[str, str] | None = None) -> str:
@@ -433,9 +447,14 @@ def lookup(name: str) -> Report:
     return BY_NAME[name]
 
 
-def run(con: duckdb.DuckDBPyConnection, name: str, /, **given) -> ReportResult:
+def run(con: duckdb.DuckDBPyConnection, name: str, /, *, materialized: tuple[str, ...] = (),
+        **given) -> ReportResult:
     """Run report `name` on a connection with the duckprof views; options by
-    their Python names (limit=5, by_step=True, ...), unknown ones refused."""
+    their Python names (limit=5, by_step=True, ...), unknown ones refused.
+    materialized: derived views this connection holds computed, with the
+    rows of their default arguments (html/page.py share_view): the rules'
+    templates may read them instead of computing the same rows again (render
+    variable `materialized`); the rows are the same either way."""
     report = lookup(name)
     opts = {o.name: o for o in report.options()}
     unknown = sorted(set(given) - set(opts))
@@ -456,7 +475,8 @@ def run(con: duckdb.DuckDBPyConnection, name: str, /, **given) -> ReportResult:
     main_sql, notes_sql = sections[""], sections.get("notes")
     with _asof_joins_stay(con) if report.rules else contextlib.nullcontext():
         if report.rules:
-            _run_rules(con, report, values, params, table, need_hits=f"{table}_hits" in text)
+            _run_rules(con, report, values, params, table, need_hits=f"{table}_hits" in text,
+                       materialized=tuple(materialized))
         con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS\n{main_sql}", _bind(main_sql, params))
     notes, instead = [], []
     if notes_sql and notes_sql.strip():

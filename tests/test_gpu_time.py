@@ -56,6 +56,15 @@ def as_dicts(rel):
     return [dict(zip(cols, r)) for r in rel.fetchall()]
 
 
+def loaded_events(tmp_path, name, events):
+    """A session (use with `with`) holding a trace of `events` written as tmp_path/name."""
+    path = tmp_path / name
+    path.write_text(json.dumps({"traceEvents": events}))
+    s = duckprof.connect()
+    s.load([str(path)])
+    return s
+
+
 @pytest.fixture(scope="module")
 def two():
     s = duckprof.connect()
@@ -541,13 +550,108 @@ def test_launch_call_ties_pick_one_row(tmp_path):
          "args": {"correlation": 5}},
         {"ph": "X", "cat": "kernel", "name": "K", "pid": 0, "tid": 7, "ts": t + 10, "dur": 10,
          "args": {"device": 0, "stream": 7, "correlation": 5}}]}
-    path = tmp_path / "tie.json"
-    path.write_text(json.dumps(trace))
-    with duckprof.connect() as s:
-        s.load([str(path)])
+    with loaded_events(tmp_path, "tie.json", trace["traceEvents"]) as s:
         first = s.sql("SELECT min(event_id) FROM runtime").fetchall()[0][0]
         db = s.sql("SELECT current_database()").fetchall()[0][0]
         s.con.execute(f"CREATE TEMP VIEW runtime AS SELECT * FROM (SELECT * FROM {db}.main.runtime "
                       "ORDER BY event_id DESC)")
         got = s.sql("SELECT launch_event_id, launch_name FROM gpu_activity").fetchall()
         assert got == [(first, "cudaLaunchKernel")]
+
+
+# gpu_idle_intervals' definition: the gaps between consecutive gpu_busy_intervals
+GAPS_OF_BUSY_INTERVALS = """
+    SELECT trace_id, device, scope, stream, start_ns, end_ns, next_event_id, next_launch_ts_ns
+    FROM (SELECT trace_id, device, scope, stream,
+                 lag(end_ns) OVER (PARTITION BY trace_id, device, scope, stream ORDER BY interval_no) AS start_ns,
+                 start_ns AS end_ns, first_event_id AS next_event_id, first_launch_ts_ns AS next_launch_ts_ns
+          FROM gpu_busy_intervals)
+    WHERE start_ns IS NOT NULL
+    ORDER BY ALL"""
+IDLE_INTERVALS = """
+    SELECT trace_id, device, scope, stream, start_ns, end_ns, next_event_id, next_launch_ts_ns
+    FROM gpu_idle_intervals ORDER BY ALL"""
+
+
+def test_idle_intervals_are_the_gaps_of_busy_intervals_with_backward_events(tmp_path):
+    """gpu_idle_intervals finds each gap in one sorted pass: an event that starts after
+    every earlier one ended opens a busy interval, and the gap before it starts where the
+    earlier ones ended. That is the previous busy interval's end unless all of that
+    interval's events end before they start (dur < 0, which a trace can hold): stream 7 has
+    A [0,50], B starting at 60 with dur -20 (a busy interval [60,40] of its own), C [70,80]:
+    the gap before C starts at B's interval's end, 40, not at A's 50. Stream 8 has no such
+    event. Then random device events (ties, zero and negative durations) on three streams:
+    the gaps equal those between consecutive gpu_busy_intervals rows."""
+    t = 1_000_000
+    ev = [("K", 7, 0, 50, 1), ("B", 7, 60, -20, 2), ("C", 7, 70, 10, 3),
+          ("D", 8, 5, 10, 4), ("E", 8, 30, 10, 5)]
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": n, "pid": 0, "tid": st, "ts": t + ts, "dur": d,
+         "args": {"device": 0, "stream": st, "correlation": c}} for n, st, ts, d, c in ev] + [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t - 100 + c,
+         "dur": 1, "args": {"correlation": c}} for *_, c in ev]}
+    path = tmp_path / "backward.json"
+    path.write_text(json.dumps(trace))
+    rng = random.Random(7)
+    events = []
+    for c in range(1, 301):
+        st = rng.choice([7, 8, 9])
+        ts = rng.randrange(0, 3000)
+        d = rng.choice([0, 1, 5, 20, 60]) if st != 9 or rng.random() < 0.8 else -rng.randrange(1, 30)
+        events.append({"ph": "X", "cat": "kernel", "name": f"k{c}", "pid": 0, "tid": st, "ts": t + ts, "dur": d,
+                       "args": {"device": 0, "stream": st, "correlation": c}})
+        if rng.random() < 0.9:
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                           "ts": t + ts - rng.randrange(0, 50), "dur": 1, "args": {"correlation": c}})
+    rnd = tmp_path / "random.json"
+    rnd.write_text(json.dumps({"traceEvents": events}))
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        got = q(s, "SELECT scope, stream, (start_ns - $t) // 1000, (end_ns - $t) // 1000 FROM gpu_idle_intervals "
+                   "ORDER BY scope, stream, start_ns", {"t": t * US})
+        assert got == [("device", None, 40, 70), ("device", None, 50, 60),
+                       ("stream", 7, 40, 70), ("stream", 7, 50, 60), ("stream", 8, 15, 30)]
+        assert q(s, IDLE_INTERVALS) == q(s, GAPS_OF_BUSY_INTERVALS)
+        s.load([str(rnd)], run="random")
+        idle = q(s, IDLE_INTERVALS)
+        assert len(idle) > 50 and idle == q(s, GAPS_OF_BUSY_INTERVALS)
+
+
+def test_launch_call_is_the_earliest_then_the_first_in_the_file(tmp_path):
+    """gpu_activity's launch call of a correlation with several runtime calls: the one
+    that starts first, of those the first in the file, its id, name and start together
+    (one packed key orders them, sql/views/derived/gpu_activity.sql)."""
+    t = 1_000_000
+    calls = [("cudaLaunchKernel", 2), ("cuLaunchKernelEx", 0), ("cuLaunchKernel", 0), ("cudaLaunchKernelExC", 1)]
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "cuda_runtime", "name": n, "pid": 1, "tid": 1, "ts": t + dt, "dur": 5,
+         "args": {"correlation": 5}} for n, dt in calls] + [
+        {"ph": "X", "cat": "kernel", "name": "K", "pid": 0, "tid": 7, "ts": t + 10, "dur": 10,
+         "args": {"device": 0, "stream": 7, "correlation": 5}}]}
+    with loaded_events(tmp_path, "calls.json", trace["traceEvents"]) as s:
+        (second,) = s.sql("SELECT event_id FROM runtime WHERE name = 'cuLaunchKernelEx'").fetchall()[0]
+        got = s.sql("SELECT launch_event_id, launch_name, launch_ts_ns FROM gpu_activity").fetchall()
+        assert got == [(second, "cuLaunchKernelEx", t * US)]
+
+
+def test_idle_gap_goes_to_the_thread_of_the_first_launch_call(tmp_path):
+    """report idle gives a gap to the thread of gpu_activity's launch call of the work
+    ending it (looked up for the gaps only): K1's correlation has two calls starting
+    together, on thread 1 (first in the file) and thread 2; the gap [10,50] before K1
+    goes to thread 1: its cudaLaunchKernel [20,25] (5 µs) and aten::one around it (35 µs)."""
+    t = 1_000_000
+    ev = [{"ph": "X", "cat": "cpu_op", "name": "aten::one", "pid": 1, "tid": 1, "ts": t - 10, "dur": 110},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::two", "pid": 1, "tid": 2, "ts": t - 10, "dur": 110},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t - 5, "dur": 2,
+           "args": {"correlation": 4}},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 20, "dur": 5,
+           "args": {"correlation": 5}},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": t + 20, "dur": 5,
+           "args": {"correlation": 5}},
+          {"ph": "X", "cat": "kernel", "name": "K0", "pid": 0, "tid": 7, "ts": t, "dur": 10,
+           "args": {"device": 0, "stream": 7, "correlation": 4}},
+          {"ph": "X", "cat": "kernel", "name": "K1", "pid": 0, "tid": 7, "ts": t + 50, "dur": 10,
+           "args": {"device": 0, "stream": 7, "correlation": 5}}]
+    with loaded_events(tmp_path, "two_threads.json", ev) as s:
+        got = {(r["name"], r["idle_us"]) for r in as_dicts(s.report("idle"))}
+        assert got == {("aten::one", 35), ("cudaLaunchKernel", 5)}

@@ -14,6 +14,7 @@ import re
 import pytest
 
 import duckprof
+from duckprof import sqlfiles
 from test_gpu_time import two  # noqa: F401  (two_streams.json loaded as run r1)
 from conftest import REPO, assert_one_line_error, corpus_path, invoke, run_cli
 from duckprof import reports
@@ -557,3 +558,30 @@ def test_page_connection_shares_views_once(two):
         assert con.execute("SELECT count(*) FROM launches").fetchone()[0] == 8  # K1..K6, NCCL, a memcpy
     finally:
         con.close()
+
+
+def test_a_runs_page_computes_the_shared_views_for_that_run_only(tmp_path, monkeypatch):
+    """In a database of two runs the page of one computes the views it shares
+    for that run's traces only, and is the same page as when they hold every
+    run's rows."""
+    db = tmp_path / "two_runs.duckdb"
+    gt = REPO / "fixtures" / "gpu_time"
+    with duckprof.connect(db) as s:
+        s.load([str(gt / "two_streams.json")], run="a")
+        s.load([str(gt / "who_starves.json")], run="b")
+        a = s.con.execute("SELECT trace_id FROM trace_files WHERE run = 'a'").fetchall()
+        con = P.page_connection(s, "a")
+        try:
+            for name in P.shared_names():
+                if not any(c.name == "trace_id" for c in sqlfiles.view_headers()[name].columns):
+                    continue  # kernel_categories: one row per kernel name, of any trace
+                held = {r[0] for r in con.execute(f"SELECT DISTINCT trace_id FROM duckprof_page_{name}").fetchall()}
+                assert held <= {t for (t,) in a}, name
+            assert con.execute("SELECT count(DISTINCT trace_id) FROM gpu_activity").fetchone()[0] == 1
+        finally:
+            con.close()
+        scoped = str(s.html(run="a"))
+        share = P.share_view
+        monkeypatch.setattr(P, "share_view", lambda con, name, run=None: share(con, name))
+        assert str(s.html(run="a")) == scoped
+        assert "two_streams.json" in scoped and "who_starves.json" not in scoped

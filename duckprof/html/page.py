@@ -98,10 +98,13 @@ class Table:
 
 
 class Reports:
-    """Runs reports on the page's connection, each (name, options) once."""
+    """Runs reports on the page's connection, each (name, options) once;
+    materialized: the views that connection holds computed (shared_names),
+    which the reports' rules may read instead of computing their rows again
+    (reports.run)."""
 
-    def __init__(self, con, run: str | None):
-        self.con, self.run = con, run
+    def __init__(self, con, run: str | None, materialized: tuple[str, ...] = ()):
+        self.con, self.run, self.materialized = con, run, tuple(materialized)
         self._memo: dict = {}
 
     @staticmethod
@@ -112,7 +115,7 @@ class Reports:
         key = (name, tuple(sorted(options.items())))
         if key not in self._memo:
             opts = dict(options, run=self.run) if self.run is not None else dict(options)
-            res = reports.run(self.con, name, **opts)
+            res = reports.run(self.con, name, materialized=self.materialized, **opts)
             self._memo[key] = Table.of(name, options, res.relation, res.columns, res.notes, res.instead)
         return self._memo[key]
 
@@ -807,13 +810,19 @@ SHARED_PLAIN_VIEWS = {"kernel_categories": ("categories", "steps"), "collectives
 _MACRO = re.compile(r"CREATE OR REPLACE MACRO (\w+)\((.*?)\) AS TABLE", re.S)
 
 
-def share_view(con, name: str):
-    """Compute view `name` once on `con` (see SHARED_VIEWS)."""
-    sql = sqlfiles.view_sql(sqlfiles.view_headers()[name])
+def share_view(con, name: str, run: str | None = None):
+    """Compute view `name` once on `con` (see SHARED_VIEWS); with `run`, its
+    rows of that run's traces only when it has a row per trace (the page's
+    reports read no others)."""
+    header = sqlfiles.view_headers()[name]
+    sql = sqlfiles.view_sql(header)
     m = _MACRO.search(sql)
+    per_trace = any(c.name == "trace_id" for c in header.columns)  # kernel_categories is not
+    scope, bind = ("", None) if run is None or not per_trace else (
+        " WHERE trace_id IN (SELECT trace_id FROM trace_files WHERE run = $run)", {"run": run})
     if f"CREATE OR REPLACE VIEW {name} AS" in sql and not m:
         # a plain view: its rows once, a TEMP view of the same name reads them
-        con.execute(f"CREATE OR REPLACE TEMP TABLE duckprof_page_{name} AS SELECT * FROM {name}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE duckprof_page_{name} AS SELECT * FROM {name}{scope}", bind)
         con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM duckprof_page_{name}")
         return
     if not m or m.group(1) != name:
@@ -824,7 +833,7 @@ def share_view(con, name: str):
     # the macro's own statement (DuckDB splits the file: a ';' in a comment is not an end)
     macro = next(st.query for st in con.extract_statements(sql[m.start():]))
     table = f"duckprof_page_{name}"
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {name}()")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {name}(){scope}", bind)
     con.execute(macro.replace(f"CREATE OR REPLACE MACRO {name}(",
                               f"CREATE OR REPLACE TEMP MACRO duckprof_page_sql_{name}(", 1))
     args = ", ".join(f"{n} := {n}" for n in names)
@@ -835,20 +844,26 @@ def share_view(con, name: str):
     con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {table}")
 
 
-def page_connection(session):
+def shared_names() -> tuple[str, ...]:
+    """The views page_connection computes once, in order: SHARED_VIEWS, then
+    the SHARED_PLAIN_VIEWS one of whose readers is registered."""
+    return (*SHARED_VIEWS, *(name for name, readers in SHARED_PLAIN_VIEWS.items()
+                             if name in sqlfiles.view_headers() and any(Reports.has(r) for r in readers)))
+
+
+def page_connection(session, run: str | None = None):
     """A connection of its own for the page (a cursor on the session's
     database, closed when the page is written), with the packaged views (a
     read-only session keeps them as TEMP objects on its own connection, which
-    a cursor does not see) and the shared views computed once."""
+    a cursor does not see) and the shared views computed once (with `run`:
+    for that run's traces only, a database of many runs computes the page's
+    run alone)."""
     con = session.con.cursor()
     try:
         if session.read_only:
             create_views(con, temp=True)
-        for name in SHARED_VIEWS:
-            share_view(con, name)
-        for name, readers in SHARED_PLAIN_VIEWS.items():
-            if name in sqlfiles.view_headers() and any(Reports.has(r) for r in readers):
-                share_view(con, name)
+        for name in shared_names():
+            share_view(con, name, run)
     except BaseException:
         con.close()
         raise
@@ -858,13 +873,13 @@ def page_connection(session):
 def build(session, run: str | None = None, top: int = TOP_KERNELS) -> Page:
     """The page of one run of `session` (all its data when run is None)."""
     t0 = time.perf_counter()
-    con = page_connection(session)
+    if run is not None:
+        have = [r[0] for r in session.con.execute("SELECT DISTINCT run FROM traces ORDER BY 1").fetchall()]
+        if run not in have:
+            raise DuckprofError(f"no run named {run!r} (runs: {', '.join(have) or 'none'})")
+    con = page_connection(session, run)
     try:
-        if run is not None:
-            have = [r[0] for r in con.execute("SELECT DISTINCT run FROM trace_files ORDER BY 1").fetchall()]
-            if run not in have:
-                raise DuckprofError(f"no run named {run!r} (runs: {', '.join(have) or 'none'})")
-        rep = Reports(con, run)
+        rep = Reports(con, run, materialized=shared_names())
         traces = rep.get("traces")
         if traces.instead:
             raise DuckprofError("; ".join(traces.instead))

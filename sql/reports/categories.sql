@@ -50,7 +50,7 @@
 -- window_us  DOUBLE  [wide]  the window: the trace's profiled time, or the step's host-side duration, µs
 {% from "templates/scope.sql" import run_scope, device_scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
-{% from "templates/intervals.sql" import merged_intervals, covered_length %}
+{% from "templates/intervals.sql" import covered_lengths %}
 {% from "templates/categories.sql" import categorized %}
 WITH scope AS (
     SELECT trace_id, run, rank, first_ts_ns, last_end_ns FROM trace_files WHERE TRUE {{ run_scope() }}
@@ -59,8 +59,7 @@ cats AS (
     {{ categorized(rules) | indent(4) }}
 ),
 a AS (
-    SELECT g.trace_id, g.device, g.kind, g.name, g.ts_ns, g.end_ns, g.dur_ns,
-           coalesce(g.launch_ts_ns, g.ts_ns) AS at_ns, c.category
+    SELECT g.trace_id, g.device, g.ts_ns, g.end_ns, g.dur_ns, coalesce(g.launch_ts_ns, g.ts_ns) AS at_ns, c.category
     FROM gpu_activity g
     JOIN scope USING (trace_id)
     JOIN cats c ON c.kind = g.kind AND c.name = g.name
@@ -83,11 +82,9 @@ placed AS (  -- each event in its window (by its launch; the whole-trace window 
       ON w.trace_id = a.trace_id AND w.device = a.device AND a.at_ns >= w.ts_ns
     WHERE a.at_ns < w.end_ns OR w.window_id = -1
 ),
-busy_intervals AS (
-    {{ merged_intervals('a', ['trace_id', 'device']) | indent(4) }}
-),
 busy AS (
-    {{ covered_length('windows', 'busy_intervals', ['trace_id', 'device']) | indent(4) }}
+    {{ covered_lengths('windows', '(SELECT trace_id, device, ts_ns, end_ns, 0 AS class FROM a)', ['trace_id', 'device'],
+                       sets={'covered_ns': [0]}) | indent(4) }}
 ),
 per_cat AS (
     SELECT trace_id, device, window_id, category, count(*) AS count, sum(dur_ns) AS total_ns

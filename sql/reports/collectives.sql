@@ -23,7 +23,7 @@
 --
 -- option: --by-rank FLAG  one row per rank as well
 -- option: --limit/-n INTEGER >= 0 = 0  at most N rows (0 = all)
--- requires: collectives, trace_files, trace_interconnects, gpu_busy_intervals
+-- requires: collectives, trace_files, trace_interconnects, gpu_activity
 -- example: duckprof report collectives --db perf.duckdb --run job42
 --
 -- Columns:
@@ -50,7 +50,7 @@
 -- nccl_algorithm     VARCHAR  [wide] algorithms named by the kernels (RING, TREE, ...), comma-separated
 -- nccl_protocol      VARCHAR  [wide] protocols named by the kernels (LL, LL128, SIMPLE)
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/intervals.sql" import covered_length %}
+{% from "templates/intervals.sql" import covered_length, merged_intervals, overlaps_any %}
 {% from "templates/collectives.sql" import collective_arrivals %}
 WITH c AS (
     SELECT c.*, f.run, f.rank, i.interconnect_gbps
@@ -59,10 +59,18 @@ WITH c AS (
     LEFT JOIN trace_interconnects i ON i.trace_id = c.trace_id AND i.device = c.device
     WHERE TRUE {{ run_scope('c.') }}
 ),
-compute AS (
-    SELECT trace_id, device, start_ns, end_ns
-    FROM gpu_busy_intervals(work_classes := ['compute'])
-    WHERE scope = 'device' {{ run_scope() }}
+comm AS (  -- the stretches some collective runs on each device
+    {{ merged_intervals('c', ['trace_id', 'device']) | indent(4) }}
+),
+near AS (  -- the compute events that overlap one: the others cover no collective
+    SELECT trace_id, device, ts_ns, end_ns
+    FROM ({{ overlaps_any("(SELECT trace_id, device, ts_ns, end_ns FROM gpu_activity "
+                          "WHERE work_class = 'compute' " ~ run_scope() ~ ")", 'comm', ['trace_id', 'device'],
+                          name='near') | indent(10) }})
+    WHERE near
+),
+compute AS (  -- their union, per device
+    {{ merged_intervals('near', ['trace_id', 'device']) | indent(4) }}
 ),
 covered AS (
     {{ covered_length('c', 'compute', ['trace_id', 'device']) | indent(4) }}

@@ -46,10 +46,12 @@
 WITH win AS (  -- window and event count per device and per stream
     SELECT trace_id, device, scope, stream, events, unlaunched, window_ns
     FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta) w
-    -- with --hta, as HTA's idle-time breakdown: the streams of its kernels, memcpys and memsets
+    -- with --hta, as HTA's idle-time breakdown: the streams of its kernels, memcpys and
+    -- memsets ($hta inside the subquery: without --hta it is planned empty, not run)
     WHERE scope = 'device' OR NOT $hta
        OR EXISTS (SELECT 1 FROM gpu_activity(hta := $hta) a
-                  WHERE a.trace_id = w.trace_id AND a.stream = w.stream AND a.kind IN ('kernel', 'memcpy', 'memset'))
+                  WHERE $hta AND a.trace_id = w.trace_id AND a.stream = w.stream
+                    AND a.kind IN ('kernel', 'memcpy', 'memset'))
 ),
 idle AS (
     SELECT trace_id, device, scope, stream,

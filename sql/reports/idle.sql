@@ -54,24 +54,42 @@ WITH host AS (
     UNION ALL
     SELECT trace_id, event_id, 'runtime', name, pid, tid, ts_ns, end_ns, parent_event_id FROM runtime
 ),
-gaps AS (  -- the device's idle gaps in its GPU window, each with the thread that launched the work ending it
-    SELECT i.trace_id, i.device, i.start_ns, i.end_ns, h.pid, h.tid
+idle AS (  -- the device's idle gaps in its GPU window
+    SELECT trace_id, device, start_ns, end_ns, next_event_id, next_launch_ts_ns
     FROM gpu_idle_intervals(exclude_last_step := $exclude_last_step OR $hta, hta := $hta) i
-    LEFT JOIN (SELECT DISTINCT trace_id, event_id, launch_event_id
-               FROM gpu_activity(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)) a
-      ON a.trace_id = i.trace_id AND a.event_id = i.next_event_id
-    LEFT JOIN host h ON h.trace_id = a.trace_id AND h.event_id = a.launch_event_id
-    WHERE i.scope = 'device' AND i.dur_ns > 0 {{ scope('i.') }}
+    WHERE scope = 'device' AND dur_ns > 0 {{ scope('i.') }}
+),
+gaps AS (  -- each with the thread that launched the work ending it (gpu_activity.launch_event_id)
+    SELECT i.trace_id, i.device, i.start_ns, i.end_ns, l.pid, l.tid
+    FROM idle i
+    LEFT JOIN (
+        -- without --hta, the launch call is, of the runtime calls of the work's
+        -- correlation, the first that started at next_launch_ts_ns (gpu_activity's:
+        -- the earliest, then the first in the file): looked up for the gaps only
+        SELECT i.trace_id, i.next_event_id, arg_min(r.pid, r.event_id) AS pid, arg_min(r.tid, r.event_id) AS tid
+        FROM idle i
+        JOIN gpu_ops g ON g.trace_id = i.trace_id AND g.event_id = i.next_event_id
+        JOIN runtime r ON r.trace_id = g.trace_id AND r.correlation = g.correlation
+                      AND r.ts_ns IS NOT DISTINCT FROM i.next_launch_ts_ns
+        WHERE NOT $hta
+        GROUP BY i.trace_id, i.next_event_id
+        UNION ALL
+        -- with --hta, HTA's link (planned empty without --hta)
+        SELECT a.trace_id, a.event_id, h.pid, h.tid
+        FROM (SELECT DISTINCT trace_id, event_id, launch_event_id
+              FROM gpu_activity(exclude_last_step := true, hta := $hta) WHERE $hta) a
+        JOIN host h ON h.trace_id = a.trace_id AND h.event_id = a.launch_event_id
+    ) l ON l.trace_id = i.trace_id AND l.next_event_id = i.next_event_id
 ),
 threads AS (  -- numbered: one join key
     SELECT *, row_number() OVER () AS thread_no
     FROM (SELECT DISTINCT trace_id, device, pid, tid FROM gaps WHERE pid IS NOT NULL)
 ),
 ev AS (  -- host events on those threads, once per device
-    SELECT h.*, t.device, t.thread_no, s.event_id IS NOT NULL AS is_step
+    SELECT h.*, t.device, t.thread_no,
+           EXISTS (SELECT 1 FROM steps s WHERE s.trace_id = h.trace_id AND s.event_id = h.event_id) AS is_step
     FROM host h
     JOIN threads t USING (trace_id, pid, tid)
-    LEFT JOIN steps s ON s.trace_id = h.trace_id AND s.event_id = h.event_id
     WHERE h.end_ns >= h.ts_ns
 ),
 thread_gaps AS (
@@ -134,15 +152,19 @@ LEFT JOIN src s USING (trace_id, event_id)
 ORDER BY tr.run, tr.rank NULLS LAST, t.trace_id, t.device, t.idle_ns DESC, t.kind, t.name
 
 -- @notes
+WITH w AS MATERIALIZED (  -- the GPU windows, once for both notes
+    SELECT trace_id, device, events, unlaunched
+    FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)
+    WHERE scope = 'device' {{ scope() }}
+)
 SELECT note, instead FROM (
     SELECT 0 AS k, w.trace_id, w.device,
            f.file_name || ': device ' || w.device || ' was never idle in its GPU window (' || w.events
            || ' device event(s) back to back)' AS note, false AS instead
-    FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta) w
+    FROM w
     JOIN trace_files f USING (trace_id)
-    WHERE w.scope = 'device' {{ scope('w.') }}
-      AND NOT EXISTS (SELECT 1 FROM {{ result }} r WHERE r.trace_id = w.trace_id AND r.device = w.device)
+    WHERE NOT EXISTS (SELECT 1 FROM {{ result }} r WHERE r.trace_id = w.trace_id AND r.device = w.device)
     UNION ALL
-    SELECT 1, NULL, NULL, note, instead FROM ({{ gpu_notes(need_launches=true, unlaunched=true) | indent(19) }})
+    SELECT 1, NULL, NULL, note, instead FROM ({{ gpu_notes(need_launches=true, unlaunched=true, windows='w') | indent(19) }})
 )
 ORDER BY k, trace_id, device

@@ -146,16 +146,22 @@ roles AS (
     UNION ALL
     SELECT r.trace_id, r.ts_ns, r.end_ns, 5 FROM runtime r JOIN scope USING (trace_id)
     UNION ALL
-    SELECT trace_id, ts_ns, end_ns,
-           CASE WHEN (starts_with(name, 'enumerate(DataLoader)#') AND ends_with(name, '.__next__'))
-                     OR starts_with(name, 'enumerate(DataPipe)#') THEN 6 ELSE 7 END
-    FROM (SELECT trace_id, name, ts_ns, end_ns FROM cpu_ops
-          UNION ALL
-          SELECT trace_id, name, ts_ns, end_ns FROM user_annotations)
-    WHERE NOT starts_with(name, 'ProfilerStep#')
-      AND name NOT IN ('nccl:broadcast', 'nccl:reduce', 'nccl:all_reduce', 'nccl:all_gather', 'nccl:reduce_scatter',
-                       'gloo:broadcast', 'gloo:reduce', 'gloo:all_reduce', 'gloo:all_gather', 'gloo:reduce_scatter')
-      AND trace_id IN (SELECT trace_id FROM scope)
+    SELECT trace_id, ts_ns, end_ns, role
+    FROM (SELECT x.trace_id, x.ts_ns, x.end_ns, x.op_event_id, s.event_id AS step_event_id,
+                 CASE WHEN (starts_with(x.name, 'enumerate(DataLoader)#') AND ends_with(x.name, '.__next__'))
+                           OR starts_with(x.name, 'enumerate(DataPipe)#') THEN 6 ELSE 7 END AS role
+          FROM (SELECT trace_id, name, ts_ns, end_ns, op_event_id FROM cpu_ops
+                UNION ALL
+                SELECT trace_id, name, ts_ns, end_ns, op_event_id FROM user_annotations) x
+          LEFT JOIN steps s ON s.trace_id = x.trace_id AND s.event_id = x.op_event_id
+          WHERE NOT starts_with(x.name, 'ProfilerStep#')
+            AND x.name NOT IN ('nccl:broadcast', 'nccl:reduce', 'nccl:all_reduce', 'nccl:all_gather',
+                               'nccl:reduce_scatter', 'gloo:broadcast', 'gloo:reduce', 'gloo:all_reduce',
+                               'gloo:all_gather', 'gloo:reduce_scatter')
+            AND x.trace_id IN (SELECT trace_id FROM scope))
+    -- a CPU Exec range inside a cpu_op (its op_event_id: it lies entirely in it) that is
+    -- not a ProfilerStep#N adds nothing: that op is of role 4, 6 or 7 and covers it
+    WHERE role = 6 OR op_event_id IS NULL OR step_event_id IS NOT NULL
 ),
 cum AS (  -- each kept step with uK: the length of the union of its ranges of role K or better
     {{ covered_lengths('kept', 'roles', ['trace_id'], cls='role', ws='start_ns',

@@ -18,7 +18,7 @@
 -- rank; we still give one row per device (the same on single-GPU ranks).
 --
 -- uses: device, gpu_window
--- requires: gpu_activity, gpu_windows, trace_files, gpu_ops
+-- requires: gpu_activity, trace_files, gpu_ops
 --
 -- Columns:
 -- run               VARCHAR  run label
@@ -43,14 +43,15 @@
 {% from "templates/notes.sql" import gpu_notes with context %}
 {% from "templates/intervals.sql" import union_lengths %}
 WITH a AS (
-    SELECT trace_id, device, event_id, ts_ns, end_ns, work_class
+    SELECT trace_id, device, event_id, ts_ns, end_ns, work_class, launch_event_id
     FROM gpu_activity(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)
     WHERE TRUE {{ scope() }}
 ),
-windows AS (
-    SELECT trace_id, device, window_ns, events, unlaunched
-    FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)
-    WHERE scope = 'device' {{ scope() }}
+windows AS (  -- gpu_windows' scope 'device' rows, from the rows read once for the unions
+    SELECT trace_id, device, max(end_ns) - min(ts_ns) AS window_ns, count(*) AS events,
+           count(*) FILTER (WHERE launch_event_id IS NULL) AS unlaunched
+    FROM a
+    GROUP BY trace_id, device
 ),
 unions AS (
     {{ union_lengths('a', ['trace_id', 'device'],

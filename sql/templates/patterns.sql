@@ -36,7 +36,25 @@
 --   start_ns or the smallest BIGINT there (a key for ASOF joins). When the
 --   rules run together and two or more of them use it, the runner computes
 --   device_idle(leading=true) once, as a CTE `device_idle` (render variable
---   shared_ctes, reports.SHARED_CTES), and the macro reads that.
+--   shared_ctes, reports.SHARED_CTES), and the macro reads that. On a
+--   connection that holds gpu_busy_intervals computed (render variable
+--   materialized: the page, html/page.py share_view) the gaps are those
+--   between its scope 'device' intervals, merged the same way (same order,
+--   first_event_id the event that opens an interval), and nothing is merged
+--   again.
+-- launch_calls(src): the rows of src (gpu_activity's rows, or rows with its
+--   trace_id, event_id and launch_event_id) with their launch call's columns
+--   from host_events (NULL: the call is not in the trace): call_event_id,
+--   call_name, call_pid, call_tid, call_ts_ns, call_dur_ns,
+--   call_parent_event_id. When two or more chosen rules use it (shared:
+--   launched), the runner joins every device event of the run to its call once,
+--   as a CTE `launched` (launched()), and the macro looks its rows up there;
+--   else it joins src's rows to host_events.
+-- matmuls(): the run's matrix-multiplication operators (cpu_op named aten::mm,
+--   addmm, bmm, baddbmm, addbmm, _addmm_activation) with their input types and
+--   dims, read once when two or more chosen rules use them (shared: matmuls).
+--   Columns: trace_id, event_id, name, pid, tid, ts_ns, dur_ns, input_types,
+--   input_dims.
 -- The findings (patterns.sql, patterns_events.sql):
 -- stepped_hits(result): the rules' matches of the traces they could run on
 --   (the temp tables result_hits less result_skipped), each with the step its host
@@ -152,13 +170,54 @@ SELECT trace_id, device, start_ns, end_ns, end_ns - start_ns AS dur_ns, next_eve
 FROM (
     SELECT trace_id, device, lag(end_ns) OVER (PARTITION BY trace_id, device ORDER BY interval_no) AS start_ns,
            start_ns AS end_ns, next_event_id, next_launch_ts_ns
+    {%- if materialized is defined and 'gpu_busy_intervals' in materialized %}
+    FROM (SELECT trace_id, device, interval_no, start_ns, end_ns, first_event_id AS next_event_id,
+                 first_launch_ts_ns AS next_launch_ts_ns
+          FROM gpu_busy_intervals WHERE scope = 'device' {{ run_scope() }})
+    {%- else %}
     FROM ({{ merged_intervals('(SELECT * FROM gpu_activity WHERE TRUE ' ~ run_scope() ~ ')', ['trace_id', 'device'],
                               order=['launch_ts_ns NULLS LAST', 'event_id'],
                               aggregates='any_value(event_id) FILTER (WHERE opens) AS next_event_id, '
                                          'any_value(launch_ts_ns) FILTER (WHERE opens) AS next_launch_ts_ns') }})
+    {%- endif %}
 )
 {%- endif %}
 {%- if not leading %}
 WHERE start_ns IS NOT NULL
+{%- endif %}
+{%- endmacro %}
+
+
+{% macro launched() -%}
+SELECT a.trace_id, a.event_id, h.event_id AS call_event_id, h.name AS call_name, h.pid AS call_pid,
+       h.tid AS call_tid, h.ts_ns AS call_ts_ns, h.dur_ns AS call_dur_ns, h.parent_event_id AS call_parent_event_id
+FROM gpu_activity a
+JOIN host_events h ON h.trace_id = a.trace_id AND h.event_id = a.launch_event_id
+WHERE TRUE {{ run_scope('a.') }}
+{%- endmacro %}
+
+{% macro launch_calls(src) -%}
+{%- if shared_ctes is defined and 'launched' in shared_ctes %}
+SELECT s.*, l.call_event_id, l.call_name, l.call_pid, l.call_tid, l.call_ts_ns, l.call_dur_ns,
+       l.call_parent_event_id
+FROM {{ src }} s
+LEFT JOIN launched l ON l.trace_id = s.trace_id AND l.event_id = s.event_id
+{%- else %}
+SELECT s.*, h.event_id AS call_event_id, h.name AS call_name, h.pid AS call_pid, h.tid AS call_tid,
+       h.ts_ns AS call_ts_ns, h.dur_ns AS call_dur_ns, h.parent_event_id AS call_parent_event_id
+FROM {{ src }} s
+LEFT JOIN host_events h ON h.trace_id = s.trace_id AND h.event_id = s.launch_event_id
+{%- endif %}
+{%- endmacro %}
+
+{% macro matmuls() -%}
+{%- if shared_ctes is defined and 'matmuls' in shared_ctes %}
+SELECT * FROM matmuls
+{%- else %}
+SELECT o.trace_id, o.event_id, o.name, o.pid, o.tid, o.ts_ns, o.dur_ns, o.input_types, o.input_dims
+FROM host_events o
+WHERE o.cat = 'cpu_op' AND o.name IN ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm', 'aten::addbmm',
+                                      'aten::_addmm_activation')
+  {{ run_scope('o.') }}
 {%- endif %}
 {%- endmacro %}

@@ -20,6 +20,7 @@
 -- method: the communication kernels' time not covered by compute kernels on their GPU
 -- needs: gpu
 -- option: --comm-exposed-pct DOUBLE >= 0 = 50  comm-overlap: share of a collective's time with no compute beside it, %
+-- shared: launched
 -- requires: gpu_activity, host_events, trace_files, gpu_ops
 --
 -- Columns:
@@ -35,27 +36,34 @@
 -- host_ts_ns   BIGINT   when the launch call started (the kernel's start when it is not in the trace)
 -- op_event_id  BIGINT   the host event around the launch call (its op)
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/patterns.sql" import skipped_unless with context %}
-{% from "templates/intervals.sql" import merged_intervals, covered_length %}
+{% from "templates/patterns.sql" import skipped_unless, launch_calls with context %}
+{% from "templates/intervals.sql" import merged_intervals, covered_length, overlaps_any %}
 WITH act AS (
     SELECT * FROM gpu_activity a WHERE a.work_class IN ('communication', 'compute') {{ run_scope('a.') }}
 ),
 comm AS (
     SELECT * FROM act WHERE work_class = 'communication'
 ),
-compute AS (  -- on the devices that communicate only
-    {{ merged_intervals("(SELECT * FROM act a WHERE work_class = 'compute' "
-                        "AND EXISTS (SELECT 1 FROM comm c WHERE c.trace_id = a.trace_id AND c.device = a.device))",
-                        ['trace_id', 'device']) | indent(4) }}
+comm_spans AS (  -- the stretches some communication kernel runs on each device
+    {{ merged_intervals('comm', ['trace_id', 'device']) | indent(4) }}
+),
+near AS (  -- the compute kernels that overlap one (the others cover no communication)
+    SELECT trace_id, device, ts_ns, end_ns
+    FROM ({{ overlaps_any("(SELECT * FROM act WHERE work_class = 'compute')", 'comm_spans', ['trace_id', 'device'],
+                          name='near') | indent(10) }})
+    WHERE near
+),
+compute AS (  -- their union
+    {{ merged_intervals('near', ['trace_id', 'device']) | indent(4) }}
 ),
 covered AS (
     {{ covered_length('comm', 'compute', ['trace_id', 'device']) | indent(4) }}
 )
 SELECT c.trace_id, c.event_id, c.name, c.ts_ns, c.dur_ns, (c.dur_ns - c.covered_ns)::BIGINT AS at_stake_ns,
        round(100.0 * (c.dur_ns - c.covered_ns) / c.dur_ns)::INTEGER || '% exposed on device ' || c.device AS detail,
-       h.pid, h.tid, coalesce(c.launch_ts_ns, c.ts_ns) AS host_ts_ns, h.parent_event_id AS op_event_id
-FROM covered c
-LEFT JOIN host_events h ON h.trace_id = c.trace_id AND h.event_id = c.launch_event_id
+       c.call_pid AS pid, c.call_tid AS tid, coalesce(c.launch_ts_ns, c.ts_ns) AS host_ts_ns,
+       c.call_parent_event_id AS op_event_id
+FROM ({{ launch_calls('covered') }}) c
 WHERE c.dur_ns > 0 AND c.dur_ns - c.covered_ns > 0
   AND 100.0 * (c.dur_ns - c.covered_ns) / c.dur_ns >= $comm_exposed_pct
 

@@ -22,6 +22,7 @@
 -- method: the GPU time of the matched ops' kernels (upper bound)
 -- needs: shapes
 -- torch: MatMulDimInFP16Pattern
+-- shared: matmuls
 -- requires: host_events, runtime, gpu_ops, trace_files, cpu_ops
 --
 -- Columns:
@@ -37,14 +38,13 @@
 -- host_ts_ns   BIGINT   = ts_ns
 -- op_event_id  BIGINT   = event_id
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/patterns.sql" import skipped_unless with context %}
+{% from "templates/patterns.sql" import skipped_unless, matmuls with context %}
 WITH mms AS (
     SELECT o.trace_id, o.event_id, o.name, o.pid, o.tid, o.ts_ns, o.dur_ns, o.input_types->>0 AS dtype,
            o.input_dims, try_cast(o.input_dims AS BIGINT[][]) AS dims
-    FROM host_events o
-    WHERE o.cat = 'cpu_op' AND o.name IN ('aten::mm', 'aten::bmm', 'aten::addmm')
+    FROM ({{ matmuls() | indent(10) }}) o
+    WHERE o.name IN ('aten::mm', 'aten::bmm', 'aten::addmm')
       AND (starts_with(o.input_types::VARCHAR, '["c10::BFloat16"') OR starts_with(o.input_types::VARCHAR, '["c10::Half"'))
-      {{ run_scope('o.') }}
 ),
 unaligned AS (
     SELECT * FROM mms

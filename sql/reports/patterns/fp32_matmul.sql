@@ -27,6 +27,7 @@
 -- method: the fp32 kernels' time times 1 - fp32 peak / tf32 peak of the device
 -- needs: gpu, shapes, deviceProperties (compute capability)
 -- torch: FP32MatMulPattern
+-- shared: matmuls
 -- requires: host_events, runtime, gpu_ops, trace_devices, trace_files, cpu_ops
 --
 -- Columns:
@@ -42,7 +43,7 @@
 -- host_ts_ns   BIGINT   = ts_ns
 -- op_event_id  BIGINT   = event_id
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/patterns.sql" import skipped_unless with context %}
+{% from "templates/patterns.sql" import skipped_unless, matmuls with context %}
 {%- macro tf32_name(col) -%}
 regexp_matches({{ col }}, 'tf32|tfloat32|xf32|s1688|s16816', 'i')
 {%- endmacro %}
@@ -54,10 +55,8 @@ WITH capable AS (  -- traces with a TF32 GPU
 ),
 mms AS (
     SELECT o.trace_id, o.event_id, o.name, o.pid, o.tid, o.ts_ns, o.dur_ns
-    FROM host_events o SEMI JOIN capable c USING (trace_id)
-    WHERE o.cat = 'cpu_op' AND o.name IN ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::baddbmm', 'aten::addbmm',
-                     'aten::_addmm_activation')
-      AND starts_with(o.input_types::VARCHAR, '["float"') AND o.input_types->>0 = 'float'
+    FROM ({{ matmuls() | indent(10) }}) o SEMI JOIN capable c USING (trace_id)
+    WHERE starts_with(o.input_types::VARCHAR, '["float"') AND o.input_types->>0 = 'float'
 ),
 op_kernels AS (  -- the kernels launched on a TF32 GPU by the calls right under those ops
     SELECT DISTINCT r.trace_id, r.parent_event_id AS event_id, g.event_id AS kernel_id, g.name, g.ts_ns, g.dur_ns,

@@ -21,6 +21,7 @@
 -- method: the length of the idle gaps
 -- needs: gpu
 -- option: --min-gap-us DOUBLE >= 0 = 100  gpu-idle: shortest device idle gap reported, µs
+-- shared: device_idle, launched
 -- requires: gpu_activity, host_events, steps, trace_files, gpu_ops
 --
 -- Columns:
@@ -36,7 +37,7 @@
 -- host_ts_ns   BIGINT   when that call started (the gap's start when it is not in the trace)
 -- op_event_id  BIGINT   the host event around that call (its op)
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/patterns.sql" import skipped_unless, device_idle with context %}
+{% from "templates/patterns.sql" import skipped_unless, device_idle, launch_calls with context %}
 WITH gaps AS (
     SELECT i.*, coalesce(i.next_launch_ts_ns, i.start_ns) AS host_ts_ns
     FROM ({{ device_idle() | indent(10) }}) i
@@ -49,16 +50,15 @@ stepped AS (
     WHERE g.host_ts_ns < st.end_ns
        OR NOT EXISTS (SELECT 1 FROM steps x WHERE x.trace_id = g.trace_id)
 )
-SELECT g.trace_id, g.next_event_id AS event_id, a.name, g.start_ns AS ts_ns, g.dur_ns, g.dur_ns AS at_stake_ns,
+SELECT g.trace_id, g.next_event_id AS event_id, g.name, g.start_ns AS ts_ns, g.dur_ns, g.dur_ns AS at_stake_ns,
        'device ' || g.device || ' idle; ' ||
            CASE WHEN g.next_launch_ts_ns > g.start_ns
                 THEN 'next launched ' || round((g.next_launch_ts_ns - g.start_ns) / 1e3)::BIGINT || ' µs into the gap'
                 WHEN g.next_launch_ts_ns IS NULL THEN 'next launch not in the trace'
                 ELSE 'next launched before the gap' END AS detail,
-       h.pid, h.tid, g.host_ts_ns, h.parent_event_id AS op_event_id
-FROM stepped g
-JOIN gpu_activity a ON a.trace_id = g.trace_id AND a.event_id = g.next_event_id
-LEFT JOIN host_events h ON h.trace_id = a.trace_id AND h.event_id = a.launch_event_id
+       g.call_pid AS pid, g.call_tid AS tid, g.host_ts_ns, g.call_parent_event_id AS op_event_id
+FROM ({{ launch_calls("(SELECT g.*, a.event_id, a.name, a.launch_event_id FROM stepped g "
+                      "JOIN gpu_activity a ON a.trace_id = g.trace_id AND a.event_id = g.next_event_id)") | indent(6) }}) g
 
 -- @skipped
 {{ skipped_unless(['gpu']) }}

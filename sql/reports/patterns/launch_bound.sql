@@ -24,6 +24,7 @@
 -- needs: gpu, kernels
 -- option: --launch-bound-pct DOUBLE >= 0 = 50  launch-bound: % of a stream's kernels shorter than their launch
 -- option: --launch-bound-min INTEGER >= 1 = 100  launch-bound: fewest such kernels on the stream
+-- shared: launched
 -- requires: gpu_activity, host_events, trace_files, kernels
 --
 -- Columns:
@@ -39,13 +40,13 @@
 -- host_ts_ns   BIGINT   when the launch call started
 -- op_event_id  BIGINT   the host event around the launch call (its op)
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/patterns.sql" import skipped_unless with context %}
+{% from "templates/patterns.sql" import skipped_unless, launch_calls with context %}
 WITH k AS (
-    SELECT a.trace_id, a.event_id, a.name, a.device, a.stream, a.ts_ns, a.dur_ns, h.dur_ns AS launch_dur_ns,
-           h.ts_ns AS launch_ts_ns, h.pid, h.tid, h.parent_event_id AS op_event_id, a.dur_ns < h.dur_ns AS short
-    FROM gpu_activity a
-    JOIN host_events h ON h.trace_id = a.trace_id AND h.event_id = a.launch_event_id
-    WHERE a.kind = 'kernel' {{ run_scope('a.') }}
+    SELECT a.trace_id, a.event_id, a.name, a.device, a.stream, a.ts_ns, a.dur_ns, a.call_dur_ns AS launch_dur_ns,
+           a.call_ts_ns AS launch_ts_ns, a.call_pid AS pid, a.call_tid AS tid, a.call_parent_event_id AS op_event_id,
+           a.dur_ns < a.call_dur_ns AS short
+    FROM ({{ launch_calls("(SELECT * FROM gpu_activity WHERE kind = 'kernel' " ~ run_scope() ~ ")") | indent(10) }}) a
+    WHERE a.call_event_id IS NOT NULL
 ),
 streams AS (
     SELECT trace_id, device, stream, count(*) AS kernels, count(*) FILTER (WHERE short) AS shorts

@@ -19,6 +19,7 @@
 -- fix: pin host memory (DataLoader(pin_memory=True), tensor.pin_memory()) and copy with non_blocking=True
 -- method: the pageable copies' duration (upper bound)
 -- needs: gpu
+-- shared: launched
 -- requires: gpu_activity, host_events, trace_files, gpu_ops
 --
 -- Columns:
@@ -34,13 +35,13 @@
 -- host_ts_ns   BIGINT   when that call started (the copy's start when it is not in the trace)
 -- op_event_id  BIGINT   the host event around that call (its op)
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/patterns.sql" import skipped_unless with context %}
+{% from "templates/patterns.sql" import skipped_unless, launch_calls with context %}
 SELECT a.trace_id, a.event_id, a.name, a.ts_ns, a.dur_ns, a.dur_ns AS at_stake_ns,
-       'by ' || coalesce(h.name, 'a call not in the trace') AS detail,
-       h.pid, h.tid, coalesce(h.ts_ns, a.ts_ns) AS host_ts_ns, h.parent_event_id AS op_event_id
-FROM gpu_activity a
-LEFT JOIN host_events h ON h.trace_id = a.trace_id AND h.event_id = a.launch_event_id
-WHERE a.kind = 'memcpy' AND a.name ILIKE '%pageable%' {{ run_scope('a.') }}
+       'by ' || coalesce(a.call_name, 'a call not in the trace') AS detail,
+       a.call_pid AS pid, a.call_tid AS tid, coalesce(a.call_ts_ns, a.ts_ns) AS host_ts_ns,
+       a.call_parent_event_id AS op_event_id
+FROM ({{ launch_calls("(SELECT * FROM gpu_activity WHERE kind = 'memcpy' AND name ILIKE '%pageable%' "
+                      ~ run_scope() ~ ")") }}) a
 
 -- @skipped
 {{ skipped_unless(['gpu']) }}

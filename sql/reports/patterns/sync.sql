@@ -31,6 +31,7 @@
 -- fix: keep values on the GPU inside the loop: no .item()/.cpu()/print of CUDA tensors, no nonzero or mask indexing, no synchronize()
 -- method: GPU idle from the sync call's start (or the GPU going idle) until the next device work starts
 -- needs: gpu
+-- shared: device_idle
 -- requires: host_events, steps, gpu_activity, trace_files, gpu_ops
 --
 -- Columns:

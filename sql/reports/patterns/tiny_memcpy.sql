@@ -25,6 +25,7 @@
 -- needs: gpu
 -- option: --tiny-memcpy-bytes INTEGER >= 1 = 1024  tiny-memcpy: a copy of fewer bytes is tiny
 -- option: --tiny-memcpy-count INTEGER >= 2 = 16  tiny-memcpy: tiny copies by one op in one step that make a loop
+-- shared: launched
 -- requires: gpu_activity, host_events, gpu_memcpy, steps, trace_files, gpu_ops
 --
 -- Columns:
@@ -40,14 +41,14 @@
 -- host_ts_ns   BIGINT   when that call started
 -- op_event_id  BIGINT   the host event around that call (its op)
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/patterns.sql" import skipped_unless with context %}
+{% from "templates/patterns.sql" import skipped_unless, launch_calls with context %}
 WITH copies AS (
-    SELECT a.trace_id, a.event_id, a.name, a.ts_ns, a.dur_ns, h.dur_ns AS launch_dur_ns, h.ts_ns AS launch_ts_ns,
-           h.pid, h.tid, h.parent_event_id AS op_event_id, coalesce(p.name, h.name) AS issuer
-    FROM gpu_activity a
-    JOIN host_events h ON h.trace_id = a.trace_id AND h.event_id = a.launch_event_id
-    LEFT JOIN host_events p ON p.trace_id = h.trace_id AND p.event_id = h.parent_event_id
-    WHERE a.kind = 'memcpy' {{ run_scope('a.') }}
+    SELECT a.trace_id, a.event_id, a.name, a.ts_ns, a.dur_ns, a.call_dur_ns AS launch_dur_ns,
+           a.call_ts_ns AS launch_ts_ns, a.call_pid AS pid, a.call_tid AS tid, a.call_parent_event_id AS op_event_id,
+           coalesce(p.name, a.call_name) AS issuer
+    FROM ({{ launch_calls("(SELECT * FROM gpu_activity WHERE kind = 'memcpy' " ~ run_scope() ~ ")") | indent(10) }}) a
+    LEFT JOIN host_events p ON p.trace_id = a.trace_id AND p.event_id = a.call_parent_event_id
+    WHERE a.call_event_id IS NOT NULL
 ),
 stepped AS (
     SELECT c.*, CASE WHEN c.launch_ts_ns < s.end_ns THEN s.step END AS step

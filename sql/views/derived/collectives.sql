@@ -79,14 +79,21 @@ kargs AS (
     SELECT trace_id, event_id, args FROM kernels WHERE name ILIKE 'nccl%' OR name ILIKE 'rccl%'
 ),
 ops AS (
-    -- the launching op, its record_param_comms (itself, or the op it is inside) and the c10d op
-    SELECT k.trace_id, k.event_id, o.event_id AS op_event_id,
-           CASE WHEN o.name = 'record_param_comms' THEN o.args
-                WHEN p.name = 'record_param_comms' THEN p.args END AS rpc_args,
-           CASE WHEN o.name = 'record_param_comms' THEN p.name ELSE o.name END AS op_name
+    -- the launching op and the op it is inside (their names: the args are read below, once, of the
+    -- record_param_comms only, for a scan of the args column costs the same for 3 rows as for all)
+    SELECT k.trace_id, k.event_id, o.event_id AS o_id, o.name AS o_name, p.event_id AS p_id, p.name AS p_name
     FROM k
     LEFT JOIN cpu_ops o ON o.trace_id = k.trace_id AND o.event_id = k.op_event_id
     LEFT JOIN cpu_ops p ON p.trace_id = o.trace_id AND p.event_id = o.op_event_id
+),
+rpc AS (
+    -- its record_param_comms (itself, or the op it is inside) and the c10d op
+    SELECT r.trace_id, r.event_id, r.o_id AS op_event_id, a.args AS rpc_args, r.op_name
+    FROM (SELECT *, CASE WHEN o_name = 'record_param_comms' THEN o_id
+                         WHEN p_name = 'record_param_comms' THEN p_id END AS rpc_id,
+                    CASE WHEN o_name = 'record_param_comms' THEN p_name ELSE o_name END AS op_name
+          FROM ops) r
+    LEFT JOIN cpu_ops a ON a.trace_id = r.trace_id AND a.event_id = r.rpc_id
 ),
 facts AS (
     SELECT k.*, o.op_event_id AS rpc_op_event_id,
@@ -101,7 +108,7 @@ facts AS (
            o.op_name
     FROM k
     LEFT JOIN kargs a USING (trace_id, event_id)
-    LEFT JOIN ops o USING (trace_id, event_id)
+    LEFT JOIN rpc o USING (trace_id, event_id)
 ),
 typed AS (
     SELECT f.*,

@@ -50,11 +50,18 @@
 CREATE OR REPLACE MACRO gpu_activity(exclude_last_step := false, hta := false) AS TABLE
 WITH rt AS (
     -- the first call of the correlation; calls that start together: the first in the file
-    -- (both columns from the same row)
+    -- (both columns from the same row). first_key orders the calls as the pair (ts_ns,
+    -- event_id) would (a NULL ts_ns last) in one HUGEINT, which costs half as much as
+    -- that pair to aggregate: ts_ns in the high 64 bits, event_id + 2^63 in the low ones
     SELECT trace_id, correlation, min(ts_ns) AS launch_ts_ns,
-           arg_min(event_id, (ts_ns, event_id)) AS launch_event_id, arg_min(name, (ts_ns, event_id)) AS launch_name
-    FROM runtime
-    WHERE correlation IS NOT NULL AND NOT hta
+           (min(first_key) - coalesce(min(ts_ns), 9223372036854775807)::HUGEINT * 18446744073709551616
+            - 9223372036854775808)::BIGINT AS launch_event_id,
+           arg_min(name, first_key) AS launch_name
+    FROM (SELECT trace_id, correlation, ts_ns, name,
+                 coalesce(ts_ns, 9223372036854775807)::HUGEINT * 18446744073709551616
+                 + event_id + 9223372036854775808 AS first_key
+          FROM runtime
+          WHERE correlation IS NOT NULL AND NOT hta)
     GROUP BY trace_id, correlation
 ),
 last_step AS (
