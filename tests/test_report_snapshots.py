@@ -56,6 +56,8 @@ REPORTS = [
     ("ops", ["ops"]),
     ("ops_shapes", ["ops", "--group-by-input-shape", "--limit", "10"]),
     ("ops_stack", ["ops", "--group-by-stack", "3", "--limit", "10"]),
+    ("ops_all", ["ops", "--limit", "0"]),
+    ("ops_top_level", ["ops", "--top-level-only", "--sort", "device_total", "--limit", "10"]),
     ("categories", ["categories"]),
     ("categories_steps", ["categories", "--by-step"]),
     ("steps", ["steps"]),

@@ -51,7 +51,7 @@
 -- option: --top-level-only FLAG  only names whose first call is not inside another event
 -- option: --by-graph-node FLAG  per torch.compile FX graph node instead (sql/reports/ops_graph_nodes.sql)
 -- example: duckprof report ops trace.json.gz --sort self_cpu --limit 30
--- requires: cpu_ops, user_annotations, python_functions, runtime, gpu_ops, gpu_user_annotations, memory_events, call_totals, cpu_op_estimates, trace_files
+-- requires: cpu_ops, user_annotations, python_functions, runtime, gpu_user_annotations, launches, memory_events, call_totals, cpu_op_estimates, trace_files
 --
 -- Columns:
 -- run                    VARCHAR  run label
@@ -94,28 +94,51 @@
 WITH {% if group_by_stack %}RECURSIVE {% endif %}scope AS (
     SELECT trace_id, run, rank FROM trace_files WHERE TRUE {{ run_scope() }}
 ),
-ev AS (  -- every host event: a call (or a dropped one)
-    SELECT trace_id, event_id, kind, name, pid, tid, ts_ns, end_ns, end_ns - ts_ns AS dur_ns, self_ns,
-           parent_event_id, depth, key, hash(key) AS nh,
-           kind = 'user_annotation' AS annotation, name IN {{ dropped }} AS dropped
-           {%- if group_by_input_shape %}, input_dims{% endif %}
+launched AS (  -- per correlation id, the device time of the kernels, memcpys and memsets
+              -- (launches: one row per such gpu_ops event, stored at load)
+    SELECT trace_id, correlation, sum(dur_ns)::BIGINT AS dev_ns
+    FROM launches
+    WHERE dur_ns IS NOT NULL {{ run_scope() }}
+    GROUP BY trace_id, correlation
+),
+ev AS (  -- every host event: a call (or a dropped one), with its call_totals (device time launched
+         -- from within it on its thread, memory allocated during it) and, for runtime calls,
+         -- the enclosing op and the device time launched
+    SELECT e.trace_id, e.event_id, e.kind_no,{% if group_by_stack %} e.pid, e.tid,{% endif %} e.ts_ns, e.end_ns,
+           e.self_ns, e.parent_event_id, e.depth, e.key, e.name IN {{ dropped }} AS dropped, e.op_event_id,
+           e.kind_no = 3 OR e.self_ns = e.end_ns - e.ts_ns OR e.end_ns = e.ts_ns AS leaf,
+           coalesce(t.device_ns, 0) AS device_ns, coalesce(t.cpu_mem_bytes, 0) AS cpu_mem,
+           coalesce(t.device_mem_bytes, 0) AS dev_mem, g.dev_ns AS launched_ns
+           {%- if group_by_input_shape %}, e.input_dims{% endif %}
+           {%- if not group_by_stack %},
+           hash(e.key, e.kind_no = 1{% if group_by_input_shape %}, e.input_dims{% endif %}) AS kh
+           {%- endif %}
     FROM (SELECT *, CASE WHEN starts_with(name, 'ProfilerStep#') THEN 'ProfilerStep*' ELSE name END AS key
-          FROM (SELECT trace_id, event_id, 'cpu_op' AS kind, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth
+          FROM (SELECT trace_id, event_id, 0::UTINYINT AS kind_no, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
+                       NULL::BIGINT AS correlation, NULL::BIGINT AS op_event_id
                        {%- if group_by_input_shape %}, input_dims::VARCHAR AS input_dims{% endif %}
                 FROM cpu_ops
                 UNION ALL
-                SELECT trace_id, event_id, 'user_annotation', name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth
+                SELECT trace_id, event_id, 1, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
+                       NULL, NULL
                        {%- if group_by_input_shape %}, NULL{% endif %}
                 FROM user_annotations
                 UNION ALL
-                SELECT trace_id, event_id, 'python_function', name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth
+                SELECT trace_id, event_id, 2, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
+                       NULL, NULL
                        {%- if group_by_input_shape %}, NULL{% endif %}
                 FROM python_functions
                 UNION ALL
-                SELECT trace_id, event_id, 'runtime', name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth
+                SELECT trace_id, event_id, 3, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
+                       correlation, op_event_id
                        {%- if group_by_input_shape %}, NULL{% endif %}
-                FROM runtime))
-    WHERE TRUE {{ run_scope() }} AND ts_ns IS NOT NULL AND end_ns IS NOT NULL
+                FROM runtime)
+          WHERE TRUE {{ run_scope() }} AND ts_ns IS NOT NULL AND end_ns IS NOT NULL) e
+    -- (call_totals has only calls with some: the filter drops nothing, but with it DuckDB's
+    -- estimate puts the hash table on this side, not on the events)
+    LEFT JOIN (SELECT * FROM call_totals WHERE TRUE {{ run_scope() }} AND (device_ns <> 0 OR cpu_mem_bytes <> 0 OR device_mem_bytes <> 0)) t
+           ON t.trace_id = e.trace_id AND t.event_id = e.event_id
+    LEFT JOIN launched g ON g.trace_id = e.trace_id AND g.correlation = e.correlation
 ),
 {%- if group_by_stack %}
 bw AS (  -- backward functions (torch's RecordScope BACKWARD_FUNCTION): the autograd nodes run by the engine
@@ -151,12 +174,12 @@ py_stack AS (  -- each Python frame's stack, itself first: from the root frames 
 up AS (  -- from each other event up its parents to the innermost Python frame
     SELECT e.trace_id, e.event_id, e.parent_event_id AS cur
     FROM ev e
-    WHERE e.kind <> 'python_function' AND e.parent_event_id IS NOT NULL
+    WHERE e.kind_no <> 2 AND e.parent_event_id IS NOT NULL
       AND e.trace_id IN (SELECT trace_id FROM py)
     UNION ALL
     SELECT u.trace_id, u.event_id, p.parent_event_id
     FROM up u JOIN ev p ON p.trace_id = u.trace_id AND p.event_id = u.cur
-    WHERE p.kind <> 'python_function' AND p.parent_event_id IS NOT NULL
+    WHERE p.kind_no <> 2 AND p.parent_event_id IS NOT NULL
 ),
 raw_stacks AS (
     SELECT trace_id, event_id, frames FROM arg_stacks
@@ -200,29 +223,35 @@ call_stacks AS (
     LEFT JOIN kept_frames f ON f.trace_id = e.trace_id AND f.event_id = e.event_id
 ),
 {%- endif %}
-keyed0 AS (  -- each event's row key: name, annotation or not (and shapes, stack), hashed
-    SELECT e.*,
-           {%- if group_by_stack %} st.stack,{% endif %}
-           hash(e.key, e.annotation
-                {%- if group_by_input_shape %}, e.input_dims{% endif %}
-                {%- if group_by_stack %}, st.stack{% endif %}) AS kh
+{%- if group_by_stack %}
+keyed AS (  -- each event's row key: name, annotation or not, stack, hashed
+    SELECT e.*, st.stack, hash(e.key, e.kind_no = 1{% if group_by_input_shape %}, e.input_dims{% endif %}, st.stack) AS kh
     FROM ev e
-    {%- if group_by_stack %}
     LEFT JOIN call_stacks st ON st.trace_id = e.trace_id AND st.event_id = e.event_id
-    {%- endif %}
 ),
-keyed AS (  -- ... and its parent's
-    SELECT e.*, p.kh AS pkh, p.nh AS parent_nh
-    FROM keyed0 e
-    LEFT JOIN (SELECT trace_id, event_id, kh, nh FROM keyed0) p
-           ON p.trace_id = e.trace_id AND p.event_id = e.parent_event_id
+{%- endif %}
+{%- set keyed = 'keyed' if group_by_stack else 'ev' %}
+tree AS (  -- the calls that may be merged (the parent has the same name), are dropped, or have device
+           -- time or memory: each one's row key and totals, its parent's row key and name, and for a
+           -- runtime call that launched device work, the call that owns it: the launch call's innermost
+           -- enclosing operator or annotation (the RecordFunction whose External id Kineto gives the launch)
+    SELECT c.trace_id, c.event_id, c.parent_event_id, c.kh, c.dropped, c.self_ns, c.leaf,
+           c.device_ns, c.cpu_mem, c.dev_mem, c.launched_ns,
+           p.kh AS pkh, hash(p.key) = hash(c.key) AS parent_same_name, p.leaf AS parent_leaf,
+           CASE WHEN c.parent_event_id = c.op_event_id OR p.kind_no = 1 THEN c.parent_event_id
+                ELSE c.op_event_id END AS owner_id
+    FROM {{ keyed }} c
+    LEFT JOIN {{ keyed }} p ON p.trace_id = c.trace_id AND p.event_id = c.parent_event_id
+    -- (a CASE, not an OR: DuckDB then keeps the hash table on the narrow parent side)
+    WHERE CASE WHEN c.dropped OR c.launched_ns IS NOT NULL OR c.device_ns <> 0 OR c.cpu_mem <> 0 OR c.dev_mem <> 0
+               THEN true ELSE hash(p.key) = hash(c.key) END
 ),
 dup_candidates AS (  -- a call whose parent has the same name
-    SELECT trace_id, event_id, parent_event_id AS into_id, self_ns FROM keyed WHERE parent_nh = nh AND NOT dropped
+    SELECT trace_id, event_id, parent_event_id AS into_id, self_ns FROM tree WHERE parent_same_name AND NOT dropped
 ),
 only_children AS (
     SELECT c.trace_id, c.parent_event_id, count(*) AS n
-    FROM keyed c
+    FROM {{ keyed }} c
     SEMI JOIN dup_candidates d ON d.trace_id = c.trace_id AND d.into_id = c.parent_event_id
     WHERE NOT c.dropped
     GROUP BY c.trace_id, c.parent_event_id
@@ -242,38 +271,31 @@ moved AS (  -- calls that are not rows, and the row key of the call that takes t
     SELECT m.trace_id, m.event_id, t.kh, m.self_ns
     FROM (SELECT trace_id, event_id, into_id, self_ns FROM dup_chain
           UNION ALL
-          SELECT trace_id, event_id, parent_event_id, self_ns FROM keyed WHERE dropped AND parent_event_id IS NOT NULL) m
-    JOIN keyed t ON t.trace_id = m.trace_id AND t.event_id = m.into_id
-),
-kept AS (
-    SELECT k.* FROM keyed k
-    ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
-    WHERE NOT k.dropped
+          SELECT trace_id, event_id, parent_event_id, self_ns FROM tree WHERE dropped AND parent_event_id IS NOT NULL) m
+    JOIN {{ keyed }} t ON t.trace_id = m.trace_id AND t.event_id = m.into_id
 ),
 base AS (  -- per trace and row key: calls, CPU time
-    SELECT trace_id, kh, any_value(key) AS name, any_value(annotation) AS annotation,
+    SELECT trace_id, kh, any_value(key) AS name,
            {%- if group_by_input_shape %} any_value(input_dims) AS input_shapes,{% endif %}
            {%- if group_by_stack %} any_value(stack) AS stack,{% endif %}
-           arg_min(kind, (ts_ns, -end_ns)) AS kind, arg_min(depth = 0, (ts_ns, -end_ns)) AS first_top,
-           count(*) AS count, sum(self_ns) AS self_ns, sum(dur_ns) AS dur_ns
-    FROM kept
+           ['cpu_op', 'user_annotation', 'python_function', 'runtime'][arg_min(kind_no, (ts_ns, -end_ns)) + 1] AS kind,
+           arg_min(depth = 0, (ts_ns, -end_ns)) AS first_top,
+           count(*) AS count, sum(self_ns) AS self_ns, sum(end_ns - ts_ns) AS dur_ns
+    FROM {{ keyed }} k
+    ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
+    WHERE NOT k.dropped
     GROUP BY trace_id, kh
 ),
 moved_self AS (
     SELECT trace_id, kh, sum(self_ns) AS self_ns FROM moved GROUP BY ALL
-),
-narrow AS (  -- leaf: no child (runtime calls have none), or zero length
-    SELECT trace_id, event_id, kh, pkh,
-           kind = 'runtime' OR self_ns = dur_ns OR dur_ns = 0 AS leaf
-    FROM kept
 ),
 mem_raw AS (  -- [memory] bytes
     SELECT trace_id, ts_ns, {{ memory_bytes() }}
     FROM memory_events
     WHERE TRUE {{ run_scope() }} AND bytes IS NOT NULL
 ),
-covered AS (  -- when some call runs, on any thread
-    {{ merged_intervals('(SELECT trace_id, ts_ns, end_ns FROM kept WHERE depth = 0)', ['trace_id']) | indent(4) }}
+covered AS (  -- when some call runs, on any thread (a merged call is never at the top)
+    {{ merged_intervals('(SELECT trace_id, ts_ns, end_ns FROM ' ~ keyed ~ ' WHERE depth = 0 AND NOT dropped)', ['trace_id']) | indent(4) }}
 ),
 loose_mem AS (  -- [memory] events during no call: torch's '[memory]' row
     SELECT m.trace_id, count(*) AS count, sum(m.cpu_b) AS cpu_mem, sum(m.dev_b) AS dev_mem
@@ -282,11 +304,14 @@ loose_mem AS (  -- [memory] events during no call: torch's '[memory]' row
     WHERE c.end_ns IS NULL OR m.ts_ns > c.end_ns
     GROUP BY m.trace_id
 ),
-mem_calls AS (  -- a call's bytes: the [memory] events in [start, end], any thread (calls with some)
-    SELECT n.trace_id, n.kh, n.pkh, t.cpu_mem_bytes AS cpu_mem, t.device_mem_bytes AS dev_mem
-    FROM narrow n
-    JOIN call_totals t ON t.trace_id = n.trace_id AND t.event_id = n.event_id
-    WHERE t.cpu_mem_bytes <> 0 OR t.device_mem_bytes <> 0
+totals AS (  -- the rows' calls with device time or memory
+    SELECT k.trace_id, k.kh, k.pkh, k.leaf, k.device_ns, k.cpu_mem, k.dev_mem
+    FROM tree k
+    ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
+    WHERE NOT k.dropped AND (k.device_ns <> 0 OR k.cpu_mem <> 0 OR k.dev_mem <> 0)
+),
+mem_calls AS (  -- a call's bytes (calls with some)
+    SELECT trace_id, kh, pkh, cpu_mem, dev_mem FROM totals WHERE cpu_mem <> 0 OR dev_mem <> 0
 ),
 mem_own AS (
     SELECT trace_id, kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem FROM mem_calls GROUP BY ALL
@@ -295,31 +320,22 @@ mem_kids AS (  -- the children's, for self memory
     SELECT trace_id, pkh AS kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem
     FROM mem_calls WHERE pkh IS NOT NULL GROUP BY ALL
 ),
-owner AS (  -- the device time each host event launched itself: a launch call's innermost enclosing
-           -- operator or annotation (the RecordFunction whose External id Kineto gives the launch)
-    SELECT trace_id, owner_id AS event_id, sum(dur_ns) AS dev_ns
-    FROM (SELECT r.trace_id, g.dur_ns,
-                 CASE WHEN r.parent_event_id = r.op_event_id OR a.event_id IS NOT NULL THEN r.parent_event_id
-                      ELSE r.op_event_id END AS owner_id
-          FROM gpu_ops g
-          JOIN runtime r ON r.trace_id = g.trace_id AND r.correlation = g.correlation
-          LEFT JOIN user_annotations a ON a.trace_id = r.trace_id AND a.event_id = r.parent_event_id
-          WHERE g.kind IN ('kernel', 'memcpy', 'memset') AND g.dur_ns IS NOT NULL {{ run_scope('g.') }})
-    WHERE owner_id IS NOT NULL
-    GROUP BY trace_id, owner_id
+owner_other AS (  -- owners that are not the launch call's parent (it is inside a Python function, ...)
+    SELECT r.trace_id, r.owner_id, o.kh, o.leaf
+    FROM (SELECT DISTINCT trace_id, owner_id FROM tree
+          WHERE launched_ns IS NOT NULL AND owner_id IS DISTINCT FROM parent_event_id) r
+    JOIN {{ keyed }} o ON o.trace_id = r.trace_id AND o.event_id = r.owner_id
 ),
-owned AS (  -- a merged call's device work is its row's (torch lifts its kernels)
-    SELECT k.trace_id, k.pid, k.tid, k.ts_ns, k.end_ns, coalesce(m.kh, k.kh) AS kh, o.dev_ns,
-           k.kind = 'runtime' OR k.self_ns = k.dur_ns OR k.dur_ns = 0 AS leaf
-    FROM owner o
-    JOIN keyed k ON k.trace_id = o.trace_id AND k.event_id = o.event_id
-    LEFT JOIN moved m ON m.trace_id = o.trace_id AND m.event_id = o.event_id
+owned AS (  -- the device time each call launched itself; a merged call's is its row's (torch lifts its kernels)
+    SELECT r.trace_id, coalesce(m.kh, CASE WHEN r.owner_id = r.parent_event_id THEN r.pkh ELSE x.kh END) AS kh,
+           r.launched_ns AS dev_ns, CASE WHEN r.owner_id = r.parent_event_id THEN r.parent_leaf ELSE x.leaf END AS leaf
+    FROM tree r
+    LEFT JOIN owner_other x ON x.trace_id = r.trace_id AND x.owner_id = r.owner_id
+    LEFT JOIN moved m ON m.trace_id = r.trace_id AND m.event_id = r.owner_id
+    WHERE r.launched_ns IS NOT NULL AND r.owner_id IS NOT NULL
 ),
-dev_calls AS (  -- device total: what the calls starting in [start, end) on the thread launched (call_totals)
-    SELECT n.trace_id, n.kh, t.device_ns AS dev_ns
-    FROM (SELECT * FROM narrow WHERE NOT leaf) n  -- a leaf's is its own
-    JOIN call_totals t ON t.trace_id = n.trace_id AND t.event_id = n.event_id
-    WHERE t.device_ns <> 0
+dev_calls AS (  -- device total: a leaf's is its own
+    SELECT trace_id, kh, device_ns AS dev_ns FROM totals WHERE NOT leaf AND device_ns <> 0
     UNION ALL
     SELECT trace_id, kh, dev_ns FROM owned WHERE leaf
 ),
@@ -331,16 +347,16 @@ dev_key AS (
 flops_key AS (
     {%- if group_by_stack %}
     SELECT k.trace_id, k.kh, sum(f.flops) AS flops
-    FROM cpu_op_estimates f JOIN kept k ON k.trace_id = f.trace_id AND k.event_id = f.event_id
+    FROM cpu_op_estimates f
+    JOIN {{ keyed }} k ON k.trace_id = f.trace_id AND k.event_id = f.event_id
+    ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
+    WHERE NOT k.dropped
     GROUP BY ALL
     {%- else %}
     -- per name (and shapes): the row key of a cpu_op
-    SELECT f.trace_id, hash(f.name, false{% if group_by_input_shape %}, c.input_dims::VARCHAR{% endif %}) AS kh,
+    SELECT f.trace_id, hash(f.name, false{% if group_by_input_shape %}, f.input_dims::VARCHAR{% endif %}) AS kh,
            sum(f.flops) AS flops
     FROM cpu_op_estimates f
-    {%- if group_by_input_shape %}
-    JOIN cpu_ops c ON c.trace_id = f.trace_id AND c.event_id = f.event_id
-    {%- endif %}
     WHERE TRUE {{ run_scope('f.') }}
     GROUP BY ALL
     {%- endif %}
@@ -370,7 +386,9 @@ device_keys AS (  -- device events (and device-side annotations): device time on
            sum(dur_ns) AS self_dev_ns, sum(dur_ns) AS dev_ns,
            0::BIGINT AS cpu_mem, 0::BIGINT AS self_cpu_mem, 0::BIGINT AS dev_mem, 0::BIGINT AS self_dev_mem,
            NULL::BIGINT AS flops, NOT annotation AS device_work
-    FROM (SELECT trace_id, kind, name, ts_ns, end_ns, dur_ns, false AS annotation FROM gpu_ops
+    -- (launches has every gpu_ops event, its kind being kernel, memcpy or memset, and is a stored
+    -- table: reading it skips a pass over the events)
+    FROM (SELECT trace_id, kind, name, ts_ns, end_ns, dur_ns, false AS annotation FROM launches
           UNION ALL
           SELECT trace_id, 'gpu_user_annotation', name, ts_ns, end_ns, dur_ns, true FROM gpu_user_annotations)
     WHERE TRUE {{ run_scope() }} AND dur_ns IS NOT NULL

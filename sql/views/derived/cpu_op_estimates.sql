@@ -12,15 +12,16 @@
 -- requires: cpu_ops, op_estimates
 --
 -- Columns:
--- trace_id  INTEGER  trace
--- event_id  BIGINT   cpu_ops.event_id
--- name      VARCHAR  operator name
--- flops     BIGINT   FLOPs of this call (NULL: unknown)
--- bytes     BIGINT   minimum DRAM traffic of this call, bytes (NULL: unknown)
--- dtype     VARCHAR  canonical dtype of its largest tensor input
+-- trace_id    INTEGER  trace
+-- event_id    BIGINT   cpu_ops.event_id
+-- name        VARCHAR  operator name
+-- flops       BIGINT   FLOPs of this call (NULL: unknown)
+-- bytes       BIGINT   minimum DRAM traffic of this call, bytes (NULL: unknown)
+-- dtype       VARCHAR  canonical dtype of its largest tensor input
+-- input_dims  JSON     the call's 'Input Dims' (part of its signature; report ops --group-by-input-shape keys on it)
 {% from "templates/op_signature.sql" import op_signature %}
 CREATE OR REPLACE VIEW cpu_op_estimates AS
-SELECT c.trace_id, c.event_id, c.name, e.flops, e.bytes, e.dtype
+SELECT c.trace_id, c.event_id, c.name, e.flops, e.bytes, e.dtype, c.input_dims
 FROM cpu_ops c
 JOIN op_estimates e ON e.sig = {{ op_signature('c.') }}
 WHERE c.name IN (SELECT name FROM op_estimates WHERE flops IS NOT NULL);
