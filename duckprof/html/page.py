@@ -874,9 +874,7 @@ def build(session, run: str | None = None, top: int = TOP_KERNELS) -> Page:
     """The page of one run of `session` (all its data when run is None)."""
     t0 = time.perf_counter()
     if run is not None:
-        have = [r[0] for r in session.con.execute("SELECT DISTINCT run FROM traces ORDER BY 1").fetchall()]
-        if run not in have:
-            raise DuckprofError(f"no run named {run!r} (runs: {', '.join(have) or 'none'})")
+        session._require_run(run)
     con = page_connection(session, run)
     try:
         rep = Reports(con, run, materialized=shared_names())
