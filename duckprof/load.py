@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import unicodedata
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,7 +25,7 @@ import duckdb
 
 from . import dbfile, estimators, interrupts, phase, sqlfiles
 from .errors import DuckprofError, NotATraceError, TraceError
-from .split import CONTENT_HASH, LEGACY_CONTENT_HASH, split_trace
+from .split import CONTENT_HASH, LEGACY_CONTENT_HASH, concatenate_chunks, split_trace
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -291,6 +292,10 @@ class _ChunkStager:
         self.cursors: list = []
         self.lock = threading.Lock()
         self.exact: set = set()  # staged tables with exact timestamps (exact_table)
+        # the ph of the marker event between two traces of a group: made for
+        # this load, so that no trace's own event has it
+        self.marker_ph = f"duckprof-next-file-{uuid.uuid4().hex}"
+        self.marker = json.dumps({"ph": self.marker_ph}).encode()
 
     def _cursor(self):
         cur = getattr(self.local, "cur", None)
@@ -306,15 +311,33 @@ class _ChunkStager:
     def submit_group(self, table: str, chunks: list):
         return self.pool.submit(self._stage_group, table, chunks)
 
-    def _stage_group(self, table: str, chunks: list) -> bool:
-        """Parse the single chunks of a group of small traces into one table;
-        True if one of them needs exact timestamps (the group is then staged
-        again file by file, where exact_ts.sql reads them). The chunk files
-        stay until the group is checked: a group that fails is parsed again
-        file by file, to name the file at fault."""
+    def _stage_group(self, table: str, chunks: list):
+        """Parse the single chunks of a group of small traces into one table,
+        as one chunk file of their events with a marker event between two
+        traces (split.concatenate_chunks, stage_events.sql grouped). Returns
+        (starts, srcs) for stage_group_view.sql: the pos before each segment
+        of events (0, then the markers' positions, group_markers.sql) and the
+        file of each segment; None when the group must be staged again file
+        by file: a marker is not where it belongs (a damaged file swallowed
+        it), or a file needs exact timestamps (read file by file by
+        exact_ts.sql). A parse error is raised. The chunk files stay until
+        the group is checked: a group that fails is parsed again file by
+        file, to name the file at fault."""
         cur = self._cursor()
-        cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=True), {"files": chunks})
-        return bool(cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall())
+        joined = os.path.join(os.path.dirname(chunks[0]), table.rsplit(".", 1)[-1] + ".json")
+        try:
+            srcs = concatenate_chunks(chunks, joined, self.marker)
+            cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=True), {"files": [joined]})
+        finally:
+            if os.path.exists(joined):
+                os.remove(joined)
+        markers = [m for (m,) in cur.execute(sqlfiles.render("load/group_markers.sql", raw=table),
+                                             {"marker": self.marker_ph}).fetchall()]
+        if len(markers) != max(len(srcs) - 1, 0):
+            return None
+        if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall():
+            return None
+        return [0] + markers, srcs or [0]
 
     def _stage(self, table: str, chunk: str) -> int:
         cur = self._cursor()
@@ -937,7 +960,7 @@ class Loader:
             checked = con.execute(sqlfiles.render("load/validate.sql", raw=p.name, grouped=False)).fetchall()
         finally:
             con.close()
-        _, events, _, bad, bad_name = checked[0] if checked else (0, 0, 1, 0, None)
+        _, events, bad, bad_name = checked[0] if checked else (0, 0, 0, None)
         if bad:
             raise _bad_time_error(p.path, bad, bad_name)
         p.events = events
@@ -947,36 +970,40 @@ class Loader:
         grouped), then number each file's events (stage_group_view.sql). A
         file with unusable times gets its error, raised at its turn. When the
         group cannot be parsed (one of its files is malformed, needs
-        sanitising, ...) or needs exact timestamps, its files are staged again
-        one by one, where the per-file retries and errors apply."""
+        sanitising, ...; or a damaged file swallowed a marker) or needs exact
+        timestamps, its files are staged again one by one, where the per-file
+        retries and errors apply."""
         g.checked = True
         first = g.members[0]
         try:
-            exact_needed = g.future.result()
+            staged = g.future.result()
         except duckdb.OutOfMemoryException as e:
             raise _out_of_memory(first.path, f"parsing (with {len(g.members) - 1} other file(s))", e,
                                  self.memory_limit) from None
         except duckdb.Error as e:
             if dbfile.disk_full(e):
                 raise self._stage_error(e, first, "parsing") from None
-            exact_needed = None
-        if exact_needed is not False:
+            staged = None
+        except OSError as e:  # writing the group's chunk file
+            raise _temp_space_error(e, os.path.dirname(first.split.chunks[0]), first.path) from None
+        if staged is None:
             stager.drop([g.table])
             for p in g.members:
                 p.group = None
                 p.tables = [f"{p.name}_0"]
                 p.futures = [stager.submit(p.tables[0], p.split.chunks[0])]
             return
+        starts, srcs = staged
         con = self.con.cursor()
         try:
-            checked = {src: (events, first_pos, bad, bad_name) for src, events, first_pos, bad, bad_name in
-                       con.execute(sqlfiles.render("load/validate.sql", raw=g.table, grouped=True)).fetchall()}
-            offsets = [checked.get(k, (0, 1))[1] - 1 for k in range(len(g.members))]
-            con.execute(sqlfiles.render("load/stage_group_view.sql", raw=g.view, table=g.table, offsets=offsets))
+            con.execute(sqlfiles.render("load/stage_group_view.sql", raw=g.view, table=g.table, starts=starts,
+                                        srcs=srcs))
+            checked = {src: (events, bad, bad_name) for src, events, bad, bad_name in
+                       con.execute(sqlfiles.render("load/validate.sql", raw=g.view, grouped=True)).fetchall()}
         finally:
             con.close()
         for k, p in enumerate(g.members):
-            events, _, bad, bad_name = checked.get(k, (0, 1, 0, None))
+            events, bad, bad_name = checked.get(k, (0, 0, None))
             p.events = events
             if bad:
                 p.error = _bad_time_error(p.path, bad, bad_name)

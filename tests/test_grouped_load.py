@@ -65,6 +65,25 @@ def mixed(tmp_path):
     return files + [str(stack), str(empty)]
 
 
+def _together(monkeypatch) -> dict:
+    """Per group the stager parsed (its table's name, dp_stage.grp_N_t),
+    whether its files were parsed together (True) or must be staged again
+    file by file (False)."""
+    out = {}
+    real = load._ChunkStager._stage_group
+
+    def stage_group(self, table, chunks):
+        try:
+            staged = real(self, table, chunks)
+        except Exception:
+            out[table] = False
+            raise
+        out[table] = staged is not None
+        return staged
+    monkeypatch.setattr(load._ChunkStager, "_stage_group", stage_group)
+    return out
+
+
 def _grouped_and_alone(monkeypatch, files):
     """Every table after one load of `files` in groups, and after one load
     call per file without groups or batches; the sizes of the groups."""
@@ -113,8 +132,11 @@ def test_grouped_load_equals_one_by_one_quick(monkeypatch, tmp_path):
     odd.write_bytes((HANDMADE / "nesting3.json").read_bytes().replace(b'"name": "', b'"name": "ctl\x01\xff', 1))
     assert b"ctl\x01\xff" in odd.read_bytes()
     files += [str(stack), str(odd)]
+    together = _together(monkeypatch)
     grouped, single, groups = _grouped_and_alone(monkeypatch, files)
     assert groups == [3, 2]
+    # the odd file's group parsed again file by file
+    assert together == {"dp_stage.grp_0_t": True, "dp_stage.grp_1_t": False}
     assert len(grouped["events"]) > 400
     assert sum(any(str(v).startswith("ctl\x01\ufffd") for v in r) for r in grouped["events"]) == 1
     assert grouped["notes"][-1] == single["notes"][-1] and "invalid UTF-8" in " ".join(grouped["notes"][-1])
@@ -164,6 +186,50 @@ def test_bad_file_in_a_group_is_named_and_nothing_is_written(monkeypatch, tmp_pa
     assert all(str(f) not in msg for f in files if f != bad)
     expected = {"malformed": "not valid JSON", "nan_ts": "not a usable number", "gz_malformed": "not valid JSON"}[damage]
     assert expected in msg, msg
+
+
+def test_a_file_that_swallows_the_marker_is_named(monkeypatch, tmp_path):
+    """A group is parsed as one chunk of its files' events with a marker event
+    between two files (split.concatenate_chunks). Two damaged files can make
+    valid JSON together: a.json ends inside an args list that b.json closes
+    (the splitter takes each for a trace: the reverse scan stops looking for
+    the '[' of the last array 64 KB back). The marker is then inside a's args,
+    not an event: the group is parsed again file by file, and a.json is named
+    as when it is loaded alone; nothing is written."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1, "args": {"l": ['
+                 + "0, " * 30_000 + "1]}")
+    b.write_text('{"traceEvents": [' + "2, " * 30_000 + '2]}}, {"ph": "X", "name": "b", "ts": 2, "dur": 1}]}')
+    start = len('{"traceEvents": [')
+    joined = "[" + a.read_text()[start:-2] + ", {}, " + b.read_text()[start:-2] + "]"
+    assert len(json.loads(joined)) == 2  # together they are valid JSON
+    together = _together(monkeypatch)
+    db = str(tmp_path / "perf.duckdb")
+    with duckprof.connect(db) as s:
+        s.load([str(f) for f in _bad_copies(tmp_path, n=1)], run="before")
+        before = _tables(s)
+        with pytest.raises(TraceError) as e:
+            s.load([str(a), str(b)], run="job")
+        assert _tables(s) == before
+    assert list(together.values()) == [False]
+    assert str(e.value).startswith(f"{a}: not valid JSON inside traceEvents"), str(e.value)
+
+
+def test_concatenate_chunks(tmp_path):
+    """Chunks without events (empty or whitespace-only arrays, one of 9,000
+    spaces) add nothing and no marker; the others are joined with one marker
+    between two."""
+    from duckprof.split import concatenate_chunks
+    texts = ["[ ]", '[{"a": 1}, {"a": 2}]', "[" + " " * 9_000 + "]", '[\n {"a": 3}\n]', "[]", '[{"a": 4}]']
+    chunks = []
+    for k, t in enumerate(texts):
+        chunks.append(str(tmp_path / f"c{k}.json"))
+        (tmp_path / f"c{k}.json").write_text(t)
+    out = str(tmp_path / "joined.json")
+    assert concatenate_chunks(chunks, out, b'{"m": 0}') == [1, 3, 5]
+    assert json.loads(open(out).read()) == [{"a": 1}, {"a": 2}, {"m": 0}, {"a": 3}, {"m": 0}, {"a": 4}]
+    assert concatenate_chunks(chunks[:1] + chunks[2:3], out, b'{"m": 0}') == []
+    assert json.loads(open(out).read()) == []
 
 
 def test_file_loaded_twice_in_groups_changes_nothing(monkeypatch, tmp_path):
