@@ -219,8 +219,8 @@ def exact_table(table: str) -> str:
 BATCH_BYTES = 64 << 20
 BATCH_FILES = 256
 # Files up to this size whose traceEvents make one chunk are also parsed and
-# checked together, up to this many bytes and files per statement (one
-# read_json over their chunks, stage_events.sql grouped): a group is cut
+# checked together, up to this many bytes and files per statement (their
+# chunks joined into one file, one read_json, stage_events.sql grouped): a group is cut
 # smaller than a batch so that groups parse side by side while the next files
 # are split.
 GROUP_BYTES = 16 << 20
