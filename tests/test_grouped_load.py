@@ -144,6 +144,28 @@ def test_grouped_load_equals_one_by_one_quick(monkeypatch, tmp_path):
         assert grouped[k] == single[k], k
 
 
+def test_group_with_files_without_events_equals_one_by_one(monkeypatch, tmp_path):
+    """A group joined into one file whose traces include two without events
+    (an empty traceEvents, one of only whitespace, neither gets a segment or
+    a marker), first and in the middle: parsed together, every table equal
+    to one load call per file."""
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"schemaVersion": 1, "traceEvents": []}))
+    blank = tmp_path / "blank.json"
+    blank.write_text('{"schemaVersion": 1, "traceEvents": [\n' + " " * 5000 + '\n]}')
+    copies = [str(f) for f in _bad_copies(tmp_path, n=3)]
+    files = [str(empty), copies[0], str(blank), copies[1], str(corpus_path("backward_thread_minimal.json")),
+             copies[2]]
+    together = _together(monkeypatch)
+    grouped, single, groups = _grouped_and_alone(monkeypatch, files)
+    assert groups == [6] and together == {"dp_stage.grp_0_t": True}
+    for f in (str(empty), str(blank)):  # a trace each, without events
+        assert sum(f in r for r in grouped["traces"]) == 1 and not [r for r in grouped["events"] if r[0] == f]
+    assert len(grouped["events"]) > 30
+    for k in list(TABLES) + ["notes"]:
+        assert grouped[k] == single[k], k
+
+
 def _bad_copies(tmp_path, n=6):
     """n small copies of one trace, each a different file (a distinct rank)."""
     doc = json.loads((HANDMADE / "nesting3.json").read_text())
