@@ -39,9 +39,9 @@ def _groups(monkeypatch) -> list:
     sizes = []
     real = load._ChunkStager.submit_group
 
-    def submit_group(self, table, chunks):
-        sizes.append(len(chunks))
-        return real(self, table, chunks)
+    def submit_group(self, table, joined):
+        sizes.append(len(joined.ranges))
+        return real(self, table, joined)
     monkeypatch.setattr(load._ChunkStager, "submit_group", submit_group)
     return sizes
 
@@ -72,9 +72,9 @@ def _together(monkeypatch) -> dict:
     out = {}
     real = load._ChunkStager._stage_group
 
-    def stage_group(self, table, chunks):
+    def stage_group(self, table, joined):
         try:
-            staged = real(self, table, chunks)
+            staged = real(self, table, joined)
         except Exception:
             out[table] = False
             raise
@@ -237,21 +237,30 @@ def test_a_file_that_swallows_the_marker_is_named(monkeypatch, tmp_path):
     assert str(e.value).startswith(f"{a}: not valid JSON inside traceEvents"), str(e.value)
 
 
-def test_concatenate_chunks(tmp_path):
-    """Chunks without events (empty or whitespace-only arrays, one of 9,000
-    spaces) add nothing and no marker; the others are joined with one marker
-    between two."""
-    from duckprof.split import concatenate_chunks
+def test_joined_chunk(tmp_path):
+    """A group's chunk file (split.JoinedChunk): traces without events (an
+    empty or whitespace-only array, one of 9,000 spaces; as bytes or as a
+    chunk file) add nothing and no marker; the others are joined with one
+    marker between two; each trace's events come out again alone."""
+    from duckprof.split import JoinedChunk
     texts = ["[ ]", '[{"a": 1}, {"a": 2}]', "[" + " " * 9_000 + "]", '[\n {"a": 3}\n]', "[]", '[{"a": 4}]']
-    chunks = []
+    joined = JoinedChunk(str(tmp_path / "joined.json"), b'{"m": 0}')
     for k, t in enumerate(texts):
-        chunks.append(str(tmp_path / f"c{k}.json"))
-        (tmp_path / f"c{k}.json").write_text(t)
-    out = str(tmp_path / "joined.json")
-    assert concatenate_chunks(chunks, out, b'{"m": 0}') == [1, 3, 5]
-    assert json.loads(open(out).read()) == [{"a": 1}, {"a": 2}, {"m": 0}, {"a": 3}, {"m": 0}, {"a": 4}]
-    assert concatenate_chunks(chunks[:1] + chunks[2:3], out, b'{"m": 0}') == []
-    assert json.loads(open(out).read()) == []
+        if k % 2:
+            (tmp_path / f"c{k}.json").write_text(t)
+            joined.add_chunk(str(tmp_path / f"c{k}.json"))
+        else:
+            joined.add_events(t[1:-1].encode())
+    joined.close()
+    assert joined.segments == [1, 3, 5]
+    assert json.loads(open(joined.path).read()) == [{"a": 1}, {"a": 2}, {"m": 0}, {"a": 3}, {"m": 0}, {"a": 4}]
+    for k, t in enumerate(texts):
+        joined.extract(k, str(tmp_path / "alone.json"))
+        assert json.loads((tmp_path / "alone.json").read_text()) == json.loads(t)
+    empty = JoinedChunk(str(tmp_path / "empty.json"), b'{"m": 0}')
+    empty.add_events(b" ")
+    empty.close()
+    assert empty.segments == [] and json.loads(open(empty.path).read()) == []
 
 
 def test_file_loaded_twice_in_groups_changes_nothing(monkeypatch, tmp_path):
