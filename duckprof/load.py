@@ -316,7 +316,7 @@ class _ChunkStager:
         marker event between two traces: split.JoinedChunk) into one table
         (stage_events.sql grouped). Returns (starts, srcs) for
         stage_group_view.sql: the pos before each segment of events (0, then
-        the markers' positions, group_markers.sql) and the trace of each
+        the markers' positions; group_markers.sql deletes them) and the trace of each
         segment; None when the group must be staged again file by file: a
         marker is not where it belongs (a damaged file hid it), or a file
         needs exact timestamps (read file by file by exact_ts.sql). A parse
@@ -325,8 +325,8 @@ class _ChunkStager:
         fault."""
         cur = self._cursor()
         cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=True), {"files": [joined.path]})
-        markers = [m for (m,) in cur.execute(sqlfiles.render("load/group_markers.sql", raw=table),
-                                             {"marker": self.marker_ph}).fetchall()]
+        markers = sorted(m for (m,) in cur.execute(sqlfiles.render("load/group_markers.sql", raw=table),
+                                                   {"marker": self.marker_ph}).fetchall())
         if len(markers) != max(len(joined.segments) - 1, 0):
             return None
         if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall():

@@ -9,7 +9,8 @@
 -- has no segment). Integers the loader read: a view cannot take bound
 -- parameters. A row's segment is the number of markers at or before its pos,
 -- found by a balanced tree of comparisons (log2 of the group's files per
--- row); the markers themselves (event_id 0) are left out.
+-- row); the markers themselves are no longer in the table (group_markers.sql
+-- deleted them).
 -- Columns: src INTEGER (the file's index in the group), then those of
 -- stage_events.sql.
 {%- macro segment(lo, hi) -%}
@@ -19,12 +20,9 @@ CASE WHEN pos < {{ starts[mid] | int }} THEN {{ segment(lo, mid - 1) }} ELSE {{ 
 {%- endif -%}
 {%- endmacro %}
 CREATE OR REPLACE VIEW {{ raw }} AS
-SELECT * FROM (
-    SELECT CAST([{% for s in srcs %}{{ s | int }}{% if not loop.last %}, {% endif %}{% endfor %}] AS INTEGER[])[seg + 1]
-               AS src,
-           pos - CAST([{% for s in starts %}{{ s | int }}{% if not loop.last %}, {% endif %}{% endfor %}] AS BIGINT[])[seg + 1]
-               AS event_id,
-           * EXCLUDE (seg, pos)
-    FROM (SELECT {{ segment(0, starts | length - 1) }}::INTEGER AS seg, * FROM {{ table }})
-)
-WHERE event_id > 0
+SELECT CAST([{% for s in srcs %}{{ s | int }}{% if not loop.last %}, {% endif %}{% endfor %}] AS INTEGER[])[seg + 1]
+           AS src,
+       pos - CAST([{% for s in starts %}{{ s | int }}{% if not loop.last %}, {% endif %}{% endfor %}] AS BIGINT[])[seg + 1]
+           AS event_id,
+       * EXCLUDE (seg, pos)
+FROM (SELECT {{ segment(0, starts | length - 1) }}::INTEGER AS seg, * FROM {{ table }})
