@@ -191,6 +191,7 @@ def test_queue_report(two):
     assert windows == {7: 275, 8: 245}
 
 
+@pytest.mark.slow  # every report on a trace of its own
 def test_one_gpu_window_everywhere_and_unlaunched_work_said():
     """issue 13 item 9: device work with no launch call in the trace (fixtures/gpu_time/
     unlaunched_start.json: K0 [0,10] and a memset [15,20], then K1 [40,60] and K2 [70,80]
@@ -343,6 +344,7 @@ def test_idle_by_name_who_starves_the_gpu():
         assert by["cudaLaunchKernel"] == 4
 
 
+@pytest.mark.slow  # a trace of its own; the quick run has test_idle_ranking
 def test_idle_gaps_ended_by_unlaunched_work():
     """unlaunched_start.json: gaps [10,15] (ended by the memset, no launch call), [20,40]
     (ended by K1, launched by the host thread: nothing runs in [20,29), aten::mm [29,40)
@@ -361,6 +363,7 @@ def test_idle_gaps_ended_by_unlaunched_work():
             in res.notes
 
 
+@pytest.mark.slow  # a trace of its own; the quick run has test_idle_ranking
 def test_idle_by_event_leaves_out_steps_and_the_last_step():
     """--by event (BasicEvaluation's single calls): no ProfilerStep row; with
     --exclude-last-step no op of the last step (its device work is gone, so it would
@@ -489,13 +492,14 @@ def test_cli_help_and_formats(name, tmp_path):
     assert r.exit_code == 2 and "--output" in r.output
 
 
-@pytest.mark.parametrize("name", slow_when(["idle", "gpu-time", "queue", "temporal"], {"idle", "queue"}))
+@pytest.mark.parametrize("name", slow_when(["idle", "gpu-time", "queue", "temporal"], {"idle", "queue", "gpu-time"}))
 def test_cli_no_gpu(name):
     r = _cli("report", name, FIX / "cpu_only.json")
     assert r.exit_code == 0
     assert r.output.strip() == "no GPU activity in this trace"
 
 
+@pytest.mark.slow  # CLI runs; the quick run has test_cli_no_gpu
 def test_cli_no_launches():
     # a kernel with no launch call: gpu-time has a row, queue has none and says why
     r = _cli("report", "gpu-time", FIX / "no_launches.json", "--format", "json")
@@ -580,6 +584,7 @@ IDLE_INTERVALS = """
     FROM gpu_idle_intervals ORDER BY ALL"""
 
 
+@pytest.mark.slow  # a trace of its own; the quick run has test_idle_intervals_and_categories
 def test_idle_intervals_are_the_gaps_of_busy_intervals_with_backward_events(tmp_path):
     """gpu_idle_intervals finds each gap in one sorted pass: an event that starts after
     every earlier one ended opens a busy interval, and the gap before it starts where the
