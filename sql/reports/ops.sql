@@ -492,7 +492,7 @@ SELECT note FROM (
     SELECT 3, trace_id, file_name || ': no Python stacks (with_stack=False): one row per name'
     FROM t WHERE NOT EXISTS (SELECT 1 FROM python_functions p WHERE p.trace_id = t.trace_id)
                AND NOT EXISTS (SELECT 1 FROM cpu_ops c WHERE c.trace_id = t.trace_id
-                               AND json_exists(c.args, '$."Call stack"'))
+                               AND contains(c.args, '"Call stack"') AND json_exists(c.args, '$."Call stack"'))
     {%- endif %}
 )
 ORDER BY k, trace_id
