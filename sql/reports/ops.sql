@@ -154,7 +154,7 @@ op_args AS (  -- the cpu_ops that carry a sequence number or a Call stack, or ar
           WHERE TRUE {{ run_scope() }}
             AND (regexp_matches(args, '"(Sequence number|Fwd thread id|Call stack)"') OR starts_with(name, 'torch::autograd::')))
 ),
-bw AS (
+bw AS (  -- the backward functions
     SELECT trace_id, event_id, pid, tid, ts_ns, end_ns, seq, fwd_thread FROM op_args WHERE backward
 ),
 frames AS (  -- every Python frame (with_stack), and the Call stack arg of those that have one
@@ -208,7 +208,7 @@ below_py AS (  -- every other event under a Python frame, and its innermost one:
     FROM below_py d JOIN ev c ON c.trace_id = d.trace_id AND c.parent_event_id = d.event_id
     WHERE c.kind_no <> 2
 ),
-arg_keys AS (
+arg_keys AS (  -- the stack key of each Call stack arg, as frame_keys'
     SELECT trace_id, event_id, stack, hash(stack) AS sh
     FROM (SELECT trace_id, event_id, array_to_string(list_slice({{ kept }}, 1, $group_by_stack), '; ') AS stack
           FROM arg_stacks)
@@ -247,7 +247,7 @@ call_stacks AS (  -- each event's stack key, where it is not '': inside a backwa
     FROM own_stacks o
     ANTI JOIN under_bw u ON u.trace_id = o.trace_id AND u.event_id = o.event_id
 ),
-stacks AS (  -- the stack text of each hash
+stacks AS (  -- the stack text of each hash (the rows carry the hash; base takes the text at the end)
     SELECT sh, any_value(stack) AS stack
     FROM (SELECT sh, stack FROM arg_keys UNION ALL SELECT sh, stack FROM frame_keys UNION ALL SELECT hash(''), '')
     GROUP BY sh
