@@ -253,10 +253,12 @@ stacks AS (  -- the stack text of each hash (the rows carry the hash; base takes
     GROUP BY sh
 ),
 keyed AS (  -- each event's row key: name, annotation or not, stack, hashed
-    SELECT e.*, coalesce(st.sh, hash('')) AS sh,
+    SELECT e.*, f.flops, coalesce(st.sh, hash('')) AS sh,
            hash(e.key, e.kind_no = 1{% if group_by_input_shape %}, e.input_dims{% endif %}, coalesce(st.sh, hash(''))) AS kh
     FROM ev e
     LEFT JOIN call_stacks st ON st.trace_id = e.trace_id AND st.event_id = e.event_id
+    LEFT JOIN (SELECT trace_id, event_id, flops FROM cpu_op_estimates WHERE TRUE {{ run_scope() }}) f
+           ON f.trace_id = e.trace_id AND f.event_id = e.event_id
 ),
 {%- endif %}
 {%- set keyed = 'keyed' if group_by_stack else 'ev' %}
@@ -306,7 +308,7 @@ moved AS (  -- calls that are not rows, and the row key of the call that takes t
 base AS (  -- per trace and row key: calls, CPU time
     SELECT trace_id, kh, any_value(key) AS name,
            {%- if group_by_input_shape %} any_value(input_dims) AS input_shapes,{% endif %}
-           {%- if group_by_stack %} any_value(sh) AS sh,{% endif %}
+           {%- if group_by_stack %} any_value(sh) AS sh, sum(flops) AS flops,{% endif %}
            ['cpu_op', 'user_annotation', 'python_function', 'runtime'][arg_min(kind_no, (ts_ns, -end_ns)) + 1] AS kind,
            arg_min(depth = 0, (ts_ns, -end_ns)) AS first_top,
            count(*) AS count, sum(self_ns) AS self_ns, sum(end_ns - ts_ns) AS dur_ns
@@ -375,12 +377,7 @@ dev_key AS (
 ),
 flops_key AS (
     {%- if group_by_stack %}
-    SELECT k.trace_id, k.kh, sum(f.flops) AS flops
-    FROM cpu_op_estimates f
-    JOIN {{ keyed }} k ON k.trace_id = f.trace_id AND k.event_id = f.event_id
-    ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
-    WHERE NOT k.dropped
-    GROUP BY ALL
+    SELECT trace_id, kh, flops FROM base
     {%- else %}
     -- per name (and shapes): the row key of a cpu_op
     SELECT f.trace_id, hash(f.name, false{% if group_by_input_shape %}, f.input_dims::VARCHAR{% endif %}) AS kh,
