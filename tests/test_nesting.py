@@ -204,7 +204,8 @@ def test_profiler_step_self_time_with_stack(corpus_session):
                         ("moca/library/model_hub/entry_point.py(106): run_action", 7750803)]
 
 
-@pytest.mark.parametrize("options", [dict(stack=3), dict(serving=True, epoch_ts=True)],
+@pytest.mark.parametrize("options", [dict(stack=3),  # the quick run; test_timestamps has epoch timestamps
+                                     pytest.param(dict(serving=True, epoch_ts=True), marks=pytest.mark.slow)],
                          ids=["with_stack", "serving_epoch_ts"])
 def test_synthetic_stack_traces_match_stack_walk(tmp_path, options):
     """Synthetic with_stack traces (duckprof.synth: python frames around the
@@ -269,6 +270,7 @@ def test_with_stack_traces_are_nested_in_one_pass(tmp_path, monkeypatch):
         assert modes == expected, path
 
 
+@pytest.mark.slow  # two loads of a generated trace
 def test_packed_sort_key_and_its_fallback(tmp_path, monkeypatch):
     """nesting.sql's walk sorts by one packed HUGEINT key when the batch's time
     span, durations and event ids fit in it; a trace spanning 8e15 us (an

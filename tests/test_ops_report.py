@@ -172,6 +172,7 @@ def test_sort_limit_and_negative_self_note(sessions):
     assert names == sorted(names)
 
 
+@pytest.mark.slow  # a load of its own
 def test_no_stack_note_and_no_shapes_note(tmp_path):
     cpu = REPO / "fixtures" / "cpu_small_model.json"
     with duckprof.connect() as s:
@@ -184,8 +185,8 @@ def test_no_stack_note_and_no_shapes_note(tmp_path):
 # -- device time, against torch-tb-profiler's operator view --------------------------------
 
 @needs_corpus
-@pytest.mark.parametrize("stem", slow_when(["v100_resnet50_workers0_2021", "v100_resnet50_workers4_2021"],
-                                          {"v100_resnet50_workers4_2021"}))
+@pytest.mark.slow  # the quick run has test_rows_equal_torchs_key_averages
+@pytest.mark.parametrize("stem", ["v100_resnet50_workers0_2021", "v100_resnet50_workers4_2021"])
 def test_operator_view_equals_tensorboards(stem):
     """torch-tb-profiler 0.4.3's operator view (fixtures/golden/tb_profiler/): for every
     operator it lists, the same calls, host total and self time, device total and self
@@ -261,6 +262,7 @@ def test_by_graph_node_note_without_markers(sessions):
     assert res.notes == ["ops.json.gz: no torch.compile graph markers ('## <file>.py ##' cpu_ops) in this trace"]
 
 
+@pytest.mark.slow  # four CLI runs; the quick run has test_sort_limit_and_negative_self_note
 def test_cli_formats(cli_app, tmp_path):
     trace = GOLD / "labels_nostack.json.gz"
     res = invoke(cli_app, "report", "ops", trace, "--format", "csv", "--limit", "0")
