@@ -38,6 +38,7 @@ COMMANDS = {
     "report ops-by-step": ["report", "ops-by-step"],
     "report ops": ["report", "ops"],
     "report ops --group-by-input-shape": ["report", "ops", "--group-by-input-shape"],
+    "report ops --group-by-stack 5": ["report", "ops", "--group-by-stack", "5"],
     "report categories": ["report", "categories"],
     "report categories --by-step": ["report", "categories", "--by-step"],
     "report steps": ["report", "steps"],

@@ -164,6 +164,7 @@ def test_directory_of_json_without_traces_is_an_error(cli_app, shared_db, tmp_pa
     assert db_state(shared_db) == before
 
 
+@pytest.mark.slow  # a real process
 def test_real_process_prints_no_traceback(tmp_path):
     """The real entry point (not CliRunner): corrupt gzip, one line, exit 2."""
     path = tmp_path / "corrupt.json.gz"

@@ -159,6 +159,7 @@ def test_device_level():
     check(rows["device 0"], 6, 6, 0, 315, 305.5, -9.5, -9.5 / 315 * 100, 52.5, 1222 / 24, "unchanged")
 
 
+@pytest.mark.slow  # the quick run has test_summary_hand_computed and test_device_level
 def test_op_level_total_self_and_shapes():
     with diff(A, B, by="op") as d:
         rows = rows_of(d)
@@ -189,6 +190,7 @@ def _steps_as_operators(src, dst):
     return str(dst)
 
 
+@pytest.mark.slow  # the quick run has test_op_level_total_self_and_shapes
 def test_op_level_leaves_out_steps(tmp_path):
     """issue 13 item 15: ProfilerStep#N is no operator, also where a trace records it
     as one: no row per step (count 0.5 / 0.25 with per-step averaging), with or

@@ -35,6 +35,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import duckprof  # noqa: E402
+from duckprof import session as session_mod  # noqa: E402
 from conftest import slow_when  # noqa: E402
 
 FIX = REPO / "fixtures" / "gpu_time"
@@ -190,6 +191,7 @@ def test_queue_report(two):
     assert windows == {7: 275, 8: 245}
 
 
+@pytest.mark.slow  # every report on a trace of its own
 def test_one_gpu_window_everywhere_and_unlaunched_work_said():
     """issue 13 item 9: device work with no launch call in the trace (fixtures/gpu_time/
     unlaunched_start.json: K0 [0,10] and a memset [15,20], then K1 [40,60] and K2 [70,80]
@@ -342,6 +344,7 @@ def test_idle_by_name_who_starves_the_gpu():
         assert by["cudaLaunchKernel"] == 4
 
 
+@pytest.mark.slow  # a trace of its own; the quick run has test_idle_ranking
 def test_idle_gaps_ended_by_unlaunched_work():
     """unlaunched_start.json: gaps [10,15] (ended by the memset, no launch call), [20,40]
     (ended by K1, launched by the host thread: nothing runs in [20,29), aten::mm [29,40)
@@ -360,6 +363,7 @@ def test_idle_gaps_ended_by_unlaunched_work():
             in res.notes
 
 
+@pytest.mark.slow  # a trace of its own; the quick run has test_idle_ranking
 def test_idle_by_event_leaves_out_steps_and_the_last_step():
     """--by event (BasicEvaluation's single calls): no ProfilerStep row; with
     --exclude-last-step no op of the last step (its device work is gone, so it would
@@ -488,13 +492,14 @@ def test_cli_help_and_formats(name, tmp_path):
     assert r.exit_code == 2 and "--output" in r.output
 
 
-@pytest.mark.parametrize("name", slow_when(["idle", "gpu-time", "queue", "temporal"], {"idle", "queue"}))
+@pytest.mark.parametrize("name", slow_when(["idle", "gpu-time", "queue", "temporal"], {"idle", "queue", "gpu-time"}))
 def test_cli_no_gpu(name):
     r = _cli("report", name, FIX / "cpu_only.json")
     assert r.exit_code == 0
     assert r.output.strip() == "no GPU activity in this trace"
 
 
+@pytest.mark.slow  # CLI runs; the quick run has test_cli_no_gpu
 def test_cli_no_launches():
     # a kernel with no launch call: gpu-time has a row, queue has none and says why
     r = _cli("report", "gpu-time", FIX / "no_launches.json", "--format", "json")
@@ -539,14 +544,15 @@ def test_cli_db_and_run(tmp_path):
 
 def test_launch_call_ties_pick_one_row(tmp_path):
     """Two runtime calls of one correlation that start together (a driver call inside
-    a runtime call): gpu_activity's launch_event_id and launch_name come from the same
-    call, the first in the file, whatever order DuckDB reads the rows in (here the
-    runtime view is read backwards, which made the two columns disagree before)."""
+    a runtime call): the stored launch call (sql/load/derived_launches.sql, which
+    gpu_activity reads) is one row, the first in the file, all its columns from that
+    row, whatever order DuckDB reads the rows in (here the derived rows are computed
+    again with the runtime view read backwards, which made the columns disagree before)."""
     t = 1_000_000
     trace = {"traceEvents": [
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t, "dur": 5,
          "args": {"correlation": 5}},
-        {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernel", "pid": 1, "tid": 1, "ts": t, "dur": 4,
+        {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernel", "pid": 1, "tid": 2, "ts": t, "dur": 4,
          "args": {"correlation": 5}},
         {"ph": "X", "cat": "kernel", "name": "K", "pid": 0, "tid": 7, "ts": t + 10, "dur": 10,
          "args": {"device": 0, "stream": 7, "correlation": 5}}]}
@@ -555,8 +561,13 @@ def test_launch_call_ties_pick_one_row(tmp_path):
         db = s.sql("SELECT current_database()").fetchall()[0][0]
         s.con.execute(f"CREATE TEMP VIEW runtime AS SELECT * FROM (SELECT * FROM {db}.main.runtime "
                       "ORDER BY event_id DESC)")
+        s.con.execute("BEGIN TRANSACTION")
+        session_mod.fill_derived(s.con, [1])
+        s.con.execute("COMMIT")
         got = s.sql("SELECT launch_event_id, launch_name FROM gpu_activity").fetchall()
         assert got == [(first, "cudaLaunchKernel")]
+        got = s.sql("SELECT launch_event_id, launch_name, launch_dur_ns, tid FROM launches").fetchall()
+        assert got == [(first, "cudaLaunchKernel", 5 * US, 1)]
 
 
 # gpu_idle_intervals' definition: the gaps between consecutive gpu_busy_intervals
@@ -573,6 +584,7 @@ IDLE_INTERVALS = """
     FROM gpu_idle_intervals ORDER BY ALL"""
 
 
+@pytest.mark.slow  # a trace of its own; the quick run has test_idle_intervals_and_categories
 def test_idle_intervals_are_the_gaps_of_busy_intervals_with_backward_events(tmp_path):
     """gpu_idle_intervals finds each gap in one sorted pass: an event that starts after
     every earlier one ended opens a busy interval, and the gap before it starts where the
@@ -618,20 +630,23 @@ def test_idle_intervals_are_the_gaps_of_busy_intervals_with_backward_events(tmp_
 
 
 def test_launch_call_is_the_earliest_then_the_first_in_the_file(tmp_path):
-    """gpu_activity's launch call of a correlation with several runtime calls: the one
-    that starts first, of those the first in the file, its id, name and start together
-    (one packed key orders them, sql/views/derived/gpu_activity.sql)."""
+    """The launch call of a correlation with several runtime calls: the one that starts
+    first, of those the first in the file, every column from that call, in the
+    launches view (stored at load) and in gpu_activity, which reads it. The earliest
+    call is not the first in the file, so a call picked by file order fails."""
     t = 1_000_000
     calls = [("cudaLaunchKernel", 2), ("cuLaunchKernelEx", 0), ("cuLaunchKernel", 0), ("cudaLaunchKernelExC", 1)]
     trace = {"traceEvents": [
-        {"ph": "X", "cat": "cuda_runtime", "name": n, "pid": 1, "tid": 1, "ts": t + dt, "dur": 5,
-         "args": {"correlation": 5}} for n, dt in calls] + [
+        {"ph": "X", "cat": "cuda_runtime", "name": n, "pid": 1, "tid": 10 + i, "ts": t + dt, "dur": 5 + i,
+         "args": {"correlation": 5}} for i, (n, dt) in enumerate(calls)] + [
         {"ph": "X", "cat": "kernel", "name": "K", "pid": 0, "tid": 7, "ts": t + 10, "dur": 10,
          "args": {"device": 0, "stream": 7, "correlation": 5}}]}
     with loaded_events(tmp_path, "calls.json", trace["traceEvents"]) as s:
         (second,) = s.sql("SELECT event_id FROM runtime WHERE name = 'cuLaunchKernelEx'").fetchall()[0]
         got = s.sql("SELECT launch_event_id, launch_name, launch_ts_ns FROM gpu_activity").fetchall()
         assert got == [(second, "cuLaunchKernelEx", t * US)]
+        got = s.sql("SELECT launch_event_id, launch_name, launch_ts_ns, launch_dur_ns, pid, tid FROM launches").fetchall()
+        assert got == [(second, "cuLaunchKernelEx", t * US, 6 * US, 1, 11)]
 
 
 def test_idle_gap_goes_to_the_thread_of_the_first_launch_call(tmp_path):

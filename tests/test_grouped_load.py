@@ -16,7 +16,7 @@ import duckprof
 from duckprof import load, sqlfiles, synth
 from duckprof.session import DERIVED
 from duckprof.errors import TraceError
-from conftest import HANDMADE, corpus_path, rows
+from conftest import HANDMADE, corpus_path, rows, slow_when
 
 # every table a load writes, keyed so that rows compare across trace ids
 TABLES = {
@@ -178,7 +178,7 @@ def _bad_copies(tmp_path, n=6):
     return files
 
 
-@pytest.mark.parametrize("damage", ["malformed", "nan_ts", "gz_malformed"])
+@pytest.mark.parametrize("damage", slow_when(["malformed", "nan_ts", "gz_malformed"], {"nan_ts", "gz_malformed"}))
 def test_bad_file_in_a_group_is_named_and_nothing_is_written(monkeypatch, tmp_path, damage):
     groups = _groups(monkeypatch)
     files = _bad_copies(tmp_path)
@@ -279,6 +279,7 @@ def test_file_loaded_twice_in_groups_changes_nothing(monkeypatch, tmp_path):
         assert rows(s, "SELECT count(*), count(DISTINCT rank) FROM traces") == [(5, 5)]
 
 
+@pytest.mark.slow  # the quick run has test_grouped_load_equals_one_by_one_quick
 def test_derived_tables_filled_once_per_load(monkeypatch, tmp_path):
     """A job's derived tables (schema 4, sql/load/derived_*.sql) are filled
     by one statement each for all the traces of the load, not one per trace

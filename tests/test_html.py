@@ -81,6 +81,7 @@ def test_page_sections_of_a_gpu_trace(two_page):
         assert f'<section id="{s}"' in html
 
 
+@pytest.mark.slow  # runs every report of the page again
 def test_every_table_cell_is_a_report_cell(two, two_page):
     tables = page_tables(str(two_page))
     assert {t["report"] for t in tables} >= {"traces", "devices", "temporal", "kernels", "idle", "queue",
@@ -163,6 +164,7 @@ def test_cpu_only_page_says_so_in_one_line():
 
 # -- escaping -----------------------------------------------------------------------------
 
+@pytest.mark.slow  # a page of its own; the quick run has test_script_json_cannot_close_its_element
 def test_hostile_names_are_text(tmp_path):
     s = duckprof.connect()
     s.load([str(hostile_trace(tmp_path / "hostile.json"))], run="r")
@@ -221,6 +223,7 @@ def test_a_section_appears_when_its_report_exists(two, monkeypatch):
     assert 'data-report="future"' in sec and "compute" in sec
 
 
+@pytest.mark.slow  # a page of its own
 def test_a_section_whose_report_has_no_rows_says_so(two, monkeypatch):
     monkeypatch.setitem(reports.BY_NAME, "memory", reports.BY_NAME["kernels"])
     monkeypatch.setattr(P, "SECTIONS", [s for s in P.SECTIONS if s.id in ("overview", "memory")])
@@ -342,6 +345,7 @@ def test_cli_writes_the_page(tmp_path):
     assert "<title>duckprof: two_streams.json</title>" in out.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow  # two loads and a diff page; the quick run has test_waterfall_ends_at_b
 def test_cli_diff(tmp_path, cli_app):
     out = tmp_path / "d.html"
     a, b = corpus_path("tiny_compare_base.json.gz"), corpus_path("tiny_compare_test.json.gz")
@@ -389,6 +393,7 @@ def write_ranks(directory, n: int, slow_rank: int | None = None):
         (directory / f"rank{rank}.json").write_text(json.dumps(doc))
 
 
+@pytest.mark.slow  # a page of 16 ranks; the quick run has test_step_grid_fits_64_ranks_in_one_chart
 def test_steps_of_many_ranks_are_one_grid(tmp_path):
     """Three ranks of two_streams.json (steps of 90 and 310 µs; rank 2's
     second step cut to 500 µs): the steps section is one grid, not a chart per
@@ -470,6 +475,7 @@ def test_constant_identity_columns_are_said_once(two_page):
     assert P.split_constant(table, rows, cols[:3]) == (cols[:3], [])  # one column left: all stay
 
 
+@pytest.mark.slow  # a page of its own
 def test_idle_ops_without_gpu_idle_get_a_line_not_a_chart(two, monkeypatch):
     """When none of the ranked ops overlaps GPU idle time (a deep queue, as on
     a100_train_rank0), a chart of zero-length bars says nothing: one line says it."""
@@ -488,6 +494,7 @@ def test_idle_ops_without_gpu_idle_get_a_line_not_a_chart(two, monkeypatch):
             in html_lib.unescape(sec))
 
 
+@pytest.mark.slow  # a page of its own
 def test_steps_chart_highlights_the_outlier_of_report_steps(tmp_path):
     """fixtures/steps/three_steps.json: steps of 100, 100 and 130 µs; report
     steps --summary names step 3 (+30% vs the median): its column is outlined
@@ -525,6 +532,7 @@ def test_steps_chart_highlights_nothing_when_no_step_stands_out(tmp_path):
     assert "ProfilerStep#3 (the slowest step)" in sec
 
 
+@pytest.mark.slow  # runs report patterns again
 def test_overview_shows_the_top_three_findings_of_report_patterns(two, two_page):
     (t,) = [t for t in page_tables(section(str(two_page), "overview")) if t["report"] == "patterns"]
     cols, rows = report_rows(two, "patterns", {})
@@ -560,6 +568,7 @@ def test_page_connection_shares_views_once(two):
         con.close()
 
 
+@pytest.mark.slow  # two runs and two pages; the quick run has test_page_connection_shares_views_once
 def test_a_runs_page_computes_the_shared_views_for_that_run_only(tmp_path, monkeypatch):
     """In a database of two runs the page of one computes the views it shares
     for that run's traces only, and is the same page as when they hold every

@@ -76,6 +76,7 @@ def test_round_trip_every_table_equal(source_db, tmp_path, cli_app):
         assert b.sql("SELECT count(*) FROM traces").fetchall() == [(4,)]
 
 
+@pytest.mark.slow  # two exports of a database of its own
 def test_incremental_export_adds_only_new_runs(source_db, tmp_path):
     d = tmp_path / "lake"
     db = tmp_path / "grow.duckdb"

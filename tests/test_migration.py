@@ -101,6 +101,7 @@ def v2_db(tmp_path):
     return unpacked(tmp_path, "v2")
 
 
+@pytest.mark.slow  # the quick run migrates the released v3 file
 def test_released_v2_database_migrates_and_keeps_every_run(v2_db, cli_app):
     # written by fixtures/legacy_db/make_legacy_db.py v2 at 5addfac: no run_tags, trace_facts,
     # interconnect_peaks, no estimator names in op_estimates

@@ -204,7 +204,8 @@ def test_profiler_step_self_time_with_stack(corpus_session):
                         ("moca/library/model_hub/entry_point.py(106): run_action", 7750803)]
 
 
-@pytest.mark.parametrize("options", [dict(stack=3), dict(serving=True, epoch_ts=True)],
+@pytest.mark.parametrize("options", [dict(stack=3),  # the quick run; test_timestamps has epoch timestamps
+                                     pytest.param(dict(serving=True, epoch_ts=True), marks=pytest.mark.slow)],
                          ids=["with_stack", "serving_epoch_ts"])
 def test_synthetic_stack_traces_match_stack_walk(tmp_path, options):
     """Synthetic with_stack traces (duckprof.synth: python frames around the
@@ -269,6 +270,35 @@ def test_with_stack_traces_are_nested_in_one_pass(tmp_path, monkeypatch):
         assert modes == expected, path
 
 
+def test_crossing_found_by_the_step_before_the_frame_ends(tmp_path, monkeypatch):
+    """nesting_crossing.sql checks each python frame against one step only:
+    the last one on its thread that starts before the frame ends. A frame
+    that holds a whole step and then crosses the next one is found (the step
+    right after the frame's start is not the one it crosses), so the trace is
+    nested in one pass; a frame that ends where a step begins, or inside a
+    step that started first, crosses nothing."""
+    modes = nesting_renders(monkeypatch, "crossing")
+
+    def trace(frame_ts, frame_dur):
+        return {"traceEvents": [
+            {"ph": "X", "cat": "python_function", "name": "f", "pid": 1, "tid": 1, "ts": frame_ts, "dur": frame_dur},
+            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 2, "dur": 2},
+            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 8, "dur": 12}]}
+    # [0, 10) holds step 1 and crosses step 2; [3, 10) starts inside step 1
+    # and crosses step 2; [0, 8) ends where step 2 begins; [9, 12) is inside
+    # step 2
+    for (ts, dur), expected in (((0, 10), "all"), ((3, 7), "all"), ((0, 8), "check"), ((9, 3), "check")):
+        path = str(tmp_path / f"t{ts}_{dur}.json")
+        with open(path, "w") as f:
+            json.dump(trace(ts, dur), f)
+        modes.clear()
+        with duckprof.connect() as s:
+            s.load([path])
+            assert rows(s, "SELECT count(*) FROM events WHERE depth < 0") == [(0,)]
+        assert modes[0] == expected, (ts, dur)
+
+
+@pytest.mark.slow  # two loads of a generated trace
 def test_packed_sort_key_and_its_fallback(tmp_path, monkeypatch):
     """nesting.sql's walk sorts by one packed HUGEINT key when the batch's time
     span, durations and event ids fit in it; a trace spanning 8e15 us (an

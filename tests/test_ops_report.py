@@ -172,6 +172,7 @@ def test_sort_limit_and_negative_self_note(sessions):
     assert names == sorted(names)
 
 
+@pytest.mark.slow  # a load of its own
 def test_no_stack_note_and_no_shapes_note(tmp_path):
     cpu = REPO / "fixtures" / "cpu_small_model.json"
     with duckprof.connect() as s:
@@ -184,8 +185,8 @@ def test_no_stack_note_and_no_shapes_note(tmp_path):
 # -- device time, against torch-tb-profiler's operator view --------------------------------
 
 @needs_corpus
-@pytest.mark.parametrize("stem", slow_when(["v100_resnet50_workers0_2021", "v100_resnet50_workers4_2021"],
-                                          {"v100_resnet50_workers4_2021"}))
+@pytest.mark.slow  # the quick run has test_rows_equal_torchs_key_averages
+@pytest.mark.parametrize("stem", ["v100_resnet50_workers0_2021", "v100_resnet50_workers4_2021"])
 def test_operator_view_equals_tensorboards(stem):
     """torch-tb-profiler 0.4.3's operator view (fixtures/golden/tb_profiler/): for every
     operator it lists, the same calls, host total and self time, device total and self
@@ -261,6 +262,7 @@ def test_by_graph_node_note_without_markers(sessions):
     assert res.notes == ["ops.json.gz: no torch.compile graph markers ('## <file>.py ##' cpu_ops) in this trace"]
 
 
+@pytest.mark.slow  # four CLI runs; the quick run has test_sort_limit_and_negative_self_note
 def test_cli_formats(cli_app, tmp_path):
     trace = GOLD / "labels_nostack.json.gz"
     res = invoke(cli_app, "report", "ops", trace, "--format", "csv", "--limit", "0")
@@ -271,3 +273,57 @@ def test_cli_formats(cli_app, tmp_path):
     res = invoke(cli_app, "report", "ops", trace, "--format", "json", "--group-by-input-shape")
     doc = json.loads(res.stdout)
     assert {"input_shapes", "self_cpu_us", "count"} <= set(doc[0])
+
+
+# -- --group-by-stack from Python frames (with_stack traces without a Call stack arg) ----------
+
+def frames_trace(tmp_path):
+    """One thread (µs): Python frames main [0,500] (Python id 1) > forward [5,50] (2,
+    parent 1) > aten::linear [10,40] (Sequence number 7, Fwd thread id 0) > aten::addmm
+    [12,30] > cudaLaunchKernel [14,16]; aten::relu [60,70] in main only; a frame torch
+    filters out, autograd/__init__.py backward [75,400] (3, parent 1) holding
+    aten::ones_like [80,85] and the engine's calls (on the calling thread, as on a CPU):
+    evaluate_function: AddmmBackward0 [200,300] > AddmmBackward0 [201,290] (a backward
+    function: Sequence number 7, Fwd thread id 1) > aten::mm [210,250];
+    torch::autograd::AccumulateGrad [310,320] (no forward thread) > aten::add_ [312,318]."""
+    def x(cat, name, ts, end, **a):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": 1000 + ts, "dur": end - ts,
+                "args": a}
+    def py(name, ts, end, pyid, parent=None):
+        return x("python_function", name, ts, end, **{"Python id": pyid, "Python thread": 0},
+                 **({"Python parent id": parent} if parent else {}))
+    ev = [py("train.py(10): main", 0, 500, 1), py("model.py(5): forward", 5, 50, 2, 1),
+          x("cpu_op", "aten::linear", 10, 40, **{"Sequence number": 7, "Fwd thread id": 0}),
+          x("cpu_op", "aten::addmm", 12, 30), x("cuda_runtime", "cudaLaunchKernel", 14, 16, correlation=1),
+          x("cpu_op", "aten::relu", 60, 70),
+          py("torch/autograd/__init__.py(200): backward", 75, 400, 3, 1), x("cpu_op", "aten::ones_like", 80, 85),
+          x("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", 200, 300),
+          x("cpu_op", "AddmmBackward0", 201, 290, **{"Sequence number": 7, "Fwd thread id": 1}),
+          x("cpu_op", "aten::mm", 210, 250),
+          x("cpu_op", "torch::autograd::AccumulateGrad", 310, 320), x("cpu_op", "aten::add_", 312, 318)]
+    p = tmp_path / "frames.json"
+    p.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev}))
+    return p
+
+
+def test_group_by_stack_from_python_frames_by_hand(tmp_path):
+    """An event's stack is that of its innermost Python frame in the stored nesting, a
+    frame's that of its parent frame (torch: the frames above it), innermost first, the
+    frames torch's _filter_stack_entry drops left out; inside a backward function, the
+    stack of the forward operator with its sequence number (none without a forward
+    thread), as torch's EventList._set_backward_stacktraces."""
+    main, fwd = "train.py(10): main", "model.py(5): forward"
+    with duckprof.connect() as s:
+        s.load([str(frames_trace(tmp_path))], run="r")
+        for n, want in [(5, {
+                "train.py(10): main": "", "model.py(5): forward": main,
+                "torch/autograd/__init__.py(200): backward": main,
+                "aten::linear": f"{fwd}; {main}", "aten::addmm": f"{fwd}; {main}",
+                "cudaLaunchKernel": f"{fwd}; {main}", "aten::relu": main, "aten::ones_like": main,
+                "autograd::engine::evaluate_function: AddmmBackward0": main,
+                "AddmmBackward0": f"{fwd}; {main}", "aten::mm": f"{fwd}; {main}",
+                "torch::autograd::AccumulateGrad": "", "aten::add_": ""}),
+                (1, {"aten::linear": fwd, "aten::mm": fwd, "aten::ones_like": main, "model.py(5): forward": main})]:
+            got = {r["name"]: r["stack"] for r in ours(s, group_by_stack=n) if r["kind"] != "kernel"}
+            assert {k: got[k] for k in want} == want, n
+            assert len(got) == 13 and all(r["count"] == 1 for r in ours(s, group_by_stack=n))

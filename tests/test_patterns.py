@@ -224,6 +224,7 @@ T0 = 1_000_000
 SQUARE = [[64, 64], [64, 64]]
 
 
+@pytest.mark.slow  # a trace of its own
 def test_fp32_matmul_finds_full_fp32_kernels_on_a_tf32_gpu(tmp_path):
     """An A100 (8.0): an fp32 aten::mm whose kernel is an sgemm is matched, at stake
     its time x (1 - 19.5 / 156) (A100 fp32 / tf32 peaks); one whose kernel is a
@@ -235,6 +236,7 @@ def test_fp32_matmul_finds_full_fp32_kernels_on_a_tf32_gpu(tmp_path):
         [("aten::mm", T0 * 1000, 160 * (1 - 19.5 / 156))]  # 140 µs
 
 
+@pytest.mark.slow  # a trace of its own
 def test_fp16_matmul_dims_time_at_stake_is_its_kernels(tmp_path):
     """A bf16 aten::mm with a dim of 63 is matched, at stake its kernel's 160 µs;
     the aligned bf16 one and the unaligned fp32 one are not."""
@@ -302,6 +304,7 @@ def forloop_trace(path, g):
     return where
 
 
+@pytest.mark.slow  # the quick run has test_two_rules_match_torch_event_for_event
 def test_for_loop_indexing_equals_torch_on_random_lists(tmp_path):
     g = json.loads((REPO / "fixtures" / "patterns" / "forloop_random.json").read_text())
     where = forloop_trace(tmp_path / "loops.json", g)
@@ -361,6 +364,7 @@ def test_sync_matches_the_outermost_op_and_not_after_the_steps(gpu):
                     ("cudaDeviceSynchronize", 60.0, 100.0, "cudaDeviceSynchronize")]
 
 
+@pytest.mark.slow  # a trace of its own
 def test_sync_before_the_devices_first_activity():
     """A sync that returns before the device has run anything: the idle gap
     has no start, so the time at stake runs from the call's start to the
@@ -472,6 +476,7 @@ def test_each_rule_is_computed_once_with_its_shared_views():
     assert reports._shared_views(report, one, {"run": None}) == ""
 
 
+@pytest.mark.slow  # the quick run has test_patterns_shared.py
 def test_rules_share_the_device_idle_gaps(gpu):
     """gpu-idle and sync both read the device idle gaps (device_idle): run
     together, the runner computes them once (a CTE device_idle) and each rule
@@ -504,6 +509,7 @@ def test_examples_and_json(gpu, cli_app):
     assert row["fix"] and row["method"]
 
 
+@pytest.mark.slow  # CLI runs; the quick run has test_severity_follows_the_share_of_step_time
 def test_fail_on_compares_severities(gpu):
     res = gpu.report_result("patterns", run="sync_yes", only="sync")  # high
     assert [reports.fail_on(res, sev) for sev in (None, "low", "medium", "high")] == [0, 1, 1, 1]

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, slow_when
 
 import duckprof
 from duckprof import reports, sqlfiles
@@ -73,7 +73,8 @@ def hits(s, run, only) -> list[tuple]:
     return s.con.sql("SELECT * FROM t_shared_hits").fetchall()
 
 
-@pytest.mark.parametrize("run", [r.replace("-", "_") for r in LAUNCHED])
+#: the quick run checks one rule that shares the launch calls, the full run every one
+@pytest.mark.parametrize("run", slow_when([r.replace("-", "_") for r in LAUNCHED], lambda r: r != "launch_bound"))
 def test_rules_sharing_the_launch_calls_find_what_they_find_alone(gpu, run):
     """The rules that read device events with their launch calls, run together
     (the calls joined once: CTE launched) and alone (each joins its own rows):
@@ -86,7 +87,7 @@ def test_rules_sharing_the_launch_calls_find_what_they_find_alone(gpu, run):
     assert any(r[pid] is not None and r[op] is not None for r in together)  # the calls were found
 
 
-@pytest.mark.parametrize("only", ["gpu-idle", "sync", "gpu-idle,sync"])
+@pytest.mark.parametrize("only", slow_when(["gpu-idle", "sync", "gpu-idle,sync"], {"gpu-idle", "sync"}))  # quick: both
 def test_the_device_gaps_from_the_pages_busy_intervals_are_the_same(gpu, only):
     """On the page's connection, which holds gpu_busy_intervals computed, the
     rules reading the device idle gaps take them from it (render variable

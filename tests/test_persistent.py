@@ -164,6 +164,7 @@ def test_not_a_duckprof_database(cli_app, tmp_path):
     assert not (tmp_path / "missing.duckdb").exists()
 
 
+@pytest.mark.slow  # the quick run has test_cli.py's test_load_runs_rm_schema
 def test_rm_run(cli_app, loaded_db):
     with duckprof.connect(loaded_db) as s:
         s.load([str(NESTING3)], run="second")
@@ -335,6 +336,7 @@ def test_runs_lists_ranks_in_numeric_order_with_ranges():
             ("a", 7, "0-2,5,7-8,10", 7), ("b", 1, None, 1), ("c", 3, "2,10", 3)]
 
 
+@pytest.mark.slow  # test_security.py's test of the same name runs in the quick run
 def test_planted_views_never_run(tmp_db, tmp_path, cli_app):
     """A view planted in a shared database under one of duckprof's names (here
     `runs`, reading a file of the host) is not what duckprof runs: a reader
@@ -362,6 +364,7 @@ DERIVED_COUNTS = ("SELECT t.run, (SELECT count(*) FROM derived_launches d WHERE 
                   "FROM traces t ORDER BY t.run")
 
 
+@pytest.mark.slow  # several loads; the quick run has test_reload_is_a_noop
 def test_derived_tables_follow_loads_reloads_and_rm(cli_app, tmp_db):
     """The derived tables get a loaded trace's rows in the load (one row per
     kernel/memcpy/memset, per kernel, per [memory] event); loading the same

@@ -25,7 +25,7 @@ import pytest
 
 import duckprof
 from conftest import (HANDMADE, REPO, assert_one_line_error, cli_app, db_state, invoke, rows,  # noqa: F401
-                      run_cli, scalar)
+                      run_cli, scalar, slow_when)
 
 NESTING3 = HANDMADE / "nesting3.json"          # 19 events
 FRACTIONAL = HANDMADE / "fractional_base.json"  # 11 events
@@ -356,7 +356,8 @@ def test_disk_full_while_inserting_leaves_the_file_as_it_was(tmp_path):
 FULL_DISK_SQL = "COPY (SELECT 42 AS x) TO '/dev/full' (FORMAT csv)"
 
 
-@pytest.mark.parametrize("step", ["schema", "events", "trace_facts", "tags"])
+@pytest.mark.parametrize("step", slow_when(["schema", "events", "trace_facts", "tags"],
+                                           {"schema", "trace_facts", "tags"}))  # quick: the events insert
 def test_disk_full_in_any_write_step_gives_the_disk_message(cli_app, tmp_path, monkeypatch, step):
     """Every step of the load's transaction (refreshing the schema, inserting
     events and estimates, storing trace_facts and tags) maps a full disk to the
@@ -592,6 +593,7 @@ def test_another_load_committing_while_this_one_parsed(cli_app, tmp_path, monkey
 
 # == 4. a failed load leaves the file byte-identical ====================================
 
+@pytest.mark.slow  # two loads
 def test_failed_load_after_an_upgrade_does_not_refresh_views(cli_app, tmp_path):
     """Stored views from another duckprof version (or planted ones): a load that
     fails on bad input does not rewrite them (they are refreshed inside the
@@ -616,6 +618,7 @@ def test_failed_load_after_an_upgrade_does_not_refresh_views(cli_app, tmp_path):
     c.close()
 
 
+@pytest.mark.slow  # the quick run has test_derived_tables_are_part_of_the_loads_transaction
 def test_tags_and_trace_facts_are_part_of_the_loads_transaction(cli_app, tmp_path, monkeypatch):
     """`load --tag` and the trace_facts rows are written in the load's own
     transaction (Target.complete, before COMMIT): a load that fails there
@@ -693,6 +696,7 @@ def test_failed_load_removes_the_database_it_created(cli_app, tmp_path, monkeypa
 
 # == stored estimates follow the estimator code =========================================
 
+@pytest.mark.slow  # three loads
 def test_estimates_are_recomputed_when_the_estimator_code_changes(cli_app, tmp_path, monkeypatch):
     """op_estimates computed by other estimator code are recomputed inside the
     next writable transaction (a load, or `duckprof migrate`): old and new

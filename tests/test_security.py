@@ -112,6 +112,7 @@ TEMP_OBJECTS = ("SELECT count(*) FROM duckdb_views() WHERE temporary AND databas
                 "AND view_name NOT LIKE 'duckdb_%' AND view_name NOT LIKE 'sqlite_%' AND view_name NOT LIKE 'pragma_%'")
 
 
+@pytest.mark.slow  # the quick run has test_planted_views_never_run
 def test_only_a_file_whose_views_differ_gets_temp_views(good_db, secret):
     """The fast path: when the file's views and macros under duckprof's names
     are exactly the packaged ones (a fingerprint of their normalised SQL), an

@@ -107,6 +107,7 @@ ROLES = {"Kernel": "kernel_us", "Memcpy": "memcpy_us", "Memset": "memset_us", "C
 
 
 @needs_corpus
+@pytest.mark.slow  # the quick run has test_tensorboard_breakdown_on_the_handmade_trace
 @pytest.mark.parametrize("stem", ["v100_resnet50_workers0_2021", "v100_resnet50_workers4_2021"])
 def test_tensorboard_breakdown_equals_the_plugin(stem, cli_app):
     """torch-tb-profiler 0.4.3's own loader on the two resnet50 samples
@@ -147,6 +148,7 @@ def test_tensorboard_breakdown_on_the_handmade_trace(three):
 
 
 @needs_corpus
+@pytest.mark.slow  # the quick run has test_tensorboard_breakdown_on_the_handmade_trace
 def test_tensorboard_breakdown_from_a_database(tmp_path, cli_app):
     db = tmp_path / "runs.duckdb"
     with duckprof.connect(db) as s:

@@ -4,13 +4,12 @@
 -- sql/views/base/launches.sql. Every source is filtered to the traces, so the
 -- filter reaches the scans of events.
 INSERT INTO derived_launches
-WITH rt AS (
-    SELECT trace_id, correlation, any_value(event_id) AS event_id, any_value(name) AS name,
-           any_value(ts_ns) AS ts_ns, any_value(dur_ns) AS dur_ns, any_value(pid) AS pid,
-           any_value(tid) AS tid, any_value(external_id) AS external_id, any_value(op_event_id) AS op_event_id
+WITH rt AS (  -- the launch call: the correlation's first runtime call (the earliest; calls that start
+             -- together: the first in the file), every column from that one row, as gpu_activity reads it
+    SELECT trace_id, correlation, event_id, name, ts_ns, dur_ns, pid, tid, external_id, op_event_id
     FROM runtime
     WHERE correlation IS NOT NULL AND trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, trace_id)
-    GROUP BY trace_id, correlation
+    QUALIFY row_number() OVER (PARTITION BY trace_id, correlation ORDER BY ts_ns NULLS LAST, event_id) = 1
 ),
 link_mode AS (
     SELECT trace_id,

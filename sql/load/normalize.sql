@@ -105,7 +105,9 @@ SELECT
             WHEN 'python function' THEN 'python_function'
             WHEN 'user annotation' THEN 'user_annotation'
             WHEN 'gpu user annotation' THEN 'gpu_user_annotation'
-            ELSE CASE WHEN lower(cat) IN {{ sql_list(canonical_cats) }}
+            -- list_contains, not IN: DuckDB turns an IN list into a join
+            -- computed for every event, where this is for the few others
+            ELSE CASE WHEN list_contains([{% for c in canonical_cats %}'{{ c }}'{% if not loop.last %}, {% endif %}{% endfor %}], lower(cat))
                   THEN lower(cat) ELSE cat END
         END
     END AS cat,

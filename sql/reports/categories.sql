@@ -30,7 +30,7 @@
 -- option: --rules VARCHAR  CSV of your own rules (columns pattern, category), tried before the built-in ones
 -- option: --limit/-n INTEGER >= 0 = 20  with --category: kernels per device (0 = all)
 -- example: duckprof report categories trace.json.gz --by-step
--- requires: gpu_activity, kernel_categories, steps, trace_files, gpu_ops
+-- requires: gpu_activity, kernel_categories, steps, trace_files, launches
 --
 -- Columns:
 -- run        VARCHAR  run label

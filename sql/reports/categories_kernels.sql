@@ -9,7 +9,7 @@
 -- events' durations) and % of the trace's profiled wall time
 -- (trace_files.wall_ns), ordered by time; --limit per device.
 --
--- requires: gpu_activity, kernel_categories, trace_files, gpu_ops
+-- requires: gpu_activity, kernel_categories, trace_files, launches
 --
 -- Columns:
 -- run       VARCHAR  run label

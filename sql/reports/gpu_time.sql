@@ -19,7 +19,7 @@
 -- option: --kernel-wait-us DOUBLE >= 0 = 30  gaps shorter than this (µs) are kernel_wait (launch overhead), as HTA's consecutive_kernel_delay
 -- option: --by-step FLAG  busy % per ProfilerStep instead (sql/reports/gpu_time_steps.sql)
 -- option: --buckets/-b INTEGER >= 0 = 0  busy and idle over time instead: N equal time buckets per device and stream (sql/reports/gpu_time_buckets.sql)
--- requires: gpu_windows, gpu_activity, gpu_idle_intervals, trace_files, gpu_ops
+-- requires: gpu_windows, gpu_activity, gpu_idle_intervals, trace_files, launches
 --
 -- Columns:
 -- run              VARCHAR  run label

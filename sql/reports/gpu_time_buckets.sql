@@ -15,7 +15,7 @@
 -- figures for the same device or stream. Each interval is split over the
 -- buckets it spans (bucket_overlaps, sql/templates/intervals.sql).
 --
--- requires: gpu_busy_intervals, gpu_idle_intervals, trace_files, gpu_ops
+-- requires: gpu_busy_intervals, gpu_idle_intervals, trace_files, launches
 --
 -- Columns:
 -- run             VARCHAR  run label

@@ -8,7 +8,7 @@
 -- GPU work runs behind the host, so a step's window can hold work launched by
 -- the step before.
 --
--- requires: gpu_busy_intervals, steps, trace_files, gpu_ops
+-- requires: gpu_busy_intervals, steps, trace_files, launches
 --
 -- Columns:
 -- run       VARCHAR  run label

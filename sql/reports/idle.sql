@@ -26,7 +26,7 @@
 -- uses: device, gpu_window
 -- option: --limit/-n INTEGER >= 0 = 20  rows per trace and device (0 = all)
 -- option: --by CHOICE(event)  one row per call instead, ranked as torch's BasicEvaluation (sql/reports/idle_events.sql)
--- requires: gpu_idle_intervals, gpu_activity, cpu_ops, python_functions, user_annotations, runtime, steps, gpu_windows, trace_files, gpu_ops, launches
+-- requires: gpu_idle_intervals, gpu_activity, cpu_ops, python_functions, user_annotations, runtime, steps, gpu_windows, trace_files, launches
 --
 -- Columns:
 -- run             VARCHAR  run label
@@ -63,16 +63,11 @@ gaps AS (  -- each with the thread that launched the work ending it (gpu_activit
     SELECT i.trace_id, i.device, i.start_ns, i.end_ns, l.pid, l.tid
     FROM idle i
     LEFT JOIN (
-        -- without --hta, the launch call is, of the runtime calls of the work's
-        -- correlation, the first that started at next_launch_ts_ns (gpu_activity's:
-        -- the earliest, then the first in the file): looked up for the gaps only
-        SELECT i.trace_id, i.next_event_id, arg_min(r.pid, r.event_id) AS pid, arg_min(r.tid, r.event_id) AS tid
-        FROM idle i
-        JOIN gpu_ops g ON g.trace_id = i.trace_id AND g.event_id = i.next_event_id
-        JOIN runtime r ON r.trace_id = g.trace_id AND r.correlation = g.correlation
-                      AND r.ts_ns IS NOT DISTINCT FROM i.next_launch_ts_ns
-        WHERE NOT $hta
-        GROUP BY i.trace_id, i.next_event_id
+        -- without --hta, the launch call is gpu_activity's, the launches view's
+        -- (the first runtime call of the work's correlation): its thread
+        SELECT l.trace_id, l.event_id AS next_event_id, l.pid, l.tid
+        FROM launches l
+        WHERE NOT $hta AND l.launch_event_id IS NOT NULL
         UNION ALL
         -- with --hta, HTA's link (planned empty without --hta)
         SELECT a.trace_id, a.event_id, h.pid, h.tid

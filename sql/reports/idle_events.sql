@@ -35,7 +35,7 @@
 --
 -- uses: device, gpu_window
 -- option: --limit/-n INTEGER >= 0 = 20  ops per trace and device (0 = all)
--- requires: gpu_activity, queue_drains, gpu_windows, cpu_ops, steps, python_functions, trace_files, gpu_ops, launches
+-- requires: gpu_activity, queue_drains, gpu_windows, cpu_ops, steps, python_functions, trace_files, launches
 --
 -- Columns:
 -- run          VARCHAR  run label

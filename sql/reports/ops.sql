@@ -141,26 +141,41 @@ ev AS (  -- every host event: a call (or a dropped one), with its call_totals (d
     LEFT JOIN launched g ON g.trace_id = e.trace_id AND g.correlation = e.correlation
 ),
 {%- if group_by_stack %}
-bw AS (  -- backward functions (torch's RecordScope BACKWARD_FUNCTION): the autograd nodes run by the engine
-    SELECT trace_id, event_id, pid, tid, ts_ns, end_ns, sequence_number AS seq, fwd_thread
-    FROM (SELECT *, coalesce(try_cast(json_extract_string(args, '$."Fwd thread id"') AS BIGINT), 0) AS fwd_thread
-          FROM cpu_ops WHERE TRUE {{ run_scope() }})
-    WHERE NOT starts_with(name, 'autograd::engine::evaluate_function:')
-      AND (fwd_thread > 0 OR starts_with(name, 'torch::autograd::'))
+op_args AS (  -- the cpu_ops that carry a sequence number or a Call stack, or are backward functions
+              -- (torch's RecordScope BACKWARD_FUNCTION: the autograd nodes the engine runs; those with a
+              -- forward thread), their args read in one pass (a string test first, then one JSON parse
+              -- for the three keys; cpu_ops.sequence_number would parse them again)
+    SELECT trace_id, event_id, pid, tid, ts_ns, end_ns, try_cast(a[1] AS BIGINT) AS seq, a[2] AS cs,
+           NOT starts_with(name, 'autograd::engine::evaluate_function:')
+           AND (starts_with(name, 'torch::autograd::') OR coalesce(try_cast(a[3] AS BIGINT), 0) > 0) AS backward,
+           coalesce(try_cast(a[3] AS BIGINT), 0) AS fwd_thread
+    FROM (SELECT *, json_extract_string(args, ['$."Sequence number"', '$."Call stack"', '$."Fwd thread id"']) AS a
+          FROM cpu_ops
+          WHERE TRUE {{ run_scope() }}
+            AND (regexp_matches(args, '"(Sequence number|Fwd thread id|Call stack)"') OR starts_with(name, 'torch::autograd::')))
+),
+bw AS (  -- the backward functions
+    SELECT trace_id, event_id, pid, tid, ts_ns, end_ns, seq, fwd_thread FROM op_args WHERE backward
+),
+frames AS (  -- every Python frame (with_stack), and the Call stack arg of those that have one
+    SELECT trace_id, event_id, name, python_id, python_parent_id,
+           CASE WHEN contains(args, '"Call stack"') THEN json_extract_string(args, '$."Call stack"') END AS cs
+    FROM python_functions
+    WHERE TRUE {{ run_scope() }}
 ),
 arg_stacks AS (  -- the Call stack arg that verbose with_stack traces write
     SELECT trace_id, event_id, string_split(rtrim(cs, ';'), ';') AS frames
-    FROM (SELECT trace_id, event_id, json_extract_string(args, '$."Call stack"') AS cs FROM cpu_ops
+    FROM (SELECT trace_id, event_id, cs FROM op_args
           UNION ALL
           SELECT trace_id, event_id, json_extract_string(args, '$."Call stack"') FROM user_annotations
+          WHERE contains(args, '"Call stack"') {{ run_scope() }}
           UNION ALL
-          SELECT trace_id, event_id, json_extract_string(args, '$."Call stack"') FROM python_functions)
-    WHERE cs IS NOT NULL {{ run_scope() }}
+          SELECT trace_id, event_id, cs FROM frames)
+    WHERE cs IS NOT NULL
 ),
-py AS (
-    SELECT trace_id, event_id, name, python_id, python_parent_id FROM python_functions
-    WHERE TRUE {{ run_scope() }}
-      AND trace_id NOT IN (SELECT trace_id FROM arg_stacks)
+py AS (  -- the Python frames of traces without a Call stack arg
+    SELECT trace_id, event_id, name, python_id, python_parent_id FROM frames
+    WHERE trace_id NOT IN (SELECT trace_id FROM arg_stacks)
 ),
 py_stack AS (  -- each Python frame's stack, itself first: from the root frames down
     SELECT p.trace_id, p.event_id, p.python_id, [p.name] AS frames
@@ -171,63 +186,79 @@ py_stack AS (  -- each Python frame's stack, itself first: from the root frames 
     FROM py_stack s JOIN py c ON c.trace_id = s.trace_id AND c.python_parent_id = s.python_id
     WHERE len(s.frames) < 10000
 ),
-up AS (  -- from each other event up its parents to the innermost Python frame
-    SELECT e.trace_id, e.event_id, e.parent_event_id AS cur
-    FROM ev e
-    WHERE e.kind_no <> 2 AND e.parent_event_id IS NOT NULL
-      AND e.trace_id IN (SELECT trace_id FROM py)
-    UNION ALL
-    SELECT u.trace_id, u.event_id, p.parent_event_id
-    FROM up u JOIN ev p ON p.trace_id = u.trace_id AND p.event_id = u.cur
-    WHERE p.kind_no <> 2 AND p.parent_event_id IS NOT NULL
-),
-raw_stacks AS (
-    SELECT trace_id, event_id, frames FROM arg_stacks
-    UNION ALL
-    SELECT u.trace_id, u.event_id, s.frames FROM up u JOIN py_stack s ON s.trace_id = u.trace_id AND s.event_id = u.cur
-    UNION ALL
-    SELECT p.trace_id, p.event_id, s.frames FROM py p JOIN py_stack s ON s.trace_id = p.trace_id AND s.python_id = p.python_parent_id
-),
-kept_frames AS (  -- the frames torch's _filter_stack_entry keeps
-    SELECT trace_id, event_id,
-           list_filter(frames, lambda x: NOT ((contains(x, 'autograd/__init__') AND contains(x, '_make_grads'))
+{%- set kept = "list_filter(frames, lambda x: NOT ((contains(x, 'autograd/__init__') AND contains(x, '_make_grads'))
                                               OR (contains(x, 'autograd/__init__') AND contains(x, 'backward'))
                                               OR (contains(x, 'torch/tensor') AND contains(x, 'backward'))
                                               OR (contains(x, '_internal/common_utils') AND contains(x, 'prof_callable'))
                                               OR (contains(x, '_internal/common_utils') AND contains(x, 'prof_func_call'))
-                                              OR (contains(x, '_internal/common_utils') AND contains(x, 'prof_meth_call'))))
-               AS frames
-    FROM raw_stacks
+                                              OR (contains(x, '_internal/common_utils') AND contains(x, 'prof_meth_call'))))" %}
+frame_keys AS (  -- the stack key under each Python frame: the first N of the frames torch's
+                 -- _filter_stack_entry keeps, '; '-separated, and its hash
+    SELECT trace_id, event_id, python_id, stack, hash(stack) AS sh
+    FROM (SELECT trace_id, event_id, python_id, array_to_string(list_slice({{ kept }}, 1, $group_by_stack), '; ') AS stack
+          FROM py_stack)
+),
+below_py AS (  -- every other event under a Python frame, and its innermost one: from each frame
+               -- down the stored nesting (parent_event_id), through the events that are not frames
+    SELECT c.trace_id, c.event_id, c.parent_event_id AS py_event_id
+    FROM ev c SEMI JOIN py p ON p.trace_id = c.trace_id AND p.event_id = c.parent_event_id
+    WHERE c.kind_no <> 2
+    UNION ALL
+    SELECT c.trace_id, c.event_id, d.py_event_id
+    FROM below_py d JOIN ev c ON c.trace_id = d.trace_id AND c.parent_event_id = d.event_id
+    WHERE c.kind_no <> 2
+),
+arg_keys AS (  -- the stack key of each Call stack arg, as frame_keys'
+    SELECT trace_id, event_id, stack, hash(stack) AS sh
+    FROM (SELECT trace_id, event_id, array_to_string(list_slice({{ kept }}, 1, $group_by_stack), '; ') AS stack
+          FROM arg_stacks)
+),
+own_stacks AS (  -- each event's own stack key (no row: none): its Call stack arg, else its innermost
+                 -- Python frame's stack, and for a frame, its parent frame's
+    SELECT trace_id, event_id, sh FROM arg_keys
+    UNION ALL
+    SELECT b.trace_id, b.event_id, k.sh
+    FROM below_py b JOIN frame_keys k ON k.trace_id = b.trace_id AND k.event_id = b.py_event_id
+    UNION ALL
+    SELECT p.trace_id, p.event_id, k.sh
+    FROM py p JOIN frame_keys k ON k.trace_id = p.trace_id AND k.python_id = p.python_parent_id
 ),
 under_bw AS (  -- each event inside a backward function (or one itself), and that function
     SELECT e.trace_id, e.event_id, b.seq, b.fwd_thread
-    FROM ev e ASOF JOIN bw b ON b.trace_id = e.trace_id AND b.pid = e.pid AND b.tid = e.tid AND e.ts_ns >= b.ts_ns
+    FROM (SELECT * FROM ev e SEMI JOIN (SELECT DISTINCT trace_id, pid, tid FROM bw) t USING (trace_id, pid, tid)) e
+    ASOF JOIN bw b ON b.trace_id = e.trace_id AND b.pid = e.pid AND b.tid = e.tid AND e.ts_ns >= b.ts_ns
     WHERE e.end_ns <= b.end_ns
 ),
 fwd AS (  -- the stack of the first forward call of each sequence number
-    SELECT c.trace_id, c.sequence_number AS seq, arg_min(coalesce(f.frames, []), (c.ts_ns, -c.end_ns)) AS frames
-    FROM cpu_ops c
-    LEFT JOIN kept_frames f ON f.trace_id = c.trace_id AND f.event_id = c.event_id
+    SELECT c.trace_id, c.seq, arg_min(coalesce(o.sh, hash('')), (c.ts_ns, -c.end_ns)) AS sh
+    FROM op_args c
+    LEFT JOIN own_stacks o ON o.trace_id = c.trace_id AND o.event_id = c.event_id
     ANTI JOIN under_bw u ON u.trace_id = c.trace_id AND u.event_id = c.event_id
-    WHERE c.sequence_number >= 0 {{ run_scope('c.') }}
-    GROUP BY c.trace_id, c.sequence_number
+    WHERE c.seq >= 0
+    GROUP BY c.trace_id, c.seq
 ),
-call_stacks AS (
-    SELECT e.trace_id, e.event_id,
-           array_to_string(list_slice(CASE WHEN u.event_id IS NULL THEN coalesce(f.frames, [])
-                                           WHEN u.fwd_thread > 0 THEN coalesce(w.frames, [])
-                                           ELSE [] END, 1, $group_by_stack), '; ') AS stack
-    FROM ev e
-    LEFT JOIN under_bw u ON u.trace_id = e.trace_id AND u.event_id = e.event_id
-    LEFT JOIN fwd w ON w.trace_id = u.trace_id AND w.seq = u.seq
-    LEFT JOIN kept_frames f ON f.trace_id = e.trace_id AND f.event_id = e.event_id
+call_stacks AS (  -- each event's stack key, where it is not '': inside a backward function, the
+                  -- forward call's (none when the function has no forward thread), else its own
+    SELECT u.trace_id, u.event_id, w.sh
+    FROM under_bw u JOIN fwd w ON w.trace_id = u.trace_id AND w.seq = u.seq
+    WHERE u.fwd_thread > 0
+    UNION ALL
+    SELECT o.trace_id, o.event_id, o.sh
+    FROM own_stacks o
+    ANTI JOIN under_bw u ON u.trace_id = o.trace_id AND u.event_id = o.event_id
 ),
-{%- endif %}
-{%- if group_by_stack %}
+stacks AS (  -- the stack text of each hash (the rows carry the hash; base takes the text at the end)
+    SELECT sh, any_value(stack) AS stack
+    FROM (SELECT sh, stack FROM arg_keys UNION ALL SELECT sh, stack FROM frame_keys UNION ALL SELECT hash(''), '')
+    GROUP BY sh
+),
 keyed AS (  -- each event's row key: name, annotation or not, stack, hashed
-    SELECT e.*, st.stack, hash(e.key, e.kind_no = 1{% if group_by_input_shape %}, e.input_dims{% endif %}, st.stack) AS kh
+    SELECT e.*, f.flops, coalesce(st.sh, hash('')) AS sh,
+           hash(e.key, e.kind_no = 1{% if group_by_input_shape %}, e.input_dims{% endif %}, coalesce(st.sh, hash(''))) AS kh
     FROM ev e
     LEFT JOIN call_stacks st ON st.trace_id = e.trace_id AND st.event_id = e.event_id
+    LEFT JOIN (SELECT trace_id, event_id, flops FROM cpu_op_estimates WHERE TRUE {{ run_scope() }}) f
+           ON f.trace_id = e.trace_id AND f.event_id = e.event_id
 ),
 {%- endif %}
 {%- set keyed = 'keyed' if group_by_stack else 'ev' %}
@@ -277,7 +308,7 @@ moved AS (  -- calls that are not rows, and the row key of the call that takes t
 base AS (  -- per trace and row key: calls, CPU time
     SELECT trace_id, kh, any_value(key) AS name,
            {%- if group_by_input_shape %} any_value(input_dims) AS input_shapes,{% endif %}
-           {%- if group_by_stack %} any_value(stack) AS stack,{% endif %}
+           {%- if group_by_stack %} any_value(sh) AS sh, sum(flops) AS flops,{% endif %}
            ['cpu_op', 'user_annotation', 'python_function', 'runtime'][arg_min(kind_no, (ts_ns, -end_ns)) + 1] AS kind,
            arg_min(depth = 0, (ts_ns, -end_ns)) AS first_top,
            count(*) AS count, sum(self_ns) AS self_ns, sum(end_ns - ts_ns) AS dur_ns
@@ -346,12 +377,7 @@ dev_key AS (
 ),
 flops_key AS (
     {%- if group_by_stack %}
-    SELECT k.trace_id, k.kh, sum(f.flops) AS flops
-    FROM cpu_op_estimates f
-    JOIN {{ keyed }} k ON k.trace_id = f.trace_id AND k.event_id = f.event_id
-    ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
-    WHERE NOT k.dropped
-    GROUP BY ALL
+    SELECT trace_id, kh, flops FROM base
     {%- else %}
     -- per name (and shapes): the row key of a cpu_op
     SELECT f.trace_id, hash(f.name, false{% if group_by_input_shape %}, f.input_dims::VARCHAR{% endif %}) AS kh,
@@ -364,7 +390,7 @@ flops_key AS (
 host_keys AS (
     SELECT b.trace_id, b.name,
            {%- if group_by_input_shape %} b.input_shapes,{% endif %}
-           {%- if group_by_stack %} b.stack,{% endif %}
+           {%- if group_by_stack %} sk.stack,{% endif %}
            b.kind, b.first_top, b.count,
            b.self_ns + coalesce(ms.self_ns, 0) AS self_ns, b.dur_ns,
            coalesce(d.self_ns, 0) AS self_dev_ns, coalesce(d.dev_ns, 0) AS dev_ns,
@@ -377,6 +403,9 @@ host_keys AS (
     LEFT JOIN mem_own mo USING (trace_id, kh)
     LEFT JOIN mem_kids mk USING (trace_id, kh)
     LEFT JOIN flops_key f USING (trace_id, kh)
+    {%- if group_by_stack %}
+    LEFT JOIN stacks sk ON sk.sh = b.sh
+    {%- endif %}
 ),
 device_keys AS (  -- device events (and device-side annotations): device time only
     SELECT trace_id, name,
@@ -460,7 +489,7 @@ SELECT note FROM (
     SELECT 3, trace_id, file_name || ': no Python stacks (with_stack=False): one row per name'
     FROM t WHERE NOT EXISTS (SELECT 1 FROM python_functions p WHERE p.trace_id = t.trace_id)
                AND NOT EXISTS (SELECT 1 FROM cpu_ops c WHERE c.trace_id = t.trace_id
-                               AND json_exists(c.args, '$."Call stack"'))
+                               AND contains(c.args, '"Call stack"') AND json_exists(c.args, '$."Call stack"'))
     {%- endif %}
 )
 ORDER BY k, trace_id

@@ -19,7 +19,7 @@
 --
 -- uses: device, gpu_window
 -- option: --buckets/-b INTEGER >= 0 = 0  queue depth over time instead: N equal time buckets per stream (sql/reports/queue_buckets.sql)
--- requires: queue_depth, gpu_windows, trace_files, gpu_ops, launches
+-- requires: queue_depth, gpu_windows, trace_files, launches
 --
 -- Columns:
 -- run              VARCHAR  run label

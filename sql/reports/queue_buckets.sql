@@ -15,7 +15,7 @@
 -- last event the depth is 0; depth before the window (work launched before
 -- the first device event starts) is not counted, as in the queue report.
 --
--- requires: queue_depth, gpu_windows, trace_files, gpu_ops, launches
+-- requires: queue_depth, gpu_windows, trace_files, launches
 --
 -- Columns:
 -- run         VARCHAR  run label

@@ -18,7 +18,7 @@
 -- rank; we still give one row per device (the same on single-GPU ranks).
 --
 -- uses: device, gpu_window
--- requires: gpu_activity, trace_files, gpu_ops
+-- requires: gpu_activity, trace_files, launches
 --
 -- Columns:
 -- run               VARCHAR  run label
@@ -53,15 +53,15 @@ windows AS (  -- gpu_windows' scope 'device' rows, from the rows read once for t
     FROM a
     GROUP BY trace_id, device
 ),
+{#- without --hta no device event is of class 'other': ccm_ns is busy_ns, one union less to sweep #}
+{%- set sets = {'busy_ns': none, 'compute_ns': "work_class = 'compute'",
+                'cc_ns': "work_class IN ('compute', 'communication')"} %}
+{%- if hta %}{% set sets = dict(sets, ccm_ns="work_class IN ('compute', 'communication', 'memory')") %}{% endif %}
 unions AS (
-    {{ union_lengths('a', ['trace_id', 'device'],
-                     {'busy_ns': none, 'compute_ns': "work_class = 'compute'",
-                      'cc_ns': "work_class IN ('compute', 'communication')",
-                      'ccm_ns': "work_class IN ('compute', 'communication', 'memory')"},
-                     order=['end_ns', 'event_id'], open_negative=true) | indent(4) }}
+    {{ union_lengths('a', ['trace_id', 'device'], sets, order=['end_ns', 'event_id'], open_negative=true) | indent(4) }}
 ),
 t AS (
-    SELECT * FROM windows JOIN unions USING (trace_id, device)
+    SELECT *{% if not hta %}, busy_ns AS ccm_ns{% endif %} FROM windows JOIN unions USING (trace_id, device)
 )
 SELECT tr.run, tr.rank, t.trace_id, t.device,
        t.window_ns / 1e3 AS window_us,

@@ -17,8 +17,9 @@
 --   with no row in `windows` gets no such note: with rows (the report's
 --   result, one or more rows per device), a device of a trace with launches
 --   that has device activity but no row says so instead.
---   has_launches reads the launches view (the derived table filled at load:
---   every device event with its launch call, matched by correlation).
+--   has_gpu and has_launches read the launches view (the derived table filled
+--   at load: every device event, gpu_ops' rows, with its launch call matched by
+--   correlation), which costs less to scan than gpu_ops (events).
 {% from "templates/scope.sql" import run_scope, device_scope with context %}
 
 {% macro where_device() -%}
@@ -28,7 +29,7 @@
 {% macro gpu_notes(need_launches=false, unlaunched=false, windows=none, rows=none) -%}
 WITH t AS (
     SELECT f.trace_id, f.file_name,
-           EXISTS (SELECT 1 FROM gpu_ops g WHERE g.trace_id = f.trace_id {{ device_scope('g.') }}) AS has_gpu,
+           EXISTS (SELECT 1 FROM launches g WHERE g.trace_id = f.trace_id {{ device_scope('g.') }}) AS has_gpu,
            {%- if need_launches %}
            EXISTS (SELECT 1 FROM launches l
                    WHERE l.trace_id = f.trace_id AND l.launch_event_id IS NOT NULL {{ device_scope('l.') }}) AS has_launches
@@ -68,7 +69,7 @@ SELECT note, instead FROM (
     UNION ALL
     SELECT 0, d.trace_id, t.file_name || ': no device event on device ' || d.device || ' is queued (none has a '
                           || 'launch call the queue counts in the trace), so the device has no row', false
-    FROM (SELECT DISTINCT trace_id, device FROM gpu_ops g WHERE TRUE {{ device_scope('g.') }}) d
+    FROM (SELECT DISTINCT trace_id, device FROM launches g WHERE TRUE {{ device_scope('g.') }}) d
     JOIN t USING (trace_id)
     WHERE t.has_launches AND NOT EXISTS (SELECT 1 FROM {{ rows }} r WHERE r.trace_id = d.trace_id AND r.device = d.device)
     {%- endif %}

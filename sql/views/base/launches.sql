@@ -1,6 +1,11 @@
 -- launches: every kernel / memcpy / memset with the runtime call that launched
 -- it (joined on correlation) and the cpu_op that issued it, with the op's shapes.
 --
+-- The launch call is the first runtime/driver call with the event's
+-- correlation: the earliest; of calls that start together, the first in the
+-- file (lowest event_id). Every launch_* column, pid and tid come from that
+-- one call (gpu_activity reads it from here).
+--
 -- The op is found by External id (the runtime call's, else the kernel's) within
 -- the same trace. In some real traces (2022 Kineto, e.g. HTA's test data) the
 -- runtime call's External id is just its correlation id, and a match on it

@@ -23,8 +23,11 @@
 -- correlation: any such call, so cudaLaunchKernel(ExC), cuLaunchKernel(Ex),
 -- cudaGraphLaunch, cudaMemcpyAsync, cudaMemsetAsync, synchronous cudaMemcpy,
 -- hipLaunchKernel, hipExtModuleLaunchKernel, hipMemcpyAsync, MTIA enqueueCommand ...
+-- Of several, the first (the earliest; of calls that start together, the first
+-- in the file). Without hta the rows and their launch calls are the launches
+-- view's (stored at load), not joined again here.
 --
--- requires: gpu_ops, runtime, steps, hta_events
+-- requires: launches, gpu_ops, runtime, steps, hta_events
 --
 -- Columns:
 -- trace_id         INTEGER  trace
@@ -48,41 +51,24 @@
 -- launch_ts_ns     BIGINT   when the launch call started, ns since the epoch
 {% from "templates/categories.sql" import device_cats, device_kind, sql_list %}
 CREATE OR REPLACE MACRO gpu_activity(exclude_last_step := false, hta := false) AS TABLE
-WITH rt AS (
-    -- the first call of the correlation; calls that start together: the first in the file
-    -- (both columns from the same row). first_key orders the calls as the pair (ts_ns,
-    -- event_id) would (a NULL ts_ns last) in one HUGEINT, which costs half as much as
-    -- that pair to aggregate: ts_ns in the high 64 bits, event_id + 2^63 in the low ones
-    SELECT trace_id, correlation, min(ts_ns) AS launch_ts_ns,
-           (min(first_key) - coalesce(min(ts_ns), 9223372036854775807)::HUGEINT * 18446744073709551616
-            - 9223372036854775808)::BIGINT AS launch_event_id,
-           arg_min(name, first_key) AS launch_name
-    FROM (SELECT trace_id, correlation, ts_ns, name,
-                 coalesce(ts_ns, 9223372036854775807)::HUGEINT * 18446744073709551616
-                 + event_id + 9223372036854775808 AS first_key
-          FROM runtime
-          WHERE correlation IS NOT NULL AND NOT hta)
-    GROUP BY trace_id, correlation
-),
-last_step AS (
+WITH last_step AS (
     SELECT trace_id, max(ts_ns) AS last_step_ts_ns
     FROM steps
     WHERE exclude_last_step AND NOT hta
     GROUP BY trace_id
     HAVING count(DISTINCT step) >= 2
 ),
-ours AS (
-    SELECT g.trace_id, g.event_id, g.kind, g.name, g.device, g.stream, g.ts_ns, g.dur_ns, g.end_ns, g.correlation,
-           CASE WHEN g.kind IN ('memcpy', 'memset') OR g.name LIKE 'Memcpy%' OR g.name LIKE 'Memset%'
-                     OR g.name LIKE 'dma%' THEN 'memory'
-                WHEN g.kind = 'kernel' AND (g.name ILIKE 'nccl%' OR g.name ILIKE 'rccl%') THEN 'communication'
+ours AS (  -- the launch call as launches stores it (computed once at load)
+    SELECT l.trace_id, l.event_id, l.kind, l.name, l.device, l.stream, l.ts_ns, l.dur_ns, l.end_ns, l.correlation,
+           CASE WHEN l.kind IN ('memcpy', 'memset') OR l.name LIKE 'Memcpy%' OR l.name LIKE 'Memset%'
+                     OR l.name LIKE 'dma%' THEN 'memory'
+                WHEN l.kind = 'kernel' AND (l.name ILIKE 'nccl%' OR l.name ILIKE 'rccl%') THEN 'communication'
                 ELSE 'compute' END AS work_class,
-           r.launch_event_id, r.launch_name, r.launch_ts_ns
-    FROM gpu_ops g
-    LEFT JOIN rt r ON r.trace_id = g.trace_id AND r.correlation = g.correlation
-    LEFT JOIN last_step s ON s.trace_id = g.trace_id
-    WHERE NOT hta AND g.dur_ns IS NOT NULL
-      AND (s.last_step_ts_ns IS NULL OR r.launch_ts_ns < s.last_step_ts_ns)
+           l.launch_event_id, l.launch_name, l.launch_ts_ns
+    FROM launches l
+    LEFT JOIN last_step s ON s.trace_id = l.trace_id
+    WHERE NOT hta AND l.dur_ns IS NOT NULL
+      AND (s.last_step_ts_ns IS NULL OR l.launch_ts_ns < s.last_step_ts_ns)
 ),
 one_device AS (  -- HTA has no devices: its other GPU events (a cpu_op's stream) join the trace's only one
     SELECT trace_id, min(device) AS device FROM gpu_ops WHERE hta GROUP BY trace_id HAVING count(DISTINCT device) = 1

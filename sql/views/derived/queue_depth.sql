@@ -45,17 +45,18 @@ WITH a AS (
           'runFunction - job_prep_and_submit_for_execution', 'hipLaunchKernel', 'hipExtModuleLaunchKernel',
           'hipMemsetAsync', 'hipMemcpyAsync', 'hipMemcpyWithStream')))
 ),
-changes AS (
-    SELECT trace_id, device, stream, launch_ts_ns AS ts_ns, 'launch' AS change, CASE WHEN hta THEN 0.5 ELSE 2 END AS ord,
-           event_id, 1 AS d_depth, 1 AS d_pending FROM a
+changes AS (  -- ord: the order of changes at the same time (end 0, HTA's launch 1, start 2, launch 3),
+              -- and all a change carries: its kind and steps follow from it (a narrower sort)
+    SELECT trace_id, device, stream, launch_ts_ns AS ts_ns, (CASE WHEN hta THEN 1 ELSE 3 END)::UTINYINT AS ord, event_id FROM a
     UNION ALL
-    SELECT trace_id, device, stream, ts_ns, 'start', 1, event_id, 0, -1 FROM a
+    SELECT trace_id, device, stream, ts_ns, 2::UTINYINT, event_id FROM a
     UNION ALL
-    SELECT trace_id, device, stream, end_ns, 'end', 0, event_id, -1, 0 FROM a
+    SELECT trace_id, device, stream, end_ns, 0::UTINYINT, event_id FROM a
 )
-SELECT trace_id, device, stream, row_number() OVER w AS seq, ts_ns, change, event_id,
-       (sum(d_depth) OVER w)::BIGINT AS queue_depth,
-       (sum(d_pending) OVER w)::BIGINT AS pending,
+SELECT trace_id, device, stream, row_number() OVER w AS seq, ts_ns,
+       CASE ord WHEN 0 THEN 'end' WHEN 2 THEN 'start' ELSE 'launch' END AS change, event_id,
+       (sum(CASE ord WHEN 0 THEN -1 WHEN 2 THEN 0 ELSE 1 END) OVER w)::BIGINT AS queue_depth,
+       (sum(CASE ord WHEN 0 THEN 0 WHEN 2 THEN -1 ELSE 1 END) OVER w)::BIGINT AS pending,
        lead(ts_ns) OVER w - ts_ns AS dur_ns
 FROM changes
 WINDOW w AS (PARTITION BY trace_id, device, stream ORDER BY ts_ns, ord, event_id
