@@ -594,7 +594,7 @@ class _Grouper:
     def close(self):
         """After an error: the group being written is not staged."""
         if self.joined is not None:
-            self.joined.close()
+            self.joined.close(complete=False)
 
 
 def _quietly(fn):

@@ -324,10 +324,14 @@ class JoinedChunk:
             self.pos += size - 1 - pos
             self.ranges.append((start, self.pos))
 
-    def close(self):
+    def close(self, complete: bool = True):
+        """Close the file; complete: end the array first (not after an error,
+        when the file is thrown away: writing could fail again, e.g. on a
+        full disk, and hide the first error)."""
         if self.fd is not None:
             try:
-                self._write(b"]")
+                if complete:
+                    self._write(b"]")
             finally:
                 os.close(self.fd)
                 self.fd = None
