@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import unicodedata
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -24,7 +25,7 @@ import duckdb
 
 from . import dbfile, estimators, interrupts, phase, sqlfiles
 from .errors import DuckprofError, NotATraceError, TraceError
-from .split import CONTENT_HASH, LEGACY_CONTENT_HASH, split_trace
+from .split import CONTENT_HASH, LEGACY_CONTENT_HASH, JoinedChunk, split_trace
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -218,8 +219,8 @@ def exact_table(table: str) -> str:
 BATCH_BYTES = 64 << 20
 BATCH_FILES = 256
 # Files up to this size whose traceEvents make one chunk are also parsed and
-# checked together, up to this many bytes and files per statement (one
-# read_json over their chunks, stage_events.sql grouped): a group is cut
+# checked together, up to this many bytes and files per statement (their
+# chunks joined into one file, one read_json, stage_events.sql grouped): a group is cut
 # smaller than a batch so that groups parse side by side while the next files
 # are split.
 GROUP_BYTES = 16 << 20
@@ -291,6 +292,10 @@ class _ChunkStager:
         self.cursors: list = []
         self.lock = threading.Lock()
         self.exact: set = set()  # staged tables with exact timestamps (exact_table)
+        # the ph of the marker event between two traces of a group: made for
+        # this load, so that no trace's own event has it
+        self.marker_ph = f"duckprof-next-file-{uuid.uuid4().hex}"
+        self.marker = json.dumps({"ph": self.marker_ph}).encode()
 
     def _cursor(self):
         cur = getattr(self.local, "cur", None)
@@ -303,18 +308,30 @@ class _ChunkStager:
     def submit(self, table: str, chunk: str):
         return self.pool.submit(self._stage, table, chunk)
 
-    def submit_group(self, table: str, chunks: list):
-        return self.pool.submit(self._stage_group, table, chunks)
+    def submit_group(self, table: str, joined: JoinedChunk):
+        return self.pool.submit(self._stage_group, table, joined)
 
-    def _stage_group(self, table: str, chunks: list) -> bool:
-        """Parse the single chunks of a group of small traces into one table;
-        True if one of them needs exact timestamps (the group is then staged
-        again file by file, where exact_ts.sql reads them). The chunk files
-        stay until the group is checked: a group that fails is parsed again
-        file by file, to name the file at fault."""
+    def _stage_group(self, table: str, joined: JoinedChunk):
+        """Parse the chunk file of a group of small traces (their events, a
+        marker event between two traces: split.JoinedChunk) into one table
+        (stage_events.sql grouped). Returns (starts, srcs) for
+        stage_group_view.sql: the pos before each segment of events (0, then
+        the markers' positions; group_markers.sql deletes them) and the trace of each
+        segment; None when the group must be staged again file by file: a
+        marker is not where it belongs (a damaged file hid it), or a file
+        needs exact timestamps (read file by file by exact_ts.sql). A parse
+        error is raised. The group's file stays until the group is checked:
+        a group that fails is parsed again file by file, to name the file at
+        fault."""
         cur = self._cursor()
-        cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=True), {"files": chunks})
-        return bool(cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall())
+        cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=True), {"files": [joined.path]})
+        markers = sorted(m for (m,) in cur.execute(sqlfiles.render("load/group_markers.sql", raw=table),
+                                                   {"marker": self.marker_ph}).fetchall())
+        if len(markers) != max(len(joined.segments) - 1, 0):
+            return None
+        if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall():
+            return None
+        return [0] + markers, joined.segments or [0]
 
     def _stage(self, table: str, chunk: str) -> int:
         cur = self._cursor()
@@ -359,6 +376,7 @@ class _Group:
     (stage_group_view.sql)."""
     view: str                                    # its view in dp_stage; its table is view + '_t'
     members: list = field(default_factory=list)  # [_Prepared], src = index
+    joined: JoinedChunk | None = None            # its chunk file
     future: object = None                        # its staging job
     checked: bool = False                        # staged and checked (or fell back to file by file)
 
@@ -377,7 +395,8 @@ class _Prepared:
     futures: list = field(default_factory=list)  # their staging jobs (count of events each)
     events: int | None = None
     exact: str | None = None  # its view of exact timestamps (exact_ts.sql), when it has one
-    held: list | None = None  # chunks written but not yet submitted (a small file, maybe grouped)
+    held: list | None = None  # chunks written but not yet submitted (a small file, maybe grouped;
+                              # or none: split.events holds its events, not written yet)
     group: _Group | None = None  # its group, when staged with other small files (then no tables)
     src: int = 0               # its index in the group
     error: Exception | None = None  # found when its group was checked; raised at its turn
@@ -510,27 +529,41 @@ def _bad_time_error(path, bad: int, bad_name) -> TraceError:
 
 class _Grouper:
     """Collects the small files of a load, as they are split, into groups of
-    up to GROUP_BYTES / GROUP_FILES, each staged in one statement
-    (_ChunkStager.submit_group) as soon as it is full. A file of several
-    chunks, a bigger one, or a group of one is staged alone (its chunks as
-    tables, as a big file's). A small file whose content is in the run
-    already is not staged: _parse_all skips it."""
+    up to GROUP_BYTES / GROUP_FILES, each written as one chunk file of their
+    events (split.JoinedChunk: a small plain file's events are written there
+    straight from the split, a compressed one's chunk is copied in) and
+    staged in one statement (_ChunkStager.submit_group) as soon as it is
+    full. A file of several chunks, a bigger one, or a group of one is staged
+    alone (its chunks as tables, as a big file's). A small file whose content
+    is in the run already is not staged: _parse_all skips it."""
 
-    def __init__(self, stager, known):
-        self.stager, self.seen = stager, set(known)
+    def __init__(self, stager, known, tmp):
+        self.stager, self.seen, self.tmp = stager, set(known), tmp
         self.group: list = []
+        self.joined: JoinedChunk | None = None
         self.bytes = 0
         self.count = 0  # groups made
+        self.files = 0  # group files made (a group of one is staged alone)
 
     def add(self, p: _Prepared):
         held, p.held = p.held, None
+        events, p.split.events = p.split.events, None
         seen = p.split.content_hash in self.seen
         self.seen.add(p.split.content_hash)
         if held is None or seen:  # a big file (its chunks are parsing already), or one to skip
             return
-        if len(held) != 1 or p.split.json_bytes > GROUP_BYTES:
+        if events is None and (len(held) != 1 or p.split.json_bytes > GROUP_BYTES):
             self._alone(p, held)
             return
+        if self.joined is None:
+            self.joined = JoinedChunk(os.path.join(self.tmp, f"group_{self.files}.json"), self.stager.marker)
+            self.files += 1
+        if events is not None:
+            self.joined.add_events(events)
+        else:
+            self.joined.add_chunk(held[0])
+            os.remove(held[0])  # its events are in the group's file
+            p.split.chunks = []
         self.group.append(p)
         self.bytes += p.split.json_bytes
         if self.bytes >= GROUP_BYTES or len(self.group) >= GROUP_FILES:
@@ -544,14 +577,24 @@ class _Grouper:
 
     def flush(self):
         members, self.group, self.bytes = self.group, [], 0
-        if len(members) == 1:
-            self._alone(members[0], members[0].split.chunks)
-        elif members:
-            g = _Group(f"{STAGE_DB}.grp_{self.count}", members)
-            self.count += 1
-            for k, p in enumerate(members):
-                p.group, p.src = g, k
-            g.future = self.stager.submit_group(g.table, [p.split.chunks[0] for p in members])
+        joined, self.joined = self.joined, None
+        if joined is None:
+            return
+        joined.close()
+        if len(members) == 1:  # its events alone: a chunk of its own
+            members[0].split.chunks = [joined.path]
+            self._alone(members[0], [joined.path])
+            return
+        g = _Group(f"{STAGE_DB}.grp_{self.count}", members, joined=joined)
+        self.count += 1
+        for k, p in enumerate(members):
+            p.group, p.src = g, k
+        g.future = self.stager.submit_group(g.table, joined)
+
+    def close(self):
+        """After an error: the group being written is not staged."""
+        if self.joined is not None:
+            self.joined.close(complete=False)
 
 
 def _quietly(fn):
@@ -666,27 +709,36 @@ class Loader:
         not_traces, pending = [], []
         sizes = [_size(f) for f in files]
         read = 0
-        grouper = _Grouper(stager, known)
-        for i, path in enumerate(files):
-            fr = FileReport(path=path)
-            report.files.append(fr)
-            self.progress(f"[{i + 1}/{len(files)}] reading {os.path.basename(path)}"
-                          + _of_bytes(read, sum(sizes), len(files)))
-            read += sizes[i]
-            t0 = time.perf_counter()
-            p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}", held=[] if sizes[i] <= GROUP_BYTES else None)
+        grouper = _Grouper(stager, known, tmp)
+        try:
+            for i, path in enumerate(files):
+                fr = FileReport(path=path)
+                report.files.append(fr)
+                self.progress(f"[{i + 1}/{len(files)}] reading {os.path.basename(path)}"
+                              + _of_bytes(read, sum(sizes), len(files)))
+                read += sizes[i]
+                t0 = time.perf_counter()
+                p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}", held=[] if sizes[i] <= GROUP_BYTES else None)
+                try:
+                    p.split = self._split(p, tmp, stager, chunks=max(2, 2 * threads), salvage=salvage)
+                except NotATraceError as e:
+                    if path in named:
+                        raise
+                    fr.skipped = f"{e.problem}; skipped"
+                    not_traces.append(str(e))
+                    continue
+                try:
+                    grouper.add(p)
+                except OSError as e:  # writing the group's chunk file
+                    raise _temp_space_error(e, tmp, path) from None
+                fr.seconds = time.perf_counter() - t0
+                pending.append((p, fr))
             try:
-                p.split = self._split(p, tmp, stager, chunks=max(2, 2 * threads), salvage=salvage)
-            except NotATraceError as e:
-                if path in named:
-                    raise
-                fr.skipped = f"{e.problem}; skipped"
-                not_traces.append(str(e))
-                continue
-            grouper.add(p)
-            fr.seconds = time.perf_counter() - t0
-            pending.append((p, fr))
-        grouper.flush()
+                grouper.flush()
+            except OSError as e:
+                raise _temp_space_error(e, tmp, files[-1]) from None
+        finally:
+            grouper.close()
         if files and len(not_traces) == len(files):
             raise TraceError(", ".join(map(os.fspath, _path_list(paths))),
                              f"no trace among {len(files)} JSON file(s); {not_traces[0]}")
@@ -852,9 +904,10 @@ class Loader:
             p.tables.append(table)
             p.futures.append(stager.submit(table, chunk))
         try:
+            # a small file's events go straight into its group's file (_Grouper)
             return split_trace(p.path, tmp, chunks=chunks, salvage=salvage, sanitize=sanitize,
                                spaces=spaces, on_chunk=on_chunk, hash_name=self.hash_name,
-                               exact_salvage=exact_salvage)
+                               exact_salvage=exact_salvage, defer=p.held is not None)
         except OSError as e:
             self._discard(p, stager)
             raise _temp_space_error(e, tmp, p.path) from None
@@ -937,7 +990,7 @@ class Loader:
             checked = con.execute(sqlfiles.render("load/validate.sql", raw=p.name, grouped=False)).fetchall()
         finally:
             con.close()
-        _, events, _, bad, bad_name = checked[0] if checked else (0, 0, 1, 0, None)
+        _, events, bad, bad_name = checked[0] if checked else (0, 0, 0, None)
         if bad:
             raise _bad_time_error(p.path, bad, bad_name)
         p.events = events
@@ -947,42 +1000,50 @@ class Loader:
         grouped), then number each file's events (stage_group_view.sql). A
         file with unusable times gets its error, raised at its turn. When the
         group cannot be parsed (one of its files is malformed, needs
-        sanitising, ...) or needs exact timestamps, its files are staged again
-        one by one, where the per-file retries and errors apply."""
+        sanitising, ...; or a damaged file swallowed a marker) or needs exact
+        timestamps, its files are staged again one by one, where the per-file
+        retries and errors apply."""
         g.checked = True
         first = g.members[0]
         try:
-            exact_needed = g.future.result()
+            staged = g.future.result()
         except duckdb.OutOfMemoryException as e:
             raise _out_of_memory(first.path, f"parsing (with {len(g.members) - 1} other file(s))", e,
                                  self.memory_limit) from None
         except duckdb.Error as e:
             if dbfile.disk_full(e):
                 raise self._stage_error(e, first, "parsing") from None
-            exact_needed = None
-        if exact_needed is not False:
+            staged = None
+        if staged is None:
             stager.drop([g.table])
+            try:
+                for k, p in enumerate(g.members):  # each file's events as a chunk of its own
+                    p.split.chunks = [f"{g.joined.path[:-len('.json')]}.{k}.json"]
+                    g.joined.extract(k, p.split.chunks[0])
+            except OSError as e:
+                raise _temp_space_error(e, os.path.dirname(g.joined.path), first.path) from None
+            finally:
+                os.remove(g.joined.path)
             for p in g.members:
                 p.group = None
                 p.tables = [f"{p.name}_0"]
                 p.futures = [stager.submit(p.tables[0], p.split.chunks[0])]
             return
+        os.remove(g.joined.path)  # parsed: the file is not needed any more
+        starts, srcs = staged
         con = self.con.cursor()
         try:
-            checked = {src: (events, first_pos, bad, bad_name) for src, events, first_pos, bad, bad_name in
-                       con.execute(sqlfiles.render("load/validate.sql", raw=g.table, grouped=True)).fetchall()}
-            offsets = [checked.get(k, (0, 1))[1] - 1 for k in range(len(g.members))]
-            con.execute(sqlfiles.render("load/stage_group_view.sql", raw=g.view, table=g.table, offsets=offsets))
+            con.execute(sqlfiles.render("load/stage_group_view.sql", raw=g.view, table=g.table, starts=starts,
+                                        srcs=srcs))
+            checked = {src: (events, bad, bad_name) for src, events, bad, bad_name in
+                       con.execute(sqlfiles.render("load/validate.sql", raw=g.view, grouped=True)).fetchall()}
         finally:
             con.close()
         for k, p in enumerate(g.members):
-            events, _, bad, bad_name = checked.get(k, (0, 1, 0, None))
+            events, bad, bad_name = checked.get(k, (0, 0, None))
             p.events = events
             if bad:
                 p.error = _bad_time_error(p.path, bad, bad_name)
-            for c in p.split.chunks:  # parsed: the chunk files are not needed any more
-                if os.path.exists(c):
-                    os.remove(c)
 
     @staticmethod
     def _sources(files) -> list:

@@ -83,6 +83,9 @@ class SplitTrace:
     notes: list[str] = field(default_factory=list)
     sanitized: bool = False  # invalid UTF-8 / control characters were replaced
     spaces: bool = False
+    # split with defer: the bytes of traceEvents' content (no chunk written),
+    # for the caller to write where it wants (load._Grouper)
+    events: object = None
 
     @property
     def content_hash(self) -> str:
@@ -213,7 +216,7 @@ def _split_plain(path, tmpdir, stem, size, chunks, on_chunk, hash_name):
                       content_hash_value=hasher, compressed=False)
 
 
-def _split_small(path, tmpdir, stem, size, on_chunk, hash_name):
+def _split_small(path, tmpdir, stem, size, on_chunk, hash_name, defer=False):
     """Fast path for an uncompressed, complete file of at most 2 * BLOCK (a
     rank of a big job: thousands of them): read once, hashed from the same
     bytes, the array located in them and written out as one chunk, without
@@ -233,20 +236,117 @@ def _split_small(path, tmpdir, stem, size, on_chunk, hash_name):
         return None
     metadata = {} if bare else parse_metadata(path, prefix)
     metadata.update(suffix)
+    digest = new_content_hash(hash_name)
+    digest.update(data)
+    events = memoryview(data)[start:end]
+    if defer:
+        return SplitTrace(path=path, chunks=[], metadata=metadata, size_bytes=size, json_bytes=size,
+                          content_hash_value=digest.hexdigest(), compressed=False, events=events)
     out = os.path.join(tmpdir, f"{stem}.0000.json")
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        view = memoryview(data)
-        for part in (b"[", view[start:end], b"]"):
-            while part:
-                part = part[os.write(fd, part):]
+        for part in (b"[", events, b"]"):
+            _write_all(fd, part)
     finally:
         os.close(fd)
-    digest = new_content_hash(hash_name)
-    digest.update(data)
     on_chunk(out)
     return SplitTrace(path=path, chunks=[out], metadata=metadata, size_bytes=size, json_bytes=size,
                       content_hash_value=digest.hexdigest(), compressed=False)
+
+
+_NOT_WS = re.compile(rb"[^ \t\r\n]")
+
+
+def _write_all(fd, data):
+    data = memoryview(data)
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _copy_all(src, dst, start, end):
+    while start < end:
+        n = _copy_range(src, dst, end - start, start)
+        if n <= 0:
+            raise OSError("short copy")
+        start += n
+
+
+class JoinedChunk:
+    """One chunk file holding the events of several small traces, `marker`
+    (one JSON object) between the events of two of them, so that DuckDB reads
+    one file instead of many (a multi-file read costs ~2 ms more a file).
+    Traces are added in order, as the bytes of their traceEvents' content
+    (add_events, from split_trace(defer=True)) or as a chunk file
+    ('[' events ']', add_chunk). A trace without events adds nothing, no
+    marker either: `segments` are the indices of the traces with events, one
+    marker between every two. None of it is parsed: a damaged trace makes
+    the file invalid JSON, or hides a marker, which the loader checks; it
+    then takes each trace's bytes out again (extract)."""
+
+    def __init__(self, path: str, marker: bytes):
+        self.path, self.marker = path, marker
+        self.ranges: list = []    # per trace added: (start, end) of its events in the file, None: none
+        self.segments: list = []  # indices of the traces with events
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self.pos = 0
+        self._write(b"[")
+
+    def _write(self, data):
+        _write_all(self.fd, data)
+        self.pos += len(data)
+
+    def _start(self) -> int:
+        if self.segments:
+            self._write(b"," + self.marker + b",")
+        self.segments.append(len(self.ranges))
+        return self.pos
+
+    def add_events(self, events):
+        if not _NOT_WS.search(events):
+            self.ranges.append(None)
+            return
+        start = self._start()
+        self._write(events)
+        self.ranges.append((start, self.pos))
+
+    def add_chunk(self, chunk: str):
+        with open(chunk, "rb", buffering=0) as f:
+            src = f.fileno()
+            size = os.fstat(src).st_size
+            pos = 1
+            while pos < size - 1 and not _NOT_WS.search(os.pread(src, 4096, pos)[:size - 1 - pos]):
+                pos += 4096
+            if pos >= size - 1:  # no events
+                self.ranges.append(None)
+                return
+            start = self._start()
+            _copy_all(src, self.fd, pos, size - 1)
+            self.pos += size - 1 - pos
+            self.ranges.append((start, self.pos))
+
+    def close(self, complete: bool = True):
+        """Close the file; complete: end the array first (not after an error,
+        when the file is thrown away: writing could fail again, e.g. on a
+        full disk, and hide the first error)."""
+        if self.fd is not None:
+            try:
+                if complete:
+                    self._write(b"]")
+            finally:
+                os.close(self.fd)
+                self.fd = None
+
+    def extract(self, k: int, out: str):
+        """Trace k's events alone, as a chunk file `out`."""
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, b"[")
+            if self.ranges[k] is not None:
+                with open(self.path, "rb", buffering=0) as f:
+                    _copy_all(f.fileno(), fd, *self.ranges[k])
+            os.write(fd, b"]")
+        finally:
+            os.close(fd)
 
 
 def _copy_range(src, dst, count, offset):
@@ -424,7 +524,7 @@ def _last_boundary_guess(held: bytes):
 
 def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
                 sanitize: bool = False, spaces: bool = False, on_chunk=None,
-                hash_name: str = CONTENT_HASH, exact_salvage: bool = False) -> SplitTrace:
+                hash_name: str = CONTENT_HASH, exact_salvage: bool = False, defer: bool = False) -> SplitTrace:
     """Stream `path` into chunk files under `tmpdir`; see the module docstring.
 
     on_chunk(path) is called as each chunk file is complete, in order (the
@@ -439,6 +539,10 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
     exact_salvage: cut a truncated file exactly where its last complete
     top-level event ends (_Nesting: scans every byte, so only on the retry
     after the quick guess made invalid JSON).
+    defer: a small plain file (split from one read) is not written out: its
+    traceEvents' content is returned as `events`, no chunk, no on_chunk (the
+    loader writes it into a group's JoinedChunk); other files are split as
+    without it.
     """
     try:
         size = os.path.getsize(path)
@@ -456,7 +560,7 @@ def split_trace(path: str, tmpdir: str, chunks: int = 4, salvage: bool = False,
             if fast is not None:
                 return fast
     elif not sanitize and size <= MIN_CHUNK:  # one chunk, as the stream would cut it
-        small = _split_small(path, tmpdir, stem, size, on_chunk, hash_name)
+        small = _split_small(path, tmpdir, stem, size, on_chunk, hash_name, defer)
         if small is not None:
             return small
     raw, hashing, stream, compressed = _open_stream(path, hash_name)

@@ -39,9 +39,9 @@ def _groups(monkeypatch) -> list:
     sizes = []
     real = load._ChunkStager.submit_group
 
-    def submit_group(self, table, chunks):
-        sizes.append(len(chunks))
-        return real(self, table, chunks)
+    def submit_group(self, table, joined):
+        sizes.append(len(joined.ranges))
+        return real(self, table, joined)
     monkeypatch.setattr(load._ChunkStager, "submit_group", submit_group)
     return sizes
 
@@ -63,6 +63,25 @@ def mixed(tmp_path):
     empty = tmp_path / "empty.json"
     empty.write_text(json.dumps({"schemaVersion": 1, "traceEvents": []}))
     return files + [str(stack), str(empty)]
+
+
+def _together(monkeypatch) -> dict:
+    """Per group the stager parsed (its table's name, dp_stage.grp_N_t),
+    whether its files were parsed together (True) or must be staged again
+    file by file (False)."""
+    out = {}
+    real = load._ChunkStager._stage_group
+
+    def stage_group(self, table, joined):
+        try:
+            staged = real(self, table, joined)
+        except Exception:
+            out[table] = False
+            raise
+        out[table] = staged is not None
+        return staged
+    monkeypatch.setattr(load._ChunkStager, "_stage_group", stage_group)
+    return out
 
 
 def _grouped_and_alone(monkeypatch, files):
@@ -113,11 +132,36 @@ def test_grouped_load_equals_one_by_one_quick(monkeypatch, tmp_path):
     odd.write_bytes((HANDMADE / "nesting3.json").read_bytes().replace(b'"name": "', b'"name": "ctl\x01\xff', 1))
     assert b"ctl\x01\xff" in odd.read_bytes()
     files += [str(stack), str(odd)]
+    together = _together(monkeypatch)
     grouped, single, groups = _grouped_and_alone(monkeypatch, files)
     assert groups == [3, 2]
+    # the odd file's group parsed again file by file
+    assert together == {"dp_stage.grp_0_t": True, "dp_stage.grp_1_t": False}
     assert len(grouped["events"]) > 400
     assert sum(any(str(v).startswith("ctl\x01\ufffd") for v in r) for r in grouped["events"]) == 1
     assert grouped["notes"][-1] == single["notes"][-1] and "invalid UTF-8" in " ".join(grouped["notes"][-1])
+    for k in list(TABLES) + ["notes"]:
+        assert grouped[k] == single[k], k
+
+
+def test_group_with_files_without_events_equals_one_by_one(monkeypatch, tmp_path):
+    """A group joined into one file whose traces include two without events
+    (an empty traceEvents, one of only whitespace, neither gets a segment or
+    a marker), first and in the middle: parsed together, every table equal
+    to one load call per file."""
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"schemaVersion": 1, "traceEvents": []}))
+    blank = tmp_path / "blank.json"
+    blank.write_text('{"schemaVersion": 1, "traceEvents": [\n' + " " * 5000 + '\n]}')
+    copies = [str(f) for f in _bad_copies(tmp_path, n=3)]
+    files = [str(empty), copies[0], str(blank), copies[1], str(corpus_path("backward_thread_minimal.json")),
+             copies[2]]
+    together = _together(monkeypatch)
+    grouped, single, groups = _grouped_and_alone(monkeypatch, files)
+    assert groups == [6] and together == {"dp_stage.grp_0_t": True}
+    for f in (str(empty), str(blank)):  # a trace each, without events
+        assert sum(f in r for r in grouped["traces"]) == 1 and not [r for r in grouped["events"] if r[0] == f]
+    assert len(grouped["events"]) > 30
     for k in list(TABLES) + ["notes"]:
         assert grouped[k] == single[k], k
 
@@ -164,6 +208,59 @@ def test_bad_file_in_a_group_is_named_and_nothing_is_written(monkeypatch, tmp_pa
     assert all(str(f) not in msg for f in files if f != bad)
     expected = {"malformed": "not valid JSON", "nan_ts": "not a usable number", "gz_malformed": "not valid JSON"}[damage]
     assert expected in msg, msg
+
+
+def test_a_file_that_swallows_the_marker_is_named(monkeypatch, tmp_path):
+    """A group is parsed as one chunk of its files' events with a marker event
+    between two files (split.concatenate_chunks). Two damaged files can make
+    valid JSON together: a.json ends inside an args list that b.json closes
+    (the splitter takes each for a trace: the reverse scan stops looking for
+    the '[' of the last array 64 KB back). The marker is then inside a's args,
+    not an event: the group is parsed again file by file, and a.json is named
+    as when it is loaded alone; nothing is written."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1, "args": {"l": ['
+                 + "0, " * 30_000 + "1]}")
+    b.write_text('{"traceEvents": [' + "2, " * 30_000 + '2]}}, {"ph": "X", "name": "b", "ts": 2, "dur": 1}]}')
+    start = len('{"traceEvents": [')
+    joined = "[" + a.read_text()[start:-2] + ", {}, " + b.read_text()[start:-2] + "]"
+    assert len(json.loads(joined)) == 2  # together they are valid JSON
+    together = _together(monkeypatch)
+    db = str(tmp_path / "perf.duckdb")
+    with duckprof.connect(db) as s:
+        s.load([str(f) for f in _bad_copies(tmp_path, n=1)], run="before")
+        before = _tables(s)
+        with pytest.raises(TraceError) as e:
+            s.load([str(a), str(b)], run="job")
+        assert _tables(s) == before
+    assert list(together.values()) == [False]
+    assert str(e.value).startswith(f"{a}: not valid JSON inside traceEvents"), str(e.value)
+
+
+def test_joined_chunk(tmp_path):
+    """A group's chunk file (split.JoinedChunk): traces without events (an
+    empty or whitespace-only array, one of 9,000 spaces; as bytes or as a
+    chunk file) add nothing and no marker; the others are joined with one
+    marker between two; each trace's events come out again alone."""
+    from duckprof.split import JoinedChunk
+    texts = ["[ ]", '[{"a": 1}, {"a": 2}]', "[" + " " * 9_000 + "]", '[\n {"a": 3}\n]', "[]", '[{"a": 4}]']
+    joined = JoinedChunk(str(tmp_path / "joined.json"), b'{"m": 0}')
+    for k, t in enumerate(texts):
+        if k % 2:
+            (tmp_path / f"c{k}.json").write_text(t)
+            joined.add_chunk(str(tmp_path / f"c{k}.json"))
+        else:
+            joined.add_events(t[1:-1].encode())
+    joined.close()
+    assert joined.segments == [1, 3, 5]
+    assert json.loads(open(joined.path).read()) == [{"a": 1}, {"a": 2}, {"m": 0}, {"a": 3}, {"m": 0}, {"a": 4}]
+    for k, t in enumerate(texts):
+        joined.extract(k, str(tmp_path / "alone.json"))
+        assert json.loads((tmp_path / "alone.json").read_text()) == json.loads(t)
+    empty = JoinedChunk(str(tmp_path / "empty.json"), b'{"m": 0}')
+    empty.add_events(b" ")
+    empty.close()
+    assert empty.segments == [] and json.loads(open(empty.path).read()) == []
 
 
 def test_file_loaded_twice_in_groups_changes_nothing(monkeypatch, tmp_path):
