@@ -185,6 +185,10 @@ def view_headers() -> dict[str, Header]:
         h = parse_header(rel)
         if h.name != Path(rel).stem:
             raise ValueError(f"sql/{rel} defines {h.name!r}: a view's file is named after it")
+        if h.name in out:  # e.g. a file an older version had elsewhere, left by an install over it
+            raise ValueError(f"{sql_root()}: two files define the view {h.name!r} (sql/{out[h.name].path}, "
+                             f"sql/{rel}): this installation holds files of an older duckprof; reinstall it "
+                             "(pip uninstall duckprof; remove build/ from the source tree; pip install)")
         out[h.name] = h
     return out
 

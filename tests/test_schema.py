@@ -202,6 +202,23 @@ def test_views_are_created_in_declared_order():
                 assert order.index(r) < order.index(v.name), (v.name, r)
 
 
+
+def test_a_view_file_left_by_an_older_install_is_named(tmp_path, monkeypatch):
+    """An install over an older duckprof can keep a view file the older version
+    had elsewhere (setuptools reuses a source tree's build/lib, which keeps
+    deleted files): two files then define one view. duckprof names both and
+    the cure instead of failing later on a view created out of order."""
+    import shutil
+    root = tmp_path / "sql"
+    shutil.copytree(sqlfiles.sql_root(), root)
+    shutil.copy(root / "views" / "base" / "gpu_ops.sql", root / "views" / "gpu_ops.sql")  # the pre-refactor place
+    monkeypatch.setattr(sqlfiles, "sql_root", lambda: root)
+    with pytest.raises(ValueError, match=r"two files define the view 'gpu_ops' \(sql/views/base/gpu_ops.sql, "
+                                         r"sql/views/gpu_ops.sql\): .*reinstall"):
+        sqlfiles.view_headers.__wrapped__()
+    (root / "views" / "gpu_ops.sql").unlink()
+    assert "gpu_ops" in sqlfiles.view_headers.__wrapped__()
+
 # -- the registry -------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", [r.name for r in reports.REPORTS])
