@@ -199,18 +199,7 @@ def _split_plain(path, tmpdir, stem, size, chunks, on_chunk, hash_name):
             a, b = cuts[i], cuts[i + 1]
             out = os.path.join(tmpdir, f"{stem}.{len(paths):04d}.json")
             paths.append(out)
-            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                os.write(fd, b"[")
-                pos = a
-                while pos < b:
-                    n = _copy_range(src, fd, b - pos, pos)
-                    if n <= 0:
-                        raise OSError("short copy")
-                    pos += n
-                os.write(fd, b"]")
-            finally:
-                os.close(fd)
+            _copy_as_chunk(src, out, a, b)
             on_chunk(out)
     return SplitTrace(path=path, chunks=paths, metadata=metadata, size_bytes=size, json_bytes=size,
                       content_hash_value=hasher, compressed=False)
@@ -269,6 +258,17 @@ def _copy_all(src, dst, start, end):
         if n <= 0:
             raise OSError("short copy")
         start += n
+
+
+def _copy_as_chunk(src, out, start, end):
+    """Bytes [start, end) of the open file `src` (events) as the chunk file `out`: '[' events ']'."""
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        _write_all(fd, b"[")
+        _copy_all(src, fd, start, end)
+        _write_all(fd, b"]")
+    finally:
+        os.close(fd)
 
 
 class JoinedChunk:
@@ -338,15 +338,8 @@ class JoinedChunk:
 
     def extract(self, k: int, out: str):
         """Trace k's events alone, as a chunk file `out`."""
-        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, b"[")
-            if self.ranges[k] is not None:
-                with open(self.path, "rb", buffering=0) as f:
-                    _copy_all(f.fileno(), fd, *self.ranges[k])
-            os.write(fd, b"]")
-        finally:
-            os.close(fd)
+        with open(self.path, "rb", buffering=0) as f:
+            _copy_as_chunk(f.fileno(), out, *(self.ranges[k] or (0, 0)))
 
 
 def _copy_range(src, dst, count, offset):
