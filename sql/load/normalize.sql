@@ -25,7 +25,7 @@
 -- Columns: trace_id, event_id, ph, cat, cat_raw, name, pid, tid, pid_label,
 -- tid_label, ts_ns, dur_ns, end_ns, the arg_columns, flow_id, args (see
 -- sql/schema.sql, events).
-{% from "templates/categories.sql" import canonical_cats, sql_list %}
+{% from "templates/categories.sql" import canonical_cats, sql_array, sql_list %}
 {%- set arg_columns = [
     ('external_id', ['External id', 'external id'], 'BIGINT'),
     ('correlation', ['correlation'], 'BIGINT'),
@@ -107,7 +107,7 @@ SELECT
             WHEN 'gpu user annotation' THEN 'gpu_user_annotation'
             -- list_contains, not IN: DuckDB turns an IN list into a join
             -- computed for every event, where this is for the few others
-            ELSE CASE WHEN list_contains([{% for c in canonical_cats %}'{{ c }}'{% if not loop.last %}, {% endif %}{% endfor %}], lower(cat))
+            ELSE CASE WHEN list_contains({{ sql_array(canonical_cats) }}, lower(cat))
                   THEN lower(cat) ELSE cat END
         END
     END AS cat,

@@ -192,11 +192,12 @@ py_stack AS (  -- each Python frame's stack, itself first: from the root frames 
                                               OR (contains(x, '_internal/common_utils') AND contains(x, 'prof_callable'))
                                               OR (contains(x, '_internal/common_utils') AND contains(x, 'prof_func_call'))
                                               OR (contains(x, '_internal/common_utils') AND contains(x, 'prof_meth_call'))))" %}
+{#- a stack's row key: the first N of the frames torch's _filter_stack_entry keeps, '; '-separated #}
+{%- set stack_key = "array_to_string(list_slice(" ~ kept ~ ", 1, $group_by_stack), '; ')" %}
 frame_keys AS (  -- the stack key under each Python frame: the first N of the frames torch's
                  -- _filter_stack_entry keeps, '; '-separated, and its hash
     SELECT trace_id, event_id, python_id, stack, hash(stack) AS sh
-    FROM (SELECT trace_id, event_id, python_id, array_to_string(list_slice({{ kept }}, 1, $group_by_stack), '; ') AS stack
-          FROM py_stack)
+    FROM (SELECT trace_id, event_id, python_id, {{ stack_key }} AS stack FROM py_stack)
 ),
 below_py AS (  -- every other event under a Python frame, and its innermost one: from each frame
                -- down the stored nesting (parent_event_id), through the events that are not frames
@@ -210,8 +211,7 @@ below_py AS (  -- every other event under a Python frame, and its innermost one:
 ),
 arg_keys AS (  -- the stack key of each Call stack arg, as frame_keys'
     SELECT trace_id, event_id, stack, hash(stack) AS sh
-    FROM (SELECT trace_id, event_id, array_to_string(list_slice({{ kept }}, 1, $group_by_stack), '; ') AS stack
-          FROM arg_stacks)
+    FROM (SELECT trace_id, event_id, {{ stack_key }} AS stack FROM arg_stacks)
 ),
 own_stacks AS (  -- each event's own stack key (no row: none): its Call stack arg, else its innermost
                  -- Python frame's stack, and for a frame, its parent frame's

@@ -1,7 +1,8 @@
 -- categories: the lists of canonical event categories (events.cat) that
 -- several SQL files test against, spelled once. A file imports the lists it
 -- needs and the sql_list macro, and writes e.g. cat IN sql_list(device_cats)
--- (in a Jinja expression), which renders ('kernel', 'gpu_memcpy', ...).
+-- (in a Jinja expression), which renders ('kernel', 'gpu_memcpy', ...);
+-- sql_array renders the same items as a list literal, for list functions.
 --
 -- canonical_cats  Kineto's activity type names (libkineto ActivityType.h, up to
 --                 2026) and the flow / trace-span ones: insert_events.sql keeps
@@ -44,8 +45,14 @@ CASE {{ cat }} WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy' WHEN 
     ELSE CASE WHEN {{ name }} LIKE 'dma%' OR {{ name }} LIKE 'Memcpy%' THEN 'memcpy'
               WHEN {{ name }} LIKE 'Memset%' THEN 'memset' ELSE 'kernel' END END
 {%- endmacro %}
+{% macro sql_items(items) -%}
+{% for x in items %}'{{ x }}'{% if not loop.last %}, {% endif %}{% endfor %}
+{%- endmacro %}
 {% macro sql_list(items) -%}
-({% for x in items %}'{{ x }}'{% if not loop.last %}, {% endif %}{% endfor %})
+({{ sql_items(items) }})
+{%- endmacro %}
+{% macro sql_array(items) -%}
+[{{ sql_items(items) }}]
 {%- endmacro %}
 
 {% macro categorized(rules) -%}
