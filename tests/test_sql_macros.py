@@ -271,6 +271,10 @@ def test_category_lists_render_as_sql_lists():
         SELECT 'gpu_memset' IN {{ sql_list(device_cats) }}, 'cuda_runtime' IN {{ sql_list(device_cats) }},
                'hip_runtime' IN {{ sql_list(runtime_cats) }}""")
     assert got == [(True, False, True)]
+    got = sql("""{% from 'templates/categories.sql' import device_cats, sql_array %}
+        SELECT list_contains({{ sql_array(device_cats) }}, 'gpu_memset'),
+               list_contains({{ sql_array(device_cats) }}, 'cuda_runtime'), len({{ sql_array(['a', 'b']) }})""")
+    assert got == [(True, False, 2)]
 
 
 # -- categorized (templates/categories.sql) --------------------------------------------
