@@ -107,29 +107,21 @@ def _simple_table(headers, cells, right) -> str | None:
     compares the two), or None when a cell or heading has what makes tabulate take
     another path (a line break, an escape sequence, another control character).
     right: per column, whether it is aligned right; cells and headings are strings."""
-    def width(s):
+    def odd(s):  # a line break, an escape sequence, another control character
         if s.isascii():
-            return len(s) if s.isprintable() else None
-        if "\n" in s or "\r" in s or "\x1b" in s or _visible_width is None:
-            return None
-        return _visible_width(s)
+            return not s.isprintable()
+        return "\n" in s or "\r" in s or "\x1b" in s or _visible_width is None
 
-    for row in cells:
-        for s in row:
-            if not (s.isascii() and s.isprintable()) and ("\n" in s or "\r" in s or "\x1b" in s or s.isascii()):
-                return None
+    if any(odd(s) for s in headers) or any(odd(s) for row in cells for s in row):
+        return None
     cols = [[s.strip() for s in col] for col in zip(*cells)]
     if len(cols) != len(headers):
         return None
-    widths = {}
-    for s in headers:
-        widths[s] = width(s)
+    widths = {s: len(s) if s.isascii() else _visible_width(s) for s in headers}
     for col in cols:
         for s in col:
             if s not in widths:
-                widths[s] = width(s)
-    if None in widths.values():
-        return None
+                widths[s] = len(s) if s.isascii() else _visible_width(s)
     colw = [max(widths[h] + 2, max(widths[s] for s in col)) for h, col in zip(headers, cols)]
     padded = []
     for col, w, r in zip(cols, colw, right):
