@@ -327,3 +327,38 @@ def test_group_by_stack_from_python_frames_by_hand(tmp_path):
             got = {r["name"]: r["stack"] for r in ours(s, group_by_stack=n) if r["kind"] != "kernel"}
             assert {k: got[k] for k in want} == want, n
             assert len(got) == 13 and all(r["count"] == 1 for r in ours(s, group_by_stack=n))
+
+
+def test_group_by_stack_backward_functions_per_thread(tmp_path):
+    """A call takes a backward function's stack only from a function of its own thread: on
+    thread 2, aten::zeros [100,110] starts before that thread's first backward function,
+    while thread 1's MulBackward0 [300,320] (Sequence number 8, forward: aten::mul) starts
+    earlier in the ASOF join's order (thread, then start) and would span it; it keeps its
+    own stack (none: thread 2 has no Python frames). aten::copy_ [295,298] ends after thread
+    2's AddmmBackward0 [201,290]: not inside it. aten::relu [330,340] on thread 1 after
+    MulBackward0: its own frame's."""
+    def x(tid, cat, name, ts, end, **a):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": 1000 + ts, "dur": end - ts,
+                "args": a}
+    def py(name, ts, end, pyid, parent=None):
+        return x(1, "python_function", name, ts, end, **{"Python id": pyid, "Python thread": 0},
+                 **({"Python parent id": parent} if parent else {}))
+    ev = [py("train.py(10): main", 0, 500, 1), py("model.py(5): forward", 5, 50, 2, 1),
+          x(1, "cpu_op", "aten::linear", 10, 40, **{"Sequence number": 7, "Fwd thread id": 0}),
+          x(1, "cpu_op", "aten::mul", 42, 48, **{"Sequence number": 8, "Fwd thread id": 0}),
+          x(1, "cpu_op", "MulBackward0", 300, 320, **{"Sequence number": 8, "Fwd thread id": 1}),
+          x(1, "cpu_op", "aten::add_", 302, 318), x(1, "cpu_op", "aten::relu", 330, 340),
+          x(2, "cpu_op", "aten::zeros", 100, 110),
+          x(2, "cpu_op", "AddmmBackward0", 201, 290, **{"Sequence number": 7, "Fwd thread id": 1}),
+          x(2, "cpu_op", "aten::mm", 210, 250), x(2, "cpu_op", "aten::copy_", 295, 298)]
+    p = tmp_path / "threads.json"
+    p.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev}))
+    main, fwd = "train.py(10): main", "model.py(5): forward"
+    with duckprof.connect() as s:
+        s.load([str(p)], run="r")
+        got = {r["name"]: r["stack"] for r in ours(s, group_by_stack=5)}
+    assert got == {"train.py(10): main": "", "model.py(5): forward": main,
+                   "aten::linear": f"{fwd}; {main}", "aten::mul": f"{fwd}; {main}",
+                   "MulBackward0": f"{fwd}; {main}", "aten::add_": f"{fwd}; {main}", "aten::relu": main,
+                   "aten::zeros": "", "AddmmBackward0": f"{fwd}; {main}", "aten::mm": f"{fwd}; {main}",
+                   "aten::copy_": ""}
