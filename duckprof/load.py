@@ -322,13 +322,7 @@ class _ChunkStager:
         needs exact timestamps (read file by file by exact_ts.sql). A parse
         error is raised. The group's file stays until the group is checked:
         a group that fails is parsed again file by file, to name the file at
-        fault. Once parsed, while its rows are still in memory (a job of
-        many files stages more than DuckDB's memory limit, and the first
-        groups are spilled to disk by the time the loader reads them), the
-        group's view (stage_group_view.sql, named after the table without
-        '_t') is made here and read twice: validate.sql's rows per file and
-        whether a python frame crosses a step (nesting_crossing.sql, for
-        _nest); returned with them as (starts, srcs, checked, crossing)."""
+        fault."""
         cur = self._cursor()
         cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=True), {"files": [joined.path]})
         markers = sorted(m for (m,) in cur.execute(sqlfiles.render("load/group_markers.sql", raw=table),
@@ -337,14 +331,7 @@ class _ChunkStager:
             return None
         if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall():
             return None
-        starts, srcs = [0] + markers, joined.segments or [0]
-        view = table[:-len("_t")]
-        cur.execute(sqlfiles.render("load/stage_group_view.sql", raw=view, table=table, starts=starts, srcs=srcs))
-        checked = {src: (events, bad, bad_name) for src, events, bad, bad_name in
-                   cur.execute(sqlfiles.render("load/validate.sql", raw=view, grouped=True)).fetchall()}
-        crossing = cur.execute(sqlfiles.render("load/nesting_crossing.sql",
-                                               raws=[{"view": view, "positions": srcs}])).fetchall()[0][0]
-        return starts, srcs, checked, crossing
+        return [0] + markers, joined.segments or [0]
 
     def _stage(self, table: str, chunk: str) -> int:
         cur = self._cursor()
@@ -392,7 +379,6 @@ class _Group:
     joined: JoinedChunk | None = None            # its chunk file
     future: object = None                        # its staging job
     checked: bool = False                        # staged and checked (or fell back to file by file)
-    crossing: bool = False                       # a python frame crosses a step (nesting_crossing.sql)
 
     @property
     def table(self) -> str:
@@ -1044,7 +1030,15 @@ class Loader:
                 p.futures = [stager.submit(p.tables[0], p.split.chunks[0])]
             return
         os.remove(g.joined.path)  # parsed: the file is not needed any more
-        _, _, checked, g.crossing = staged  # its view made and checked by the stager (_stage_group)
+        starts, srcs = staged
+        con = self.con.cursor()
+        try:
+            con.execute(sqlfiles.render("load/stage_group_view.sql", raw=g.view, table=g.table, starts=starts,
+                                        srcs=srcs))
+            checked = {src: (events, bad, bad_name) for src, events, bad, bad_name in
+                       con.execute(sqlfiles.render("load/validate.sql", raw=g.view, grouped=True)).fetchall()}
+        finally:
+            con.close()
         for k, p in enumerate(g.members):
             events, bad, bad_name = checked.get(k, (0, 0, None))
             p.events = events
@@ -1054,9 +1048,8 @@ class Loader:
     @staticmethod
     def _sources(files) -> list:
         """The staged relations of a batch's files for normalize.sql (raws):
-        {view, position} for a file staged alone, {view, positions, crossing}
-        for the files of a group (its other files: none; crossing: the
-        group's nesting_crossing.sql, read when it was staged)."""
+        {view, position} for a file staged alone, {view, positions} for the
+        files of a group (its other files: none)."""
         raws, groups = [], {}
         for k, (p, _) in enumerate(files):
             if p.group is None:
@@ -1064,8 +1057,7 @@ class Loader:
                 continue
             raw = groups.get(id(p.group))
             if raw is None:
-                raw = groups[id(p.group)] = {"view": p.group.view, "positions": [None] * len(p.group.members),
-                                             "crossing": p.group.crossing}
+                raw = groups[id(p.group)] = {"view": p.group.view, "positions": [None] * len(p.group.members)}
                 raws.append(raw)
             raw["positions"][p.src] = k
         return raws
@@ -1092,11 +1084,7 @@ class Loader:
         # events that start inside another and outlive it (see nesting.sql):
         # looked for at once where they are expected, else the threads that
         # have them are redone
-        # a group's answer was read when it was staged (_stage_group); the
-        # files staged alone are looked at here
-        alone = [raw for raw in raws if "crossing" not in raw]
-        if (any(raw.get("crossing") for raw in raws)
-                or alone and con.execute(sqlfiles.render("load/nesting_crossing.sql", raws=alone)).fetchall()[0][0]):
+        if con.execute(sqlfiles.render("load/nesting_crossing.sql", raws=raws)).fetchall()[0][0]:
             con.execute(sqlfiles.render("load/nesting.sql", crossing="all", **structure), params)
             return
         try:
