@@ -270,6 +270,41 @@ def test_with_stack_traces_are_nested_in_one_pass(tmp_path, monkeypatch):
         assert modes == expected, path
 
 
+def test_a_group_of_small_traces_is_looked_at_for_crossings(tmp_path, monkeypatch):
+    """Small traces parsed together (a group, stage_events.sql grouped) are
+    looked at whole by nesting_crossing.sql (the group's view, its files told
+    apart by src): a group holding one with_stack trace is nested in one
+    pass ('all'), a group of two plain traces, one with a crossing event, by
+    'check' then 'threads'; the rows have no depth -1 either way."""
+    from duckprof import load
+    from duckprof.synth import generate
+
+    modes = nesting_renders(monkeypatch, "crossing")
+    groups = []
+    real = load._ChunkStager.submit_group
+
+    def submit_group(self, table, joined):
+        groups.append(len(joined.segments))
+        return real(self, table, joined)
+    monkeypatch.setattr(load._ChunkStager, "submit_group", submit_group)
+    stack, plain, other = (str(tmp_path / f) for f in ("stack.json", "plain.json", "other.json"))
+    generate(stack, events=1500, seed=1, stack=2)
+    for path, crossing in ((plain, True), (other, False)):
+        with open(path, "w") as f:  # b starts inside a and outlives it (no python frames)
+            json.dump({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": ts,
+                                        "dur": 4 if crossing else 1} for n, ts in (("a", 0), ("b", 2))]}, f)
+    for paths, expected in (([stack, plain], ["all"]), ([plain, other], ["check", "threads"])):
+        modes.clear()
+        groups.clear()
+        with duckprof.connect() as s:
+            s.load(paths)
+            assert rows(s, "SELECT count(*) FROM events WHERE depth < 0") == [(0,)]
+            assert rows(s, "SELECT count(*) FROM events WHERE parent_event_id IS NOT NULL") == (
+                rows(s, "SELECT count(*) FROM events WHERE depth > 0"))
+        assert groups == [2], paths  # parsed as one group
+        assert modes == expected, paths
+
+
 def test_crossing_found_by_the_step_before_the_frame_ends(tmp_path, monkeypatch):
     """nesting_crossing.sql checks each python frame against one step only:
     the last one on its thread that starts before the frame ends. A frame
