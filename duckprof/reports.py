@@ -313,9 +313,12 @@ def _shared_views(report: Report, rules: list[Rule], values: dict, ctes: dict[st
     """A WITH clause computing once each view the report's header lists as
     `shared:` that two or more of the rules read (a CTE of the view's own
     name, so the rules' SQL reads it unchanged), for the traces of --run, and
-    the shared CTEs `ctes` (_shared_ctes: name -> SQL)."""
+    the shared CTEs `ctes` (_shared_ctes: name -> SQL). A view the
+    connection holds computed (values['materialized'], html/page.py
+    share_view) is read from there, not copied into a CTE again."""
     shared = [v.strip() for v in report.header().fields.get("shared", "").split(",") if v.strip()]
-    reads = [v for v in shared if sum(v in r.header.requires for r in rules) >= 2]
+    held = set(values.get("materialized") or ())  # computed on this connection already (the page's)
+    reads = [v for v in shared if v not in held and sum(v in r.header.requires for r in rules) >= 2]
     scope = (" WHERE trace_id IN (SELECT trace_id FROM trace_files WHERE run = $run)"
              if values.get("run") is not None else "")
     parts = [f"{v} AS MATERIALIZED (SELECT * FROM {v}{scope})" for v in reads]
@@ -454,7 +457,8 @@ def run(con: duckdb.DuckDBPyConnection, name: str, /, *, materialized: tuple[str
     materialized: derived views this connection holds computed, with the
     rows of their default arguments (html/page.py share_view): the rules'
     templates may read them instead of computing the same rows again (render
-    variable `materialized`); the rows are the same either way."""
+    variable `materialized`, in the report's own SQL as in its rules'); the
+    rows are the same either way."""
     report = lookup(name)
     opts = {o.name: o for o in report.options()}
     unknown = sorted(set(given) - set(opts))
@@ -470,7 +474,8 @@ def run(con: duckdb.DuckDBPyConnection, name: str, /, *, materialized: tuple[str
         if values.get(option):
             rel = f"reports/{stem}.sql"
     table = f"duckprof_report_{next(_results)}"
-    text = sqlfiles.render(rel, **values, result=table)
+    # materialized reaches the report's own SQL too (kernels reads the page's busy intervals)
+    text = sqlfiles.render(rel, **values, result=table, materialized=list(materialized))
     sections = _sections(text)
     main_sql, notes_sql = sections[""], sections.get("notes")
     with _asof_joins_stay(con) if report.rules else contextlib.nullcontext():

@@ -594,3 +594,38 @@ def test_a_runs_page_computes_the_shared_views_for_that_run_only(tmp_path, monke
         monkeypatch.setattr(P, "share_view", lambda con, name, run=None: share(con, name))
         assert str(s.html(run="a")) == scoped
         assert "two_streams.json" in scoped and "who_starves.json" not in scoped
+
+
+def test_the_pages_kernels_read_its_busy_intervals_with_the_same_rows(two):
+    """On the page's connection, which holds gpu_busy_intervals computed,
+    report kernels takes each device's busy time (busy_pct's denominator) from
+    it instead of merging the device events again: the same rows as the
+    report on a plain connection. two_streams.json's streams overlap, so a sum
+    of the events instead of their union would change busy_pct."""
+    values = {o.name: o.default for o in reports.lookup("kernels").options()} | {"result": "r"}
+    plain_sql = sqlfiles.render("reports/kernels.sql", **values)
+    paged_sql = sqlfiles.render("reports/kernels.sql", **values, materialized=["gpu_busy_intervals"])
+    assert "FROM gpu_busy_intervals b" in paged_sql and "FROM gpu_busy_intervals" not in plain_sql
+    con = P.page_connection(two)
+    try:
+        for opts in ({}, {"device": 0, "limit": 3}):
+            plain = reports.run(two.con, "kernels", **opts).relation.fetchall()
+            paged = reports.run(con, "kernels", materialized=P.shared_names(), **opts).relation.fetchall()
+            assert paged == plain and plain
+        busy = {r[0] for r in reports.run(con, "kernels", materialized=P.shared_names()).relation
+                .select("busy_pct").fetchall()}
+        assert None not in busy
+    finally:
+        con.close()
+
+
+def test_patterns_reads_the_views_the_page_holds_instead_of_copying_them():
+    """report patterns computes the views its rules share (header `shared:`)
+    once, in a CTE; on the page's connection, which holds them computed
+    (materialized), the rules read the page's table instead of a copy."""
+    pat = reports.lookup("patterns")
+    rules = reports.rules_of(pat)
+    values = {o.name: o.default for o in pat.options()} | {"run": "r"}
+    assert "gpu_activity AS MATERIALIZED (" in reports._shared_views(pat, rules, values)
+    held = reports._shared_views(pat, rules, values | {"materialized": list(P.shared_names())})
+    assert "gpu_activity AS MATERIALIZED (" not in held

@@ -85,7 +85,17 @@ dev_ops AS (
     {{- device_scope('g.') }}
 ),
 busy AS (
+    {%- if materialized is defined and 'gpu_busy_intervals' in materialized %}
+    -- the connection holds each device's busy intervals computed (the HTML page,
+    -- html/page.py share_view): the same union of the same kernels, memcpys and
+    -- memsets, summed instead of merged again
+    SELECT b.trace_id, b.device, sum(b.dur_ns)::BIGINT AS busy_ns
+    FROM gpu_busy_intervals b JOIN scope s USING (trace_id)
+    WHERE b.scope = 'device' {{- device_scope('b.') }}
+    GROUP BY b.trace_id, b.device
+    {%- else %}
     {{ union_lengths('dev_ops', ['trace_id', 'device']) | indent(4) }}
+    {%- endif %}
 ),
 k AS (
     SELECT e.trace_id, e.device, e.name, e.dur_ns, e.flops, e.bytes, e.op_name, e.flops_formula, e.bytes_formula,
