@@ -204,7 +204,8 @@ def schema_template() -> str | None:
     database (tables, packaged peaks, meta rows, views and macros), kept in
     the user's cache and named by everything it is made from (the SQL, the
     packaged data, the code, DuckDB's version): a new in-memory session copies
-    it (copy_schema) instead of creating the views and macros again. Made on
+    it (copy_schema), and so does a new database file, instead of creating the
+    views and macros again. Made on
     first use; None without a writable cache directory."""
     key = dbfile.digest(sqlfiles.read("schema.sql"), str(SCHEMA_VERSION), views_digest(), packaged_digest(),
                         estimators_digest(), derived_digest(), _schema_code_digest())
@@ -243,7 +244,8 @@ def schema_template() -> str | None:
 
 
 def copy_schema(con, label: str) -> bool:
-    """Fill the new, empty in-memory database of `con` from schema_template()
+    """Fill the new, empty database of `con` (in memory, or a new file that
+    can use zstd) from schema_template()
     (one COPY FROM DATABASE: 0.2 CPU-s less per session than create_schema).
     The first copy of a template in a process is checked as a database file
     is on open (read_version, verify_tables, views_current). False, with
@@ -491,7 +493,8 @@ class Session:
             if self.read_only:
                 raise DuckprofError(f"{self.label}: not a duckprof database (empty)")
             zstd = zstd_supported(con, catalog)
-            self._transaction(lambda: create_schema(con, zstd))
+            if not (zstd and copy_schema(con, self.label)):  # the template has zstd columns
+                self._transaction(lambda: create_schema(con, zstd))
             return
         if found < SCHEMA_VERSION:
             if self.read_only:

@@ -91,3 +91,20 @@ def test_without_a_writable_cache_the_schema_is_created(tmp_path, monkeypatch, c
     monkeypatch.setattr(session, "_TEMPLATES_CHECKED", set())
     assert session.schema_template() is None
     assert session_catalog() == created
+
+
+def test_a_new_database_file_is_exactly_what_create_schema_writes(own_cache, tmp_path):
+    con = duckdb.connect(str(tmp_path / "created.duckdb"))
+    try:
+        con.execute("BEGIN TRANSACTION")
+        session.create_schema(con, session.zstd_supported(con, "created"))
+        con.execute("COMMIT")
+        want = catalog(con)
+    finally:
+        con.close()
+    assert any("USING COMPRESSION ZSTD" in sql for _, sql in want["tables"])
+    with duckprof.connect(tmp_path / "copied.duckdb") as s:
+        got = catalog(s.con)
+    assert [p.name for p in own_cache.glob("schema-*.duckdb")]  # it was copied
+    for key in want.keys() - {"databases", "settings"}:  # (their names and temp_directory differ)
+        assert got[key] == want[key], key
