@@ -205,10 +205,13 @@ def schema_template() -> str | None:
     the user's cache and named by everything it is made from (the SQL, the
     packaged data, the code, DuckDB's version): a new in-memory session copies
     it (copy_schema), and so does a new database file, instead of creating the
-    views and macros again. Made on
-    first use; None without a writable cache directory."""
-    key = dbfile.digest(sqlfiles.read("schema.sql"), str(SCHEMA_VERSION), views_digest(), packaged_digest(),
-                        estimators_digest(), derived_digest(), _schema_code_digest())
+    views and macros again. Made on first use; None without a writable cache
+    directory."""
+    try:
+        key = dbfile.digest(sqlfiles.read("schema.sql"), str(SCHEMA_VERSION), views_digest(), packaged_digest(),
+                            estimators_digest(), derived_digest(), _schema_code_digest())
+    except OSError:  # an installation without its .py sources
+        return None
     path = sqlfiles.user_cache_dir(f"schema-{key}-duckdb-{duckdb.__version__}.duckdb")
     if os.path.exists(path):
         return path
@@ -245,8 +248,8 @@ def schema_template() -> str | None:
 
 def copy_schema(con, label: str) -> bool:
     """Fill the new, empty database of `con` (in memory, or a new file that
-    can use zstd) from schema_template()
-    (one COPY FROM DATABASE: 0.2 CPU-s less per session than create_schema).
+    can use zstd) from schema_template() (one COPY FROM DATABASE: 0.2 CPU-s
+    less per session than create_schema).
     The first copy of a template in a process is checked as a database file
     is on open (read_version, verify_tables, views_current). False, with
     nothing written, when there is no usable template: then create_schema."""

@@ -93,6 +93,13 @@ def test_without_a_writable_cache_the_schema_is_created(tmp_path, monkeypatch, c
     assert session_catalog() == created
 
 
+def test_an_installation_without_its_sources_has_no_template(own_cache, monkeypatch):
+    def no_sources():
+        raise FileNotFoundError("session.py")
+    monkeypatch.setattr(session, "_schema_code_digest", no_sources)
+    assert session.schema_template() is None
+
+
 def test_a_new_database_file_is_exactly_what_create_schema_writes(own_cache, tmp_path):
     con = duckdb.connect(str(tmp_path / "created.duckdb"))
     try:
