@@ -152,6 +152,21 @@ def corpus_session(corpus_loaded):
     s.close()
 
 
+@pytest.fixture(scope="session")
+def gpu_patterns():
+    """An in-memory session holding every handmade trace of the GPU pattern
+    rules (fixtures/patterns/gpu/<rule>_yes.json and _no.json), each a run
+    named after its file: loaded once per process for test_patterns.py and
+    test_patterns_shared.py, which only read it (reports, rule queries,
+    temporary result tables)."""
+    files = sorted(p for p in (REPO / "fixtures" / "patterns" / "gpu").glob("*.json")
+                   if p.stem.endswith(("_yes", "_no")))
+    with duckprof.connect() as s:
+        for path in files:
+            s.load([str(path)], run=path.stem)
+        yield s
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
     for item in items:

@@ -27,7 +27,8 @@ from duckprof.diff import diff
 from conftest import slow_when
 
 # Each diff of two files opens a session and loads both (0.3 s): the quick run
-# (-m "not slow") keeps one test per level and per output format.
+# (-m "not slow") keeps one test per level and per output format, and the
+# hand-computed tests diff the pair loaded once (fixture pair) as runs.
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures" / "diff"
@@ -59,8 +60,20 @@ def check(row, a_count, b_count, d_count, a_total, b_total, d_total, d_pct, a_me
 
 # -- the hand-made pair ------------------------------------------------------------
 
-def test_kernels_per_step_hand_computed():
-    with diff(A, B) as d:
+@pytest.fixture(scope="module")
+def pair():
+    """a.json and b.json loaded once, as diff(A, B) loads them (an in-memory
+    session, each file a run named after its side, 'A' and 'B'): the tests
+    below diff these runs (session=pair); diffs of the files themselves equal
+    them (test_run_in_database_equals_files) and the CLI tests diff files."""
+    with duckprof.connect() as s:
+        s.load([A], run="A")
+        s.load([B], run="B")
+        yield s
+
+
+def test_kernels_per_step_hand_computed(pair):
+    with diff("A", "B", session=pair) as d:
         assert d.per_step and d.steps == (2, 4)
         assert d.table.columns == TABLE_COLS
         rows = rows_of(d)
@@ -81,8 +94,8 @@ def test_kernels_per_step_hand_computed():
                      "Memcpy HtoD (Pageable -> Device)"]
 
 
-def test_kernels_totals_hand_computed():
-    with diff(A, B, per_step=False) as d:
+def test_kernels_totals_hand_computed(pair):
+    with diff("A", "B", session=pair, per_step=False) as d:
         assert not d.per_step
         rows = rows_of(d)
     check(rows["gemm_kernel"], 4, 8, 4, 400, 880, 480, 120, 100, 110, "slower")
@@ -94,21 +107,21 @@ def test_kernels_totals_hand_computed():
 
 
 @pytest.mark.slow
-def test_thresholds_decide_status():
+def test_thresholds_decide_status(pair):
     # gemm per step: +20 us, +10 %; softmax: -10 us, -25 %
-    with diff(A, B, threshold_pct=15) as d:
+    with diff("A", "B", session=pair, threshold_pct=15) as d:
         rows = rows_of(d)
     assert rows["gemm_kernel"]["status"] == "unchanged" and rows["softmax_kernel"]["status"] == "faster"
-    with diff(A, B, min_delta_us=15) as d:
+    with diff("A", "B", session=pair, min_delta_us=15) as d:
         rows = rows_of(d)
     assert rows["gemm_kernel"]["status"] == "slower" and rows["softmax_kernel"]["status"] == "unchanged"
-    with diff(A, B, min_delta_us=0, threshold_pct=0) as d:
+    with diff("A", "B", session=pair, min_delta_us=0, threshold_pct=0) as d:
         rows = rows_of(d)
     assert rows["Memcpy HtoD (Pageable -> Device)"]["status"] == "unchanged"  # delta exactly 0
 
 
-def test_normalize_matches_trivial_differences():
-    with diff(A, B, normalize=True, raw_names=True) as d:
+def test_normalize_matches_trivial_differences(pair):
+    with diff("A", "B", session=pair, normalize=True, raw_names=True) as d:
         rows = rows_of(d)
     assert len(rows) == 7
     check(rows["void foo<N, float>(float*)"], 1, 1, 0, 30, 28, -2, -2 / 30 * 100, 30, 28, "unchanged")
@@ -116,7 +129,7 @@ def test_normalize_matches_trivial_differences():
     assert rows["void foo<N, float>(float*)"]["a_raw_names"] == "void foo<4, float>(float*)"
     assert rows["void foo<N, float>(float*)"]["b_raw_names"] == "void foo<2, float>(float*)"
     assert rows["triton_poi_fused_add"]["b_raw_names"] == "triton_poi_fused_add_7"
-    with diff(A, B, collapse_templates=True) as d:
+    with diff("A", "B", session=pair, collapse_templates=True) as d:
         names = set(rows_of(d))
     assert "void foo<>(float*)" in names and "triton_poi_fused_add" in names
 
@@ -141,8 +154,8 @@ def test_normalization_rule(tmp_path):
         assert "void a<>(x<>)" in rows_of(d)
 
 
-def test_category_level():
-    with diff(A, B, by="category") as d:
+def test_category_level(pair):
+    with diff("A", "B", session=pair, by="category") as d:
         rows = rows_of(d)
     assert set(rows) == {"gemm", "other", "reduction", "memcpy_htod", "triton_pointwise"}  # memcpys by direction
     check(rows["gemm"], 2, 2, 0, 200, 220, 20, 10, 100, 110, "slower")
@@ -152,26 +165,26 @@ def test_category_level():
     check(rows["triton_pointwise"], 1, 1, 0, 10, 10, 0, 0, 10, 10, "unchanged")
 
 
-def test_device_level():
-    with diff(A, B, by="device", normalize=True) as d:  # normalising does not touch 'device 0'
+def test_device_level(pair):
+    with diff("A", "B", session=pair, by="device", normalize=True) as d:  # normalising does not touch 'device 0'
         rows = rows_of(d)
     # A: 12 device events, 630 us over 2 steps; B: 24 events, 1222 us over 4 steps
     check(rows["device 0"], 6, 6, 0, 315, 305.5, -9.5, -9.5 / 315 * 100, 52.5, 1222 / 24, "unchanged")
 
 
 @pytest.mark.slow  # the quick run has test_summary_hand_computed and test_device_level
-def test_op_level_total_self_and_shapes():
-    with diff(A, B, by="op") as d:
+def test_op_level_total_self_and_shapes(pair):
+    with diff("A", "B", session=pair, by="op") as d:
         rows = rows_of(d)
     assert set(rows) == {"aten::linear", "aten::mm", "aten::add", "aten::old_op", "aten::new_op"}
     check(rows["aten::linear"], 1, 1, 0, 120, 130, 10, 10 / 120 * 100, 120, 130, "slower")
     check(rows["aten::mm"], 1, 1, 0, 100, 100, 0, 0, 100, 100, "unchanged")
     check(rows["aten::old_op"], 0.5, None, -0.5, 15, None, -15, -100, 30, None, "removed")
     check(rows["aten::new_op"], None, 0.5, 0.5, None, 2.5, 2.5, None, None, 5, "added")
-    with diff(A, B, by="op", op_time="self") as d:
+    with diff("A", "B", session=pair, by="op", op_time="self") as d:
         rows = rows_of(d)
     check(rows["aten::linear"], 1, 1, 0, 20, 30, 10, 50, 20, 30, "slower")  # 120-100, 130-100
-    with diff(A, B, by="op", group_by_input_shape=True) as d:
+    with diff("A", "B", session=pair, by="op", group_by_input_shape=True) as d:
         assert d.table.columns[:2] == ["name", "input_dims"]
         rows = rows_of(d, key=("name", "input_dims"))
     check(rows[("aten::mm", "[[4,8],[8,16]]")], 1, 0.5, -0.5, 100, 50, -50, -50, 100, 100, "faster")
@@ -211,8 +224,8 @@ def test_op_level_leaves_out_steps(tmp_path):
     check(rows["aten::old_op"], 0.5, None, -0.5, 15, None, -15, -100, 30, None, "removed")
 
 
-def test_summary_hand_computed():
-    with diff(A, B) as d:
+def test_summary_hand_computed(pair):
+    with diff("A", "B", session=pair) as d:
         summary = {r[0]: r[1:] for r in d.summary.fetchall()}
         sides = d.sides
     want = {  # metric: (A, B)
@@ -248,13 +261,13 @@ def test_per_step_choice(tmp_path):
 
 
 @pytest.mark.slow
-def test_filters_sort_limit():
-    with diff(A, B, statuses=["added", "removed"], sort="name") as d:
+def test_filters_sort_limit(pair):
+    with diff("A", "B", session=pair, statuses=["added", "removed"], sort="name") as d:
         names = [r[0] for r in d.table.fetchall()]
     assert names == sorted(names) and len(names) == 6
-    with diff(A, B, sort="delta", limit=2) as d:
+    with diff("A", "B", session=pair, sort="delta", limit=2) as d:
         assert [r[0] for r in d.table.fetchall()] == ["void foo<2, float>(float*)", "gemm_kernel"]
-    with diff(A, B, sort="a_total", limit=1) as d:
+    with diff("A", "B", session=pair, sort="a_total", limit=1) as d:
         assert [r[0] for r in d.table.fetchall()] == ["gemm_kernel"]
     for bad in (dict(by="nope"), dict(sort="x"), dict(statuses=["worse"]), dict(group_by_input_shape=True)):
         with pytest.raises(duckprof.DuckprofError):

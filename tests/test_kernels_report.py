@@ -10,6 +10,7 @@ Python's json module.
 from __future__ import annotations
 
 import collections
+import contextlib
 import csv
 import io
 import json
@@ -55,6 +56,14 @@ def session(*paths, run="default", db=None):
     return s
 
 
+@pytest.fixture(scope="module")
+def h100():
+    """The H100 fixture loaded once for the tests that only read it (queries and
+    reports): `with h100 as s:` (the session stays open for the next test)."""
+    with session(H100) as s:
+        yield contextlib.nullcontext(s)
+
+
 def kernels_report(s, **kw):
     res = s.report_result("kernels", **kw)
     return res.relation, res.notes
@@ -72,11 +81,11 @@ def by_name(rows_):
 
 # --------------------------------------------------------------------------- kernel_estimates
 
-def test_estimates_flops_to_math_kernels_bytes_by_duration_add_up_exactly():
+def test_estimates_flops_to_math_kernels_bytes_by_duration_add_up_exactly(h100):
     """issue 13 item 4: an op's FLOPs go to its GEMM/conv/attention kernels (by
     kernel_categories), its other kernels (here cuBLAS's split-K reduce) get 0
     FLOPs and their share of the bytes (by duration, 300 : 100)."""
-    with session(H100) as s:
+    with h100 as s:
         est = {r[0]: r[1:] for r in rows(s, """
             SELECT name, op_kernels, op_flops, op_bytes, flops, bytes, dtype, dtype_source, peak_dtype,
                    category, math_kernel, flops_formula, bytes_formula
@@ -224,8 +233,8 @@ def test_device_peaks_seeded_from_csv_and_user_rows_win():
 
 # --------------------------------------------------------------------------- the report
 
-def test_report_hand_computed_values():
-    with session(H100) as s:
+def test_report_hand_computed_values(h100):
+    with h100 as s:
         out, notes = report(s, limit=0)
         r = by_name(out)
         assert [x["name"] for x in out] == [  # total time, descending
@@ -264,8 +273,8 @@ def test_report_hand_computed_values():
         assert notes == []
 
 
-def test_report_options_limit_sort_device_group_by_launch():
-    with session(H100) as s:
+def test_report_options_limit_sort_device_group_by_launch(h100):
+    with h100 as s:
         out, _ = report(s, limit=2)
         assert [x["name"] for x in out] == ["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_splitk",
                                             "splitKreduce_kernel"]
@@ -287,8 +296,8 @@ def test_report_options_limit_sort_device_group_by_launch():
         assert (gemm["grid"], gemm["block"]) == ("[32,32,4]", "[256,1,1]")
 
 
-def test_report_overrides_and_dtype():
-    with session(H100) as s:
+def test_report_overrides_and_dtype(h100):
+    with h100 as s:
         out, _ = report(s, limit=0, peak_tflops=500.0, peak_gbps=1000.0)
         g = by_name(out)["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_splitk"]
         assert (g["peak_tflops"], g["peak_gbps"]) == (500.0, 1000.0)
@@ -438,8 +447,8 @@ def test_no_shapes_no_devices_still_runs_and_says_what_is_missing():
             "no_shapes_no_devices.json: no deviceProperties, so no device peaks; pass --peak-tflops/--peak-gbps"]
 
 
-def test_bad_options():
-    with session(H100) as s:
+def test_bad_options(h100):
+    with h100 as s:
         for kw, msg in (({"sort": "speed"}, "--sort"), ({"limit": -1}, "--limit"),
                         ({"peak_tflops": 0.0}, "--peak-tflops"), ({"peak_gbps": -5.0}, "--peak-gbps")):
             with pytest.raises(duckprof.DuckprofError, match=msg):

@@ -333,14 +333,11 @@ GPU_STAKES = {
 
 
 @pytest.fixture(scope="module")
-def gpu():
-    s = duckprof.connect()
-    for rule in GPU_STAKES:
-        for v in ("yes", "no"):
-            stem = f"{rule.replace('-', '_')}_{v}"
-            s.load([str(GPU / f"{stem}.json")], run=stem)
-    yield s
-    s.close()
+def gpu(gpu_patterns):
+    """<rule>_yes and <rule>_no of every rule in GPU_STAKES, each a run named after its file."""
+    runs = {r[0] for r in gpu_patterns.sql("SELECT run FROM runs").fetchall()}
+    assert runs >= {f"{rule.replace('-', '_')}_{v}" for rule in GPU_STAKES for v in ("yes", "no")}
+    return gpu_patterns
 
 
 def finding(s, run, rule, **options):

@@ -9,12 +9,10 @@ import re
 
 import pytest
 
-from conftest import REPO, slow_when
+from conftest import slow_when
 
-import duckprof
 from duckprof import reports, sqlfiles
 
-GPU = REPO / "fixtures" / "patterns" / "gpu"
 PATTERNS = reports.lookup("patterns")
 
 
@@ -57,13 +55,9 @@ IDLE = ["gpu-idle", "sync"]
 
 
 @pytest.fixture(scope="module")
-def gpu():
-    s = duckprof.connect()
-    for rule in LAUNCHED + ["sync"]:
-        stem = rule.replace("-", "_")
-        s.load([str(GPU / f"{stem}_yes.json")], run=stem)
-    yield s
-    s.close()
+def gpu(gpu_patterns):
+    """fixtures/patterns/gpu/<rule>_yes.json of each rule as run <rule>_yes (conftest)."""
+    return gpu_patterns
 
 
 def hits(s, run, only) -> list[tuple]:
@@ -79,6 +73,7 @@ def test_rules_sharing_the_launch_calls_find_what_they_find_alone(gpu, run):
     """The rules that read device events with their launch calls, run together
     (the calls joined once: CTE launched) and alone (each joins its own rows):
     the same matches, with the same call columns (pid, tid, host time, op)."""
+    run = f"{run}_yes"  # fixtures/patterns/gpu/<run>_yes.json
     together = hits(gpu, run, ",".join(LAUNCHED))
     alone = [row for rule in LAUNCHED for row in hits(gpu, run, rule)]
     assert together and sorted(together, key=repr) == sorted(alone, key=repr)
@@ -99,7 +94,7 @@ def test_the_device_gaps_from_the_pages_busy_intervals_are_the_same(gpu, only):
     con = page.page_connection(gpu)
     try:
         found = 0
-        for run in ("gpu_idle", "sync"):
+        for run in ("gpu_idle_yes", "sync_yes"):
             cols = "rule, trace_id, count, at_stake_us, detail, source, step, examples"
             plain = reports.run(gpu.con, "patterns", run=run, only=only).relation.select(cols).fetchall()
             paged = reports.run(con, "patterns", run=run, only=only,

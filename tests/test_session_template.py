@@ -1,0 +1,117 @@
+"""A new in-memory session copies its schema from a template database in the
+user's cache (session.copy_schema) instead of creating every view and macro:
+the database it gets must be exactly the one create_schema writes."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+import duckprof
+from duckprof import session
+
+
+def catalog(con) -> dict:
+    """Everything a database holds: tables (their SQL: columns, types, defaults; constraints),
+    views, macros, sequences, indexes, settings, and every table's rows."""
+    q = {
+        "tables": "SELECT table_name, sql FROM duckdb_tables() ORDER BY ALL",
+        "views": "SELECT view_name, sql, temporary FROM duckdb_views() WHERE NOT internal ORDER BY ALL",
+        "macros": "SELECT function_name, function_type, macro_definition, parameters::VARCHAR, "
+                  "parameter_types::VARCHAR FROM duckdb_functions() WHERE NOT internal ORDER BY ALL",
+        "constraints": "SELECT table_name, constraint_type, constraint_text FROM duckdb_constraints() ORDER BY ALL",
+        "sequences": "SELECT sequence_name, sql FROM duckdb_sequences() ORDER BY ALL",
+        "indexes": "SELECT index_name, sql FROM duckdb_indexes() ORDER BY ALL",
+        "databases": "SELECT database_name, type FROM duckdb_databases() ORDER BY ALL",
+        "settings": "SELECT name, value FROM duckdb_settings() ORDER BY ALL",
+    }
+    out = {k: con.execute(sql).fetchall() for k, sql in q.items()}
+    out["rows"] = {t: sorted(map(repr, con.execute(f'SELECT * FROM "{t}"').fetchall()))
+                   for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    return out
+
+
+@pytest.fixture(scope="module")
+def created() -> dict:
+    """The catalog create_schema writes into a new in-memory database."""
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET enable_progress_bar = false")  # as Session does
+        con.execute("BEGIN TRANSACTION")
+        session.create_schema(con)
+        con.execute("COMMIT")
+        return catalog(con)
+    finally:
+        con.close()
+
+
+def session_catalog() -> dict:
+    with duckprof.connect() as s:
+        return catalog(s.con)
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    """An empty cache directory, and no template checked yet in this process."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(session, "_TEMPLATES_CHECKED", set())
+    return tmp_path / "cache" / "duckprof"
+
+
+def test_a_new_session_is_exactly_what_create_schema_writes(own_cache, created):
+    want = created
+    assert want["views"] and want["macros"] and want["rows"]["device_peaks"]
+    first = session_catalog()  # makes the template, copies and checks it
+    assert [p.name for p in own_cache.glob("schema-*.duckdb")]
+    second = session_catalog()  # copies the checked template
+    for got in (first, second):
+        for key in want:
+            assert got[key] == want[key], key
+
+
+def test_a_template_that_differs_is_not_used(own_cache, created):
+    """A view replaced in the cached template (a stale or planted file) fails
+    the checks of its first copy: the session creates its schema itself."""
+    session_catalog()
+    (path,) = own_cache.glob("schema-*.duckdb")
+    con = duckdb.connect(str(path))
+    con.execute("CREATE OR REPLACE VIEW kernels AS SELECT 42 AS planted")
+    con.close()
+    with duckprof.connect() as s:
+        assert s.con.execute("SELECT count(*) FROM kernels").fetchall() == [(0,)]
+        assert not s.con.execute("SELECT * FROM duckdb_databases() WHERE database_name = 'dp_schema_template'"
+                                 ).fetchall()
+    assert session_catalog() == created
+
+
+def test_without_a_writable_cache_the_schema_is_created(tmp_path, monkeypatch, created):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    monkeypatch.setattr(session, "_TEMPLATES_CHECKED", set())
+    assert session.schema_template() is None
+    assert session_catalog() == created
+
+
+def test_an_installation_without_its_sources_has_no_template(own_cache, monkeypatch):
+    def no_sources():
+        raise FileNotFoundError("session.py")
+    monkeypatch.setattr(session, "_schema_code_digest", no_sources)
+    assert session.schema_template() is None
+
+
+def test_a_new_database_file_is_exactly_what_create_schema_writes(own_cache, tmp_path):
+    con = duckdb.connect(str(tmp_path / "created.duckdb"))
+    try:
+        con.execute("BEGIN TRANSACTION")
+        session.create_schema(con, session.zstd_supported(con, "created"))
+        con.execute("COMMIT")
+        want = catalog(con)
+    finally:
+        con.close()
+    assert any("USING COMPRESSION ZSTD" in sql for _, sql in want["tables"])
+    with duckprof.connect(tmp_path / "copied.duckdb") as s:
+        got = catalog(s.con)
+    assert [p.name for p in own_cache.glob("schema-*.duckdb")]  # it was copied
+    for key in want.keys() - {"databases", "settings"}:  # (their names and temp_directory differ)
+        assert got[key] == want[key], key
