@@ -174,6 +174,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+def group_sizes(monkeypatch) -> list:
+    """The sizes of the groups the stager parses in one statement."""
+    from duckprof import load
+
+    sizes = []
+    real = load._ChunkStager.submit_group
+
+    def submit_group(self, table, joined):
+        sizes.append(len(joined.ranges))
+        return real(self, table, joined)
+    monkeypatch.setattr(load._ChunkStager, "submit_group", submit_group)
+    return sizes
+
+
 def sha256(path) -> str | None:
     p = Path(path)
     if not p.exists():

@@ -16,7 +16,7 @@ import duckprof
 from duckprof import load, sqlfiles, synth
 from duckprof.session import DERIVED
 from duckprof.errors import TraceError
-from conftest import HANDMADE, corpus_path, rows, slow_when
+from conftest import HANDMADE, corpus_path, group_sizes, rows, slow_when
 
 # every table a load writes, keyed so that rows compare across trace ids
 TABLES = {
@@ -32,18 +32,6 @@ TABLES = {
 
 def _tables(s) -> dict:
     return {k: sorted(rows(s, q), key=repr) for k, q in TABLES.items()}
-
-
-def _groups(monkeypatch) -> list:
-    """The sizes of the groups the stager parses in one statement."""
-    sizes = []
-    real = load._ChunkStager.submit_group
-
-    def submit_group(self, table, joined):
-        sizes.append(len(joined.ranges))
-        return real(self, table, joined)
-    monkeypatch.setattr(load._ChunkStager, "submit_group", submit_group)
-    return sizes
 
 
 @pytest.fixture
@@ -87,7 +75,7 @@ def _together(monkeypatch) -> dict:
 def _grouped_and_alone(monkeypatch, files):
     """Every table after one load of `files` in groups, and after one load
     call per file without groups or batches; the sizes of the groups."""
-    groups = _groups(monkeypatch)
+    groups = group_sizes(monkeypatch)
     with duckprof.connect() as s:
         report = s.load(files, run="job", tags={"commit": "abc"})
         grouped = _tables(s)
@@ -180,7 +168,7 @@ def _bad_copies(tmp_path, n=6):
 
 @pytest.mark.parametrize("damage", slow_when(["malformed", "nan_ts", "gz_malformed"], {"nan_ts", "gz_malformed"}))
 def test_bad_file_in_a_group_is_named_and_nothing_is_written(monkeypatch, tmp_path, damage):
-    groups = _groups(monkeypatch)
+    groups = group_sizes(monkeypatch)
     files = _bad_copies(tmp_path)
     bad = files[3]
     text = bad.read_text()
@@ -267,7 +255,7 @@ def test_file_loaded_twice_in_groups_changes_nothing(monkeypatch, tmp_path):
     files = _bad_copies(tmp_path, n=5)
     twin = tmp_path / "copy_of_rank2.json"
     shutil.copy(files[2], twin)
-    groups = _groups(monkeypatch)
+    groups = group_sizes(monkeypatch)
     with duckprof.connect() as s:
         first = s.load(files + [twin], run="job")
         assert [f.skipped != "" for f in first.files] == [False] * 5 + [True]

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import duckprof
-from conftest import HANDMADE, canonical_cat, corpus_files, corpus_path, needs_corpus, read_trace, rows, trace_events
+from conftest import HANDMADE, canonical_cat, corpus_files, group_sizes, corpus_path, needs_corpus, read_trace, rows, trace_events
 
 # device-side categories: not nested on host threads
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "mtia_ccp_events", "trace"}
@@ -276,17 +276,10 @@ def test_a_group_of_small_traces_is_looked_at_for_crossings(tmp_path, monkeypatc
     apart by src): a group holding one with_stack trace is nested in one
     pass ('all'), a group of two plain traces, one with a crossing event, by
     'check' then 'threads'; the rows have no depth -1 either way."""
-    from duckprof import load
     from duckprof.synth import generate
 
     modes = nesting_renders(monkeypatch, "crossing")
-    groups = []
-    real = load._ChunkStager.submit_group
-
-    def submit_group(self, table, joined):
-        groups.append(len(joined.segments))
-        return real(self, table, joined)
-    monkeypatch.setattr(load._ChunkStager, "submit_group", submit_group)
+    groups = group_sizes(monkeypatch)
     stack, plain, other = (str(tmp_path / f) for f in ("stack.json", "plain.json", "other.json"))
     generate(stack, events=1500, seed=1, stack=2)
     for path, crossing in ((plain, True), (other, False)):
