@@ -231,13 +231,11 @@ def chosen_rules(report: Report, only: str | None) -> list[Rule]:
     return [r for r in rules if r.name in names]
 
 
-def _run_rules(con, report: Report, values: dict, params: dict, table: str, need_hits: bool,
-               materialized: tuple[str, ...] = ()):
+def _run_rules(con, report: Report, values: dict, params: dict, table: str, need_hits: bool):
     """Create the temp tables {table}_rules, {table}_skipped and (need_hits)
     {table}_hits from the chosen rule files (see the module docstring);
-    materialized: as run's."""
+    values: the report's render variables (run's)."""
     rules = chosen_rules(report, values.get("only"))
-    values = dict(values, materialized=list(materialized))
     meta = {"rule": [r.name for r in rules], "position": list(range(1, len(rules) + 1)),
             "summary": [r.header.summary for r in rules], "severity": [r.field("severity") for r in rules],
             "fix": [r.field("fix") for r in rules], "method": [r.field("method") for r in rules],
@@ -474,14 +472,15 @@ def run(con: duckdb.DuckDBPyConnection, name: str, /, *, materialized: tuple[str
         if values.get(option):
             rel = f"reports/{stem}.sql"
     table = f"duckprof_report_{next(_results)}"
-    # materialized reaches the report's own SQL too (kernels reads the page's busy intervals)
-    text = sqlfiles.render(rel, **values, result=table, materialized=list(materialized))
+    # the report's SQL and its rules' see which views are held computed (kernels
+    # reads the page's busy intervals, the rules its gpu_activity)
+    render_values = dict(values, materialized=list(materialized))
+    text = sqlfiles.render(rel, **render_values, result=table)
     sections = _sections(text)
     main_sql, notes_sql = sections[""], sections.get("notes")
     with _asof_joins_stay(con) if report.rules else contextlib.nullcontext():
         if report.rules:
-            _run_rules(con, report, values, params, table, need_hits=f"{table}_hits" in text,
-                       materialized=tuple(materialized))
+            _run_rules(con, report, render_values, params, table, need_hits=f"{table}_hits" in text)
         con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS\n{main_sql}", _bind(main_sql, params))
     notes, instead = [], []
     if notes_sql and notes_sql.strip():
