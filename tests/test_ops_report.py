@@ -182,6 +182,27 @@ def test_no_stack_note_and_no_shapes_note(tmp_path):
         assert {r[res.relation.columns.index("stack")] for r in res.relation.fetchall()} == {""}
 
 
+
+def test_no_stack_note_only_without_frames_or_call_stack_arg(tmp_path):
+    """The note names the traces with neither Python frames nor a Call stack arg: a
+    trace whose operator carries one (verbose with_stack, no frames) gets none, and
+    neither does one with frames (the ops' args are then not read for it)."""
+    def op(**a):
+        return {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1000, "dur": 10, "args": a}
+    frame = {"ph": "X", "cat": "python_function", "name": "train.py(1): main", "pid": 1, "tid": 1, "ts": 990,
+             "dur": 30, "args": {"Python id": 1}}
+    files = []
+    for stem, events in [("bare", [op()]), ("argstack", [op(**{"Call stack": "train.py(1): main;"})]),
+                         ("frames", [frame, op()])]:
+        files.append(tmp_path / f"{stem}.json")
+        files[-1].write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    with duckprof.connect() as s:
+        s.load([str(f) for f in files], run="r")
+        notes = [n for n in s.report_result("ops", group_by_stack=2).notes if "no Python stacks" in n]
+        assert notes == ["bare.json: no Python stacks (with_stack=False): one row per name"]
+        stacks = {r["stack"] for r in ours(s, group_by_stack=2) if r["name"] == "aten::mm"}
+        assert stacks == {"", "train.py(1): main"}
+
 # -- device time, against torch-tb-profiler's operator view --------------------------------
 
 @needs_corpus

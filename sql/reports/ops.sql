@@ -163,12 +163,22 @@ frames AS (  -- every Python frame (with_stack), and the Call stack arg of those
     FROM python_functions
     WHERE TRUE {{ run_scope() }}
 ),
+annotation_args AS (  -- the Call stack arg of the user annotations, in traces whose operators carry one
+                     -- (verbose with_stack: torch writes it on every RecordFunction, label or operator).
+                     -- The args are read after a join with those traces, and the test is under a
+                     -- GROUP BY (a filter would go down to the scan): without such traces the scan is
+                     -- skipped (~0.25 CPU-s at 1 GB: the args column is read whole however few rows want it)
+    SELECT u.trace_id, u.event_id,
+           any_value(CASE WHEN contains(u.args, '"Call stack"') THEN json_extract_string(u.args, '$."Call stack"') END) AS cs
+    FROM (SELECT DISTINCT trace_id FROM op_args WHERE cs IS NOT NULL) a
+    JOIN user_annotations u ON u.trace_id = a.trace_id
+    GROUP BY u.trace_id, u.event_id
+),
 arg_stacks AS (  -- the Call stack arg that verbose with_stack traces write
     SELECT trace_id, event_id, string_split(rtrim(cs, ';'), ';') AS frames
     FROM (SELECT trace_id, event_id, cs FROM op_args
           UNION ALL
-          SELECT trace_id, event_id, json_extract_string(args, '$."Call stack"') FROM user_annotations
-          WHERE contains(args, '"Call stack"') {{ run_scope() }}
+          SELECT trace_id, event_id, cs FROM annotation_args
           UNION ALL
           SELECT trace_id, event_id, cs FROM frames)
     WHERE cs IS NOT NULL
@@ -262,9 +272,10 @@ keyed AS (  -- each event's row key: name, annotation or not, stack, hashed
 ),
 {%- endif %}
 {%- set keyed = 'keyed' if group_by_stack else 'ev' %}
-tree AS (  -- the calls that may be merged (the parent has the same name), are dropped, or have device
-           -- time or memory: each one's row key and totals, its parent's row key and name, and for a
-           -- runtime call that launched device work, the call that owns it: the launch call's innermost
+tree AS (  -- the calls that may be merged (the parent has the same name), are dropped, launched device
+           -- work or have memory (not those with only device time: totals reads them from the calls,
+           -- ~0.2 CPU-s less at 1 GB): each one's row key and totals, its parent's row key and name, and
+           -- for a runtime call that launched device work, the call that owns it: the launch call's innermost
            -- enclosing operator or annotation (the RecordFunction whose External id Kineto gives the launch)
     SELECT c.trace_id, c.event_id, c.parent_event_id, c.kh, c.dropped, c.self_ns, c.leaf,
            c.device_ns, c.cpu_mem, c.dev_mem, c.launched_ns,
@@ -274,7 +285,7 @@ tree AS (  -- the calls that may be merged (the parent has the same name), are d
     FROM {{ keyed }} c
     LEFT JOIN {{ keyed }} p ON p.trace_id = c.trace_id AND p.event_id = c.parent_event_id
     -- (a CASE, not an OR: DuckDB then keeps the hash table on the narrow parent side)
-    WHERE CASE WHEN c.dropped OR c.launched_ns IS NOT NULL OR c.device_ns <> 0 OR c.cpu_mem <> 0 OR c.dev_mem <> 0
+    WHERE CASE WHEN c.dropped OR c.launched_ns IS NOT NULL OR c.cpu_mem <> 0 OR c.dev_mem <> 0
                THEN true ELSE hash(p.key) = hash(c.key) END
 ),
 dup_candidates AS (  -- a call whose parent has the same name
@@ -335,14 +346,17 @@ loose_mem AS (  -- [memory] events during no call: torch's '[memory]' row
     WHERE c.end_ns IS NULL OR m.ts_ns > c.end_ns
     GROUP BY m.trace_id
 ),
-totals AS (  -- the rows' calls with device time or memory
-    SELECT k.trace_id, k.kh, k.pkh, k.leaf, k.device_ns, k.cpu_mem, k.dev_mem
+totals AS (  -- the rows' calls with device time (launched from within them)
+    SELECT k.trace_id, k.kh, k.leaf, k.device_ns
+    FROM {{ keyed }} k
+    ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
+    WHERE NOT k.dropped AND k.device_ns <> 0
+),
+mem_calls AS (  -- a call's bytes (calls with some), and its parent's row key
+    SELECT k.trace_id, k.kh, k.pkh, k.cpu_mem, k.dev_mem
     FROM tree k
     ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
-    WHERE NOT k.dropped AND (k.device_ns <> 0 OR k.cpu_mem <> 0 OR k.dev_mem <> 0)
-),
-mem_calls AS (  -- a call's bytes (calls with some)
-    SELECT trace_id, kh, pkh, cpu_mem, dev_mem FROM totals WHERE cpu_mem <> 0 OR dev_mem <> 0
+    WHERE NOT k.dropped AND (k.cpu_mem <> 0 OR k.dev_mem <> 0)
 ),
 mem_own AS (
     SELECT trace_id, kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem FROM mem_calls GROUP BY ALL
@@ -465,7 +479,17 @@ ORDER BY run, rank NULLS LAST, trace_id, {{ order_by }}
 -- @notes
 WITH t AS (
     SELECT f.trace_id, f.file_name FROM trace_files f WHERE TRUE {{ run_scope('f.') }}
-)
+){% if group_by_stack %},
+no_frames AS (
+    SELECT trace_id, file_name FROM t WHERE NOT EXISTS (SELECT 1 FROM python_functions p WHERE p.trace_id = t.trace_id)
+),
+arg_stack AS (  -- traces without Python frames: does an operator carry a Call stack arg? (the test is in
+                -- the select list, after the join: a filter would go down to the scan, which then reads
+                -- every operator's args, ~0.6 CPU-s at 1 GB, even when no trace lacks Python frames)
+    SELECT c.trace_id, max(CASE WHEN contains(c.args, '"Call stack"') THEN json_exists(c.args, '$."Call stack"') END) AS found
+    FROM no_frames n JOIN cpu_ops c ON c.trace_id = n.trace_id
+    GROUP BY c.trace_id
+){% endif %}
 SELECT note FROM (
     SELECT 0 AS k, trace_id, file_name || ': no CPU operators or annotations in this trace' AS note
     FROM t WHERE NOT EXISTS (SELECT 1 FROM cpu_ops c WHERE c.trace_id = t.trace_id)
@@ -487,9 +511,8 @@ SELECT note FROM (
     {%- if group_by_stack %}
     UNION ALL
     SELECT 3, trace_id, file_name || ': no Python stacks (with_stack=False): one row per name'
-    FROM t WHERE NOT EXISTS (SELECT 1 FROM python_functions p WHERE p.trace_id = t.trace_id)
-               AND NOT EXISTS (SELECT 1 FROM cpu_ops c WHERE c.trace_id = t.trace_id
-                               AND contains(c.args, '"Call stack"') AND json_exists(c.args, '$."Call stack"'))
+    FROM no_frames n LEFT JOIN arg_stack a USING (trace_id)
+    WHERE NOT coalesce(a.found, false)
     {%- endif %}
 )
 ORDER BY k, trace_id
