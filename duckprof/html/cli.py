@@ -53,4 +53,4 @@ def html_command(
         why = store_in_file(db, page.unstored)
         if not quiet:
             typer.echo(f"report results not stored ({why}): the next page computes them again" if why else
-                       "report results stored: the next page of this run reads them", err=bool(why))
+                       "report results stored: the next page reads them", err=bool(why))
