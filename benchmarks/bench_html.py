@@ -1,16 +1,20 @@
 """duckprof html on a 1 GB trace in a persistent database (GitHub issue 18).
 
+    python benchmarks/bench_html.py --db /tmp/html_1gb.duckdb --run base      # a database (schema 5)
     python benchmarks/bench_html.py --trace /work/bench/synth_1gb.json --db /tmp/html_1gb.duckdb
-    python benchmarks/bench_html.py                       # the 1 GB synthetic trace in $DUCKPROF_BENCH_DIR
+    python benchmarks/bench_html.py --migrate V4_DB                            # also time v4 -> 5
 
-The trace is loaded once into --db (kept, reused when it exists). Then
-`duckprof html --db DB -o OUT` runs as a user runs it, in a fresh process
-(start-up, opening the database read-only, every report, writing the file),
---repeat times: best and median wall seconds, and the file's size. Targets:
-under 3 s and under 2 MB. With --breakdown, one more run in this process
-prints where the time goes: the shared views computed once (SHARED_VIEWS) and
-each report, in wall and CPU seconds (CPU counts DuckDB's threads; on a busy
-machine wall time is the larger).
+The trace is loaded once into --db (kept, reused when it exists). Then, as a
+user runs it (`duckprof html --db DB --run R -o OUT`, each a fresh process),
+--repeat times: the run's stored report results are deleted, the first page
+computes every report and stores the results (table report_results), the
+second page reads them. Each: wall and CPU seconds (the child's user+sys,
+DuckDB's threads included), the file's size, and what the stored results
+take in the database (its used blocks and file size, before and after the
+first page). Targets: under 3 s (the second page) and under 2 MB. With
+--breakdown, one more build in this process, the store left out, prints
+where a first page's time goes: the shared views computed once
+(SHARED_VIEWS) and each report, in wall and CPU seconds.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,24 +33,83 @@ import time
 from bench_kernels import build_db  # noqa: E402  (loads the trace into --db once)
 from common import REPO, synthetic_trace  # noqa: E402  (puts the repository on sys.path)
 
+import duckdb  # noqa: E402
+
 import duckprof  # noqa: E402
 
 
-def time_cli(db, out, repeat):
+def cli(*args):
+    """Run duckprof's CLI in a fresh process: (wall s, CPU s of the child, stdout + stderr)."""
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     code = "import sys; from duckprof.cli import main; sys.argv[0] = 'duckprof'; main()"
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code, "html", "--db", db, "-o", out, "-q"], env=env, check=True,
-                       capture_output=True)
-        times.append(time.perf_counter() - t)
-    return times
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    p = subprocess.run([sys.executable, "-c", code, *args], env=env, check=True, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, p.stdout + p.stderr
 
 
-def breakdown(db):
+def stored_size(db):
+    """(bytes of the database's used blocks, file bytes, report_results rows, their rows_json bytes)."""
+    con = duckdb.connect(db, read_only=True)
+    try:
+        block, used = con.execute("SELECT block_size, used_blocks FROM pragma_database_size()").fetchall()[0]
+        rows, text = con.execute("SELECT count(*), coalesce(sum(strlen(rows_json)), 0) FROM report_results").fetchall()[0]
+    finally:
+        con.close()
+    return block * used, os.path.getsize(db), rows, text
+
+
+def clear_store(db, run):
+    con = duckdb.connect(db)
+    try:
+        con.execute("DELETE FROM report_results WHERE run IS NOT DISTINCT FROM $run", {"run": run})
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+
+
+def first_and_second(db, run, out_dir, repeat):
+    """--repeat times: clear the run's stored results, the first page
+    (computes, stores), the second (reads); rows of measurements."""
+    rows = []
+    where = ["--run", run] if run is not None else []
+    for i in range(repeat):
+        clear_store(db, run)
+        size0 = stored_size(db)
+        first, second = (os.path.join(out_dir, f"{i}-{n}.html") for n in ("first", "second"))
+        w1, c1, said1 = cli("html", "--db", db, *where, "-o", first)
+        size1 = stored_size(db)
+        w2, c2, said2 = cli("html", "--db", db, *where, "-o", second)
+        with open(first, "rb") as a, open(second, "rb") as b:
+            same = a.read() == b.read()
+        rows.append({"first_wall_s": w1, "first_cpu_s": c1, "second_wall_s": w2, "second_cpu_s": c2,
+                     "html_bytes": os.path.getsize(second), "same_page": same,
+                     "stored": "report results stored" in said1, "second_stored_nothing": "report results" not in said2,
+                     "used_bytes_growth": size1[0] - size0[0], "file_bytes_growth": size1[1] - size0[1],
+                     "stored_rows": size1[2], "rows_json_bytes": size1[3]})
+    return rows
+
+
+def time_migrate(v4_db, scratch):
+    """`duckprof migrate` of a copy of a schema 4 database: (wall s, CPU s, file bytes before, after)."""
+    shutil.copyfile(v4_db, scratch)
+    size = os.path.getsize(scratch)
+    try:
+        w, c, _ = cli("migrate", "--db", scratch)
+        return w, c, size, os.path.getsize(scratch)
+    finally:
+        for f in (scratch, scratch + ".wal"):
+            if os.path.exists(f):
+                os.remove(f)
+
+
+def breakdown(db, run):
     """Seconds per shared view and per report of one build, in this process."""
     from duckprof.html import page as P
+    from duckprof.html import store
 
     rows = []
     get, share = P.Reports.get, P.share_view
@@ -62,92 +126,62 @@ def breakdown(db):
             return self._memo[key]
         return timed(f"report {name} {options or ''}".strip(), lambda: get(self, name, **options))
 
+    key = store.inputs_key
     P.Reports.get = get_timed
     P.share_view = lambda con, name, run=None: timed(f"shared view {name}", lambda: share(con, name, run))
+    store.inputs_key = lambda session, run: None  # a first page: every report runs
     try:
         w, c = time.perf_counter(), time.process_time()
         with duckprof.connect(db, read_only=True) as s:
-            page = s.html()
+            page = s.html(run=run)
         total = (time.perf_counter() - w, time.process_time() - c)
     finally:
-        P.Reports.get, P.share_view = get, share
+        P.Reports.get, P.share_view, store.inputs_key = get, share, key
     return rows, total, len(page)
-
-
-def stored_results(db):
-    """The page when it reads stored report results instead of running the
-    reports (a design for issue 18's 3 s, not implemented: it needs a schema
-    change): one build runs the reports and keeps each result (as Arrow, in
-    this process), a second build reads them. Returns (compute CPU-s, rows
-    kept, read wall s, read CPU-s, same page)."""
-    from duckprof import reports
-    from duckprof.html import page as P
-
-    kept, run, share = {}, reports.run, P.share_view
-
-    def key(name, kw):
-        return name, tuple(sorted((k, v) for k, v in kw.items() if k != "materialized"))
-
-    def run_and_keep(con, name, **kw):
-        res = run(con, name, **kw)
-        kept[key(name, kw)] = (res.relation.to_arrow_table(), res.notes, res.instead, res.columns)
-        res.relation = con.from_arrow(kept[key(name, kw)][0])
-        return res
-
-    def read_kept(con, name, **kw):
-        table, notes, instead, columns = kept[key(name, kw)]
-        return reports.ReportResult(name, con.from_arrow(table), notes, instead, columns)
-
-    try:
-        with duckprof.connect(db, read_only=True) as s:
-            reports.run = run_and_keep
-            c = time.process_time()
-            first = str(s.html())
-            compute = time.process_time() - c
-            reports.run, P.share_view = read_kept, (lambda con, name, run=None: None)
-            w, c = time.perf_counter(), time.process_time()
-            second = str(s.html())
-            read = (time.perf_counter() - w, time.process_time() - c)
-    finally:
-        reports.run, P.share_view = run, share
-    same = re.sub(r"in [0-9.]+ s", "", first) == re.sub(r"in [0-9.]+ s", "", second)
-    return compute, sum(t[0].num_rows for t in kept.values()), len(kept), read, same
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", help="trace file (default: the 1 GB synthetic trace, generated if missing)")
-    ap.add_argument("--db", help="database file (default: next to the trace)")
+    ap.add_argument("--db", help="database file, schema 5 (default: next to the trace); its stored "
+                                 "results of --run are deleted and written again")
+    ap.add_argument("--run", help="the page's run (default: every run)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--breakdown", action="store_true", help="also time each shared view and report")
+    ap.add_argument("--migrate", metavar="V4_DB", help="also time `duckprof migrate` of a copy of this "
+                                                       "schema 4 database (the copy is deleted)")
     ap.add_argument("--json", help="write the results to this file")
-    ap.add_argument("--stored-results", action="store_true",
-                    help="also time the page reading stored report results (a design, see stored_results)")
     args = ap.parse_args()
-    trace = args.trace or synthetic_trace("1GB")
+    trace = args.trace or (None if args.db and os.path.exists(args.db) else synthetic_trace("1GB"))
     db = args.db or os.path.splitext(trace)[0] + "_html.duckdb"
-    load_s = build_db(trace, db)
-    out = os.path.join(tempfile.mkdtemp(prefix="duckprof-html-"), "page.html")
-    times = time_cli(db, out, args.repeat)
-    size = os.path.getsize(out)
-    result = {"trace": trace, "trace_bytes": os.path.getsize(trace), "db": db, "load_s": load_s,
-              "cli_best_s": min(times), "cli_median_s": statistics.median(times), "runs": times,
-              "html_bytes": size}
-    print(f"duckprof html --db (fresh process): best {min(times):.2f} s, median {statistics.median(times):.2f} s "
-          f"of {args.repeat}; file {size / 1e6:.2f} MB (targets: < 3 s, < 2 MB)")
+    load_s = build_db(trace, db) if trace else None
+    out_dir = tempfile.mkdtemp(prefix="duckprof-html-")
+    result = {"db": db, "run": args.run, "load_s": load_s, "db_bytes": os.path.getsize(db)}
+    if args.migrate:
+        w, c, before, after = time_migrate(args.migrate, os.path.join(out_dir, "v4.duckdb"))
+        print(f"duckprof migrate (schema 4 -> 5) of a copy of {args.migrate}: {w:.2f} s wall, {c:.2f} CPU-s; "
+              f"file {before:,} -> {after:,} bytes")
+        result["migrate"] = {"wall_s": w, "cpu_s": c, "bytes_before": before, "bytes_after": after}
+    rows = first_and_second(db, args.run, out_dir, args.repeat)
+    result["pages"] = rows
+    print("first page (computes, stores) and second page (reads), each a fresh `duckprof html --db` process:")
+    for r in rows:
+        print(f"  first {r['first_wall_s']:6.2f} s wall {r['first_cpu_s']:6.2f} CPU-s | second "
+              f"{r['second_wall_s']:5.2f} s wall {r['second_cpu_s']:5.2f} CPU-s | page {r['html_bytes'] / 1e6:.2f} MB, "
+              f"same: {r['same_page']} | stored {r['stored_rows']} results: rows_json {r['rows_json_bytes'] / 1e6:.2f} MB, "
+              f"used blocks +{r['used_bytes_growth'] / 1e6:.2f} MB, file +{r['file_bytes_growth'] / 1e6:.2f} MB")
+    med = lambda k: statistics.median(r[k] for r in rows)  # noqa: E731
+    print(f"medians: first {med('first_wall_s'):.2f} s / {med('first_cpu_s'):.2f} CPU-s, second "
+          f"{med('second_wall_s'):.2f} s / {med('second_cpu_s'):.2f} CPU-s (targets: < 3 s, < 2 MB)")
+    if not all(r["same_page"] and r["stored"] and r["second_stored_nothing"] for r in rows):
+        print("WARNING: a first page stored nothing, a second page computed, or the pages differ")
     if args.breakdown:
-        rows, (wall, cpu), _ = breakdown(db)
-        print(f"\nin-process build: {wall:.2f} s wall, {cpu:.2f} s CPU")
-        for what, w, c in rows:
+        brk, (wall, cpu), _ = breakdown(db, args.run)
+        print(f"\nin-process build, store left out: {wall:.2f} s wall, {cpu:.2f} s CPU")
+        for what, w, c in brk:
             print(f"  {w:6.2f} s  (CPU {c:5.2f})  {what}")
-        result["breakdown"] = [{"what": w, "wall_s": a, "cpu_s": b} for w, a, b in rows]
+        result["breakdown"] = [{"what": w, "wall_s": a, "cpu_s": b} for w, a, b in brk]
         result["build_wall_s"], result["build_cpu_s"] = wall, cpu
-    if args.stored_results:
-        compute, rows, calls, (wall, cpu), same = stored_results(db)
-        print(f"\nreports computed: {compute:.2f} CPU-s ({calls} report runs, {rows:,} rows kept); "
-              f"page from the kept results: {wall:.2f} s wall, {cpu:.2f} CPU-s in-process; same page: {same}")
-        result["stored_results"] = {"compute_cpu_s": compute, "rows": rows, "report_runs": calls,
-                                    "read_wall_s": wall, "read_cpu_s": cpu, "same_page": same}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)

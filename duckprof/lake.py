@@ -45,6 +45,9 @@ PARTITIONED = {"traces": ["run"], "trace_facts": ["run"], "devices": ["run", "ra
 WHOLE = ("run_tags", "device_peaks", "interconnect_peaks")
 #: every table of the lake (duckprof_meta is the marker file instead)
 TABLES = tuple(PARTITIONED) + WHOLE + ("op_estimates",)
+#: the database schema versions whose lakes this duckprof reads: version 5 added
+#: report_results only, which a lake does not hold
+LAKE_SCHEMA_VERSIONS = (4, 5)
 HIVE_TYPES = {"run": "VARCHAR", "rank": "INTEGER", "export": "INTEGER"}
 
 
@@ -68,7 +71,7 @@ def read_marker(directory) -> dict:
     if meta.get("format") != FORMAT:
         raise DuckprofError(f"{directory}: not a duckprof Parquet lake ({MARKER} says {meta.get('format')!r})")
     from .session import SCHEMA_VERSION
-    if meta.get("schema_version") != SCHEMA_VERSION:
+    if meta.get("schema_version") not in LAKE_SCHEMA_VERSIONS:
         raise DuckprofError(f"{directory}: a lake of schema version {meta.get('schema_version')}, this duckprof "
                             f"reads version {SCHEMA_VERSION}")
     return meta

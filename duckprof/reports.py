@@ -448,6 +448,29 @@ def lookup(name: str) -> Report:
     return BY_NAME[name]
 
 
+def _resolve(name: str, given: dict) -> tuple[Report, dict, str]:
+    """The report, its option values (given ones checked, defaults for the
+    rest) and the SQL file they select."""
+    report = lookup(name)
+    opts = {o.name: o for o in report.options()}
+    unknown = sorted(set(given) - set(opts))
+    if unknown:
+        raise DuckprofError(f"report {name}: unknown option(s) {', '.join(unknown)}; "
+                            f"options: {', '.join(opts)}")
+    values = {k: o.check(given[k]) if k in given else o.default for k, o in opts.items()}
+    rel = report.file
+    for option, stem in report.variants.items():
+        if values.get(option):
+            rel = f"reports/{stem}.sql"
+    return report, values, rel
+
+
+def documented(name: str, /, **given) -> list[sqlfiles.Column]:
+    """The documented columns of report `name` run with these options (what
+    run() returns as ReportResult.columns), without running it."""
+    return _header(_resolve(name, given)[2]).columns
+
+
 def run(con: duckdb.DuckDBPyConnection, name: str, /, *, materialized: tuple[str, ...] = (),
         **given) -> ReportResult:
     """Run report `name` on a connection with the duckprof views; options by
@@ -457,20 +480,10 @@ def run(con: duckdb.DuckDBPyConnection, name: str, /, *, materialized: tuple[str
     templates may read them instead of computing the same rows again (render
     variable `materialized`, in the report's own SQL as in its rules'); the
     rows are the same either way."""
-    report = lookup(name)
-    opts = {o.name: o for o in report.options()}
-    unknown = sorted(set(given) - set(opts))
-    if unknown:
-        raise DuckprofError(f"report {name}: unknown option(s) {', '.join(unknown)}; "
-                            f"options: {', '.join(opts)}")
-    values = {k: o.check(given[k]) if k in given else o.default for k, o in opts.items()}
+    report, values, rel = _resolve(name, given)
     params = dict(values)
     if report.prepare:
         params.update(report.prepare(values))
-    rel = report.file
-    for option, stem in report.variants.items():
-        if values.get(option):
-            rel = f"reports/{stem}.sql"
     table = f"duckprof_report_{next(_results)}"
     # the report's SQL and its rules' see which views are held computed (kernels
     # reads the page's busy intervals, the rules its gpu_activity)

@@ -109,8 +109,10 @@ def estimators_digest() -> str:
 # need no join.
 # 3 -> 4: the derived tables (DERIVED), so launches, kernel_estimates and
 # memory_events are computed once per trace at load instead of at every query.
-SCHEMA_VERSION = 4
-MIGRATIONS = {1: "migrate/v1_to_v2.sql", 2: "migrate/v2_to_v3.sql", 3: "migrate/v3_to_v4.sql"}
+# 4 -> 5: report_results, the html page's stored report results (html/store.py).
+SCHEMA_VERSION = 5
+MIGRATIONS = {1: "migrate/v1_to_v2.sql", 2: "migrate/v2_to_v3.sql", 3: "migrate/v3_to_v4.sql",
+              4: "migrate/v4_to_v5.sql"}
 
 
 def _ident(name: str) -> str:
@@ -644,6 +646,8 @@ class Session:
             for t in ("events", "devices", "trace_facts", *DERIVED, "traces"):
                 con.execute(f"DELETE FROM {t} WHERE trace_id IN (SELECT unnest($ids))", {"ids": ids})
             con.execute("DELETE FROM run_tags WHERE run = $run", {"run": run})
+            # the run's stored page results, and those of pages of every run
+            con.execute("DELETE FROM report_results WHERE run IS NULL OR run = $run", {"run": run})
             if self.db:
                 refresh_stored(con)
         self._transaction(delete)

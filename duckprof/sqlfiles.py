@@ -174,7 +174,7 @@ def body(rel: str) -> str:
 #: the raw tables (sql/schema.sql)
 TABLES = ("duckprof_meta", "traces", "devices", "events", "op_estimates", "device_peaks", "interconnect_peaks",
           "run_tags", "trace_facts", "derived_launches", "derived_kernel_estimates", "derived_memory_events",
-          "derived_call_totals")
+          "derived_call_totals", "report_results")
 
 
 @functools.lru_cache(maxsize=1)

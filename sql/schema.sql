@@ -232,3 +232,24 @@ CREATE TABLE IF NOT EXISTS derived_call_totals (
     cpu_mem_bytes     BIGINT,   -- bytes of the CPU [memory] events during it, any thread
     device_mem_bytes  BIGINT    -- bytes of the device [memory] events during it, any thread
 );
+
+-- report_results: the results of the reports a `duckprof html` page shows,
+-- stored by the first page of a run on a writable database file and read by
+-- every later page of that run instead of running the reports again
+-- (duckprof/html/store.py). One row per report run: its rows exactly as the
+-- report returned them. inputs_key names everything they were computed from
+-- (the run's traces, the peaks tables, the run's tags, duckprof_meta,
+-- duckprof's SQL and code, DuckDB's version): a page whose key differs
+-- computes its results again and replaces the run's rows; `duckprof rm`
+-- deletes a run's rows (and those of pages of every run).
+CREATE TABLE IF NOT EXISTS report_results (
+    run         VARCHAR,   -- the page's run; NULL: a page of every run of the database
+    inputs_key  VARCHAR,   -- hash of what the results were computed from (see above)
+    report      VARCHAR,   -- report name, e.g. 'gpu-time'
+    options     VARCHAR,   -- its options as JSON, e.g. '{"buckets": 300}' (the run is in run)
+    columns     VARCHAR[], -- the result's columns, in order
+    rows_json   VARCHAR,   -- the rows: a JSON array of arrays, one value per column
+    notes       VARCHAR[], -- the report's notes
+    instead     VARCHAR[], -- the lines shown instead of an empty table
+    stored_at   TIMESTAMP  -- when the page stored it (UTC)
+);

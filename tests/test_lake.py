@@ -6,6 +6,7 @@ dependency) reads the lake with the documented schema."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -156,3 +157,20 @@ def test_export_refuses_a_directory_that_is_not_a_lake(source_db, tmp_path, cli_
     (d / "notes.txt").write_text("x")
     r = invoke(cli_app, "export", "--db", source_db, "--parquet", d)
     assert r.exit_code == 2 and "not a duckprof Parquet lake" in r.stderr
+
+
+def test_a_lake_written_at_schema_version_4_opens(tmp_path):
+    # version 5 added report_results, which a lake does not hold: a v4 lake is the same lake
+    d = tmp_path / "lake"
+    with duckprof.connect() as s:
+        s.load([str(HANDMADE / "nesting3.json")], run="r")
+        lake.export_lake(s, d)
+    marker = d / lake.MARKER
+    meta = json.loads(marker.read_text())
+    assert meta["schema_version"] == duckprof.SCHEMA_VERSION == 5
+    marker.write_text(json.dumps(dict(meta, schema_version=4)))
+    with lake.open_lake(d) as s:
+        assert s.sql("SELECT count(*) FROM trace_files").fetchall() == [(1,)]
+    marker.write_text(json.dumps(dict(meta, schema_version=3)))
+    with pytest.raises(duckprof.DuckprofError, match="a lake of schema version 3"):
+        lake.open_lake(d)

@@ -15,6 +15,7 @@ import pytest
 from conftest import REPO, assert_one_line_error, db_state, invoke, slow_when
 
 import duckprof
+from duckprof.html import store
 
 LEGACY = REPO / "fixtures" / "legacy_db"
 EXPECTED = json.loads((LEGACY / "schema_v1.json").read_text())
@@ -59,10 +60,12 @@ def test_read_only_open_names_the_migrate_command_and_changes_nothing(v1_db, cli
 def test_migrate_keeps_every_run(v1_db, cli_app):
     res = invoke(cli_app, "migrate", "--db", v1_db)
     assert res.exit_code == 0, res.output
-    assert "schema version 4 (3 trace(s))" in res.stdout
+    assert f"schema version {duckprof.SCHEMA_VERSION} (3 trace(s))" in res.stdout
     with duckprof.connect(v1_db, read_only=True) as s:
         for run, want in EXPECTED.items():
             assert figures(s, run) == want, run
+        # through every step to the current version: the table version 5 added is there, empty
+        assert s.sql("SELECT count(*) FROM report_results").fetchall() == [(0,)]
         # the window every trace now stores, from its events
         assert s.sql("SELECT count(*) FROM trace_files WHERE wall_ns > 0").fetchall() == [(3,)]
         assert "nesting" not in {r[0] for r in s.sql("SELECT table_name FROM information_schema.tables").fetchall()}
@@ -93,7 +96,7 @@ def refused_then_migrated(cli_app, db, traces: int):
     assert db_state(db) == before
     res = invoke(cli_app, "migrate", "--db", db)
     assert res.exit_code == 0, res.output
-    assert f"schema version 4 ({traces} trace(s))" in res.stdout
+    assert f"schema version {duckprof.SCHEMA_VERSION} ({traces} trace(s))" in res.stdout
 
 
 @pytest.fixture
@@ -167,3 +170,44 @@ def test_released_v3_database_migrates_and_reports_as_a_fresh_load(tmp_path, cli
     before = db_state(v3_db)
     assert invoke(cli_app, "migrate", "--db", v3_db).exit_code == 0  # again: nothing to do
     assert db_state(v3_db) == before
+
+
+# -- schema version 4, as released (commit da25d24), to 5 -------------------------------
+
+def test_released_v4_database_migrates_and_stores_report_results(tmp_path, cli_app):
+    """A v4 file (made by fixtures/legacy_db/make_legacy_db.py v4 at da25d24) has
+    no report_results: the migration creates it (empty), every run's data is
+    kept, and results stored for a run are read back for that run only."""
+    v4_db = unpacked(tmp_path, "v4")
+    expected = json.loads((LEGACY / "schema_v4.json").read_text())
+    refused_then_migrated(cli_app, v4_db, traces=4)
+    with duckprof.connect(v4_db, read_only=True) as s:
+        for run, figs in expected.items():
+            assert figures(s, run) == figs, run
+        assert s.sql("SELECT count(*) FROM report_results").fetchall() == [(0,)]
+    with duckprof.connect(v4_db) as s:  # results stored and read back (pages: tests/test_html_store.py)
+        key = store.inputs_key(s, "gpu")
+        store.write(s.con, store.Pending("gpu", key, [("traces", "{}", ["n"], "[[1],[2.5]]", ["a note"], [])]))
+        got = store.read(s.con, "gpu", key)
+        assert list(got) == [("traces", "{}")] and got["traces", "{}"].rows == [[1], [2.5]]
+        assert got["traces", "{}"].notes == ["a note"] and store.read(s.con, "cpu", store.inputs_key(s, "cpu")) == {}
+    before = db_state(v4_db)
+    assert invoke(cli_app, "migrate", "--db", v4_db).exit_code == 0  # again: nothing to do
+    assert db_state(v4_db) == before
+
+
+def test_the_v4_to_v5_step_makes_the_table_schema_sql_makes(tmp_path):
+    # the step alone (a session's migrate also re-runs schema.sql when it recreates the views)
+    import duckdb
+    from duckprof import session, sqlfiles
+    con = duckdb.connect(str(unpacked(tmp_path, "v4")))
+    ref = duckdb.connect()
+    try:
+        con.execute("BEGIN TRANSACTION")
+        session.migrate(con, 4)
+        ref.execute(sqlfiles.read("schema.sql"))
+        assert con.execute("DESCRIBE report_results").fetchall() == ref.execute("DESCRIBE report_results").fetchall()
+        con.execute("ROLLBACK")
+    finally:
+        con.close()
+        ref.close()

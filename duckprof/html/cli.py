@@ -23,7 +23,8 @@ def html_command(
         quiet: bool = QuietOpt):
     """One self-contained HTML page of the standard reports: overview, GPU timeline, time
     breakdown, top kernels with a roofline, GPU idle and queue, steps (and ranks); or with
-    --diff A B, what changed between two runs. Opens offline in any browser.
+    --diff A B, what changed between two runs. Opens offline in any browser. With --db, the
+    first page of a run stores its report results in the database; later pages read them.
 
     Example: duckprof html trace.json.gz -o report.html
     """
@@ -45,3 +46,11 @@ def html_command(
     size = os.path.getsize(output)
     typer.echo(f"wrote {output}: {size / 1e3:,.0f} KB, {len(page.sections)} sections "
                f"({', '.join(page.sections)}) in {page.seconds:.2f} s")
+    if page.unstored is not None and db:
+        # the page read with a read-only session (other readers go on meanwhile):
+        # the file is opened for writing only now, briefly, to store its results
+        from .store import store_in_file
+        why = store_in_file(db, page.unstored)
+        if not quiet:
+            typer.echo(f"report results not stored ({why}): the next page computes them again" if why else
+                       "report results stored: the next page reads them", err=bool(why))

@@ -34,13 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import duckdb
 import jinja2
 from markupsafe import Markup
 
 from .. import __version__, reports, render, sqlfiles
 from ..errors import DuckprofError
 from ..session import create_views
-from . import charts
+from . import charts, store
 from .charts import STATE
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -101,10 +102,16 @@ class Reports:
     """Runs reports on the page's connection, each (name, options) once;
     materialized: the views that connection holds computed (shared_names),
     which the reports' rules may read instead of computing their rows again
-    (reports.run)."""
+    (reports.run). stored: results read from the database (store.read),
+    used instead of running their reports; prepare: called once before the
+    first report that runs (computes the shared views). computed: what ran,
+    for the store."""
 
-    def __init__(self, con, run: str | None, materialized: tuple[str, ...] = ()):
+    def __init__(self, con, run: str | None, materialized: tuple[str, ...] = (), stored: dict | None = None,
+                 prepare: Callable[[], None] | None = None):
         self.con, self.run, self.materialized = con, run, tuple(materialized)
+        self.stored, self.prepare = stored or {}, prepare
+        self.computed: list[tuple] = []
         self._memo: dict = {}
 
     @staticmethod
@@ -115,8 +122,21 @@ class Reports:
         key = (name, tuple(sorted(options.items())))
         if key not in self._memo:
             opts = dict(options, run=self.run) if self.run is not None else dict(options)
+            text = store.options_text(options)
+            hit = self.stored.get((name, text))
+            if hit is not None:
+                self._memo[key] = Table(name, dict(options), list(hit.columns),
+                                        {c.name: c for c in reports.documented(name, **opts)},
+                                        [dict(zip(hit.columns, r)) for r in hit.rows], list(hit.notes),
+                                        list(hit.instead))
+                return self._memo[key]
+            if self.prepare is not None:
+                self.prepare()
+                self.prepare = None
             res = reports.run(self.con, name, materialized=self.materialized, **opts)
-            self._memo[key] = Table.of(name, options, res.relation, res.columns, res.notes, res.instead)
+            t = self._memo[key] = Table.of(name, options, res.relation, res.columns, res.notes, res.instead)
+            self.computed.append((name, text, t.columns, [[r[c] for c in t.columns] for r in t.rows],
+                                  t.notes, t.instead))
         return self._memo[key]
 
 
@@ -745,6 +765,11 @@ class Page:
 
     def __init__(self, html: str, title: str, sections: list[str], seconds: float):
         self.html, self.title, self.sections, self.seconds = html, title, sections, seconds
+        #: report results the page computed and could not store (a read-only
+        #: session): store.store_in_file stores them
+        self.unstored: store.Pending | None = None
+        #: how many of the page's report results were read from the database
+        self.stored_results = 0
 
     def __str__(self):
         return self.html
@@ -851,23 +876,30 @@ def shared_names() -> tuple[str, ...]:
                              if name in sqlfiles.view_headers() and any(Reports.has(r) for r in readers)))
 
 
-def page_connection(session, run: str | None = None):
+def page_connection(session, run: str | None = None, share: bool = True):
     """A connection of its own for the page (a cursor on the session's
     database, closed when the page is written), with the packaged views (a
     read-only session keeps them as TEMP objects on its own connection, which
-    a cursor does not see) and the shared views computed once (with `run`:
-    for that run's traces only, a database of many runs computes the page's
-    run alone)."""
+    a cursor does not see) and, unless share is False, the shared views
+    computed once (share_views)."""
     con = session.con.cursor()
     try:
         if session.read_only:
             create_views(con, temp=True)
-        for name in shared_names():
-            share_view(con, name, run)
+        if share:
+            share_views(con, run)
     except BaseException:
         con.close()
         raise
     return con
+
+
+def share_views(con, run: str | None = None):
+    """The shared views computed once on the page's connection (with `run`:
+    for that run's traces only, a database of many runs computes the page's
+    run alone)."""
+    for name in shared_names():
+        share_view(con, name, run)
 
 
 def build(session, run: str | None = None, top: int = TOP_KERNELS) -> Page:
@@ -875,9 +907,12 @@ def build(session, run: str | None = None, top: int = TOP_KERNELS) -> Page:
     t0 = time.perf_counter()
     if run is not None:
         session._require_run(run)
-    con = page_connection(session, run)
+    key = store.inputs_key(session, run)
+    con = page_connection(session, run, share=False)
     try:
-        rep = Reports(con, run, materialized=shared_names())
+        stored = store.read(con, run, key)
+        rep = Reports(con, run, materialized=shared_names(), stored=stored,
+                      prepare=lambda: share_views(con, run))
         traces = rep.get("traces")
         if traces.instead:
             raise DuckprofError("; ".join(traces.instead))
@@ -892,4 +927,15 @@ def build(session, run: str | None = None, top: int = TOP_KERNELS) -> Page:
     where = f"{session.db}" if session.db else "traces loaded in memory"
     subtitle = (f"{len(files)} trace(s) in run(s) {', '.join(runs)}; from {where}" if len(files) > 1
                 else f"{files[0]} (run {runs[0]}); from {where}")
-    return _render_page(title, subtitle, sections, t0)
+    page = _render_page(title, subtitle, sections, t0)
+    page.stored_results = len(rep._memo) - len(rep.computed)
+    if key is not None and rep.computed:
+        pending = store.encode(run, key, rep.computed)
+        if session.read_only:
+            page.unstored = pending
+        else:
+            try:
+                store.write(session.con, pending)
+            except duckdb.Error:
+                page.unstored = pending  # the page stands; the next one computes again
+    return page

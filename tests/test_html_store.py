@@ -1,0 +1,332 @@
+"""duckprof html's stored report results (table report_results, schema 5,
+duckprof/html/store.py): the first page of a run on a writable database
+stores them, later pages read them and are the same page; a change to what
+they were computed from (a load into the run, its tags, a peak row, a
+removed trace) makes the next page compute again and equal a live page; a
+read-only database stores nothing; `duckprof rm` removes a run's rows."""
+
+from __future__ import annotations
+
+import decimal
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+import duckprof
+from conftest import REPO, corpus_path, run_cli, slow_when
+from duckprof import reports
+from duckprof.html import page as P
+from duckprof.html import store
+
+FIX = REPO / "fixtures"
+TWO = FIX / "gpu_time" / "two_streams.json"
+H100_TWO = FIX / "kernels" / "h100_two_kernels_one_op.json"
+CPU = FIX / "cpu_small_model.json"
+
+
+@pytest.fixture
+def report_runs(monkeypatch):
+    """The names of the reports run (reports.run) from now on."""
+    ran = []
+    run = reports.run
+
+    def counted(con, name, /, **kw):
+        ran.append(name)
+        return run(con, name, **kw)
+    monkeypatch.setattr(reports, "run", counted)
+    return ran
+
+
+def live_page(session, run) -> str:
+    """The page computed from the data, the store left out."""
+    key = store.inputs_key
+    store.inputs_key = lambda s, r: None
+    try:
+        return str(session.html(run=run))
+    finally:
+        store.inputs_key = key
+
+
+def near(html: str) -> str:
+    """The page with each cell's exact value (data-v) to 12 significant
+    digits: two live builds of a corpus trace's page can differ in a float's
+    last bits (report idle's percentages: DuckDB's parallel sums of doubles
+    add in the order the threads finish). A stored page is compared byte for
+    byte with the page that stored it; with a live page, through this."""
+    return re.sub(r'data-v="(-?[0-9]+\.[0-9]+(?:e[-+]?[0-9]+)?)"',
+                  lambda m: f'data-v="{float(m.group(1)):.12g}"', html)
+
+
+def stored_count(session, run) -> int:
+    return session.sql("SELECT count(*) FROM report_results WHERE run IS NOT DISTINCT FROM $run",
+                       {"run": run}).fetchall()[0][0]
+
+
+@pytest.fixture
+def single(tmp_path):
+    """two_streams.json as run r: the quick tests' database."""
+    db = tmp_path / "s.duckdb"
+    with duckprof.connect(db) as s:
+        s.load([str(TWO)], run="r")
+    return db
+
+
+@pytest.fixture
+def multi(tmp_path):
+    """A handmade run of two traces (two_streams: steps, 2 streams; an H100
+    trace with FLOPs) and a second run in the same database."""
+    db = tmp_path / "m.duckdb"
+    with duckprof.connect(db) as s:
+        s.load([str(TWO), str(H100_TWO)], run="r")
+        s.load([str(CPU)], run="other")
+    return db
+
+
+@pytest.mark.parametrize("which", slow_when(["single", "multi"], {"multi"}))
+def test_the_second_page_reads_every_result_and_is_the_same_page(which, request, report_runs):
+    with duckprof.connect(request.getfixturevalue(which)) as s:
+        first = s.html(run="r")  # computed: every report ran (the live page)
+        n = len(report_runs)
+        assert n > 10 and first.stored_results == 0 and first.unstored is None
+        assert stored_count(s, "r") == n and stored_count(s, "other") == 0
+        report_runs.clear()
+        second = s.html(run="r")
+        assert report_runs == [] and second.stored_results == n  # no report ran
+        assert str(first) == str(second)
+        if which == "multi":  # the other run's page is its own: it computes, and stores under its run
+            s.html(run="other")
+            assert report_runs and stored_count(s, "other") > 0 and stored_count(s, "r") == n
+
+
+@pytest.mark.slow
+def test_the_store_holds_the_values_exactly(multi):
+    # every result read back equals what the report returns: types and floats to the bit
+    with duckprof.connect(multi) as s:
+        s.html(run="r")
+        key = store.inputs_key(s, "r")
+        got = store.read(s.con, "r", key)
+        assert len(got) == stored_count(s, "r")
+        for (name, options), res in got.items():
+            want = s.report_result(name, run="r", **json.loads(options))
+            assert res.columns == list(want.relation.columns), name
+            rows = [list(r) for r in want.relation.fetchall()]
+            assert [[(type(v), repr(v)) for v in r] for r in res.rows] == \
+                [[(type(v), repr(v)) for v in r] for r in rows], (name, options)
+            assert (res.notes, res.instead) == (want.notes, want.instead), name
+
+
+@pytest.mark.slow  # a corpus trace's page three times
+def test_a_corpus_trace_page_from_the_store_is_the_live_page(tmp_path, report_runs):
+    db = tmp_path / "c.duckdb"
+    with duckprof.connect(db) as s:
+        s.load([str(corpus_path("h100_vit_inference.json.gz"))], run="h")
+        live = live_page(s, "h")
+        first = str(s.html(run="h"))
+        report_runs.clear()
+        second = str(s.html(run="h"))
+        assert report_runs == []
+        assert first == second and near(first) == near(live)
+
+
+def change_and_recompute(db, change, report_runs, run="r"):
+    """Store the page of `run`, apply `change(session)`, then the next page:
+    it runs reports again, equals a live page, differs from the page before
+    when the change shows on the page, and the run keeps one set of rows."""
+    with duckprof.connect(db) as s:
+        before = str(s.html(run=run))
+        n = stored_count(s, run)
+        change(s)
+        report_runs.clear()
+        after = s.html(run=run)
+        assert report_runs, "the page read results stored before the change"
+        assert near(str(after)) == near(live_page(s, run))
+        keys = s.sql("SELECT count(DISTINCT inputs_key) FROM report_results WHERE run = $run",
+                     {"run": run}).fetchall()[0][0]
+        assert keys == 1 and stored_count(s, run) >= n - 1  # the old key's rows went
+        return before, str(after)
+
+
+def add_cpu_trace(s):
+    s.load([str(CPU)], run="r")
+
+
+def tag_run(s):
+    s.set_tags("r", {"commit": "abc123"})
+
+
+def double_h100_peaks(s):
+    # the H100 trace's kernels: % of peak halves when the peak doubles
+    s.con.execute("UPDATE device_peaks SET fp32_tflops = 2 * fp32_tflops, bf16_tflops = 2 * bf16_tflops, "
+                  "tf32_tflops = 2 * tf32_tflops, fp16_tflops = 2 * fp16_tflops, dram_gbps = 2 * dram_gbps "
+                  "WHERE device ILIKE '%H100%'")
+
+
+def drop_h100_trace(s):
+    # no command removes one trace of a run: the run goes and comes back without it
+    s.remove_run("r")
+    s.load([str(TWO)], run="r")
+
+
+#: change -> (a text the page shows before it, a text it shows after)
+CHANGES = {"load": (add_cpu_trace, None, "cpu_small_model.json"),
+           "tags": (tag_run, None, "commit=abc123"),
+           "peaks": (double_h100_peaks, None, None),
+           "remove": (drop_h100_trace, "h100_two_kernels_one_op.json", None)}
+
+
+@pytest.mark.slow  # three pages each; the quick run has test_the_key_changes_with_each_input
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_change_to_the_inputs_recomputes(change, request, report_runs):
+    db = request.getfixturevalue("single" if change == "tags" else "multi")
+    fn, gone, new = CHANGES[change]
+    before, after = change_and_recompute(db, fn, report_runs)
+    assert before != after  # a page from the results stored before would be wrong
+    if gone:
+        assert gone in before and gone not in after
+    if new:
+        assert new in after and new not in before
+
+
+def test_the_key_changes_with_each_input(single):
+    """What a page's stored results are found under: every change the
+    page would show gives another key; another run's load does not."""
+    with duckprof.connect(single) as s:
+        keys = [store.inputs_key(s, "r")]
+        every = [store.inputs_key(s, None)]
+        for change in (tag_run, double_h100_peaks, add_cpu_trace, drop_h100_trace):
+            change(s)
+            keys.append(store.inputs_key(s, "r"))
+            every.append(store.inputs_key(s, None))
+        assert len(set(keys)) == len(keys) and len(set(every)) == len(every)
+        s.load([str(H100_TWO)], run="other")
+        assert store.inputs_key(s, "r") == keys[-1]  # a load into another run: r's results stand
+        assert store.inputs_key(s, None) != every[-1]  # but not those of a page of every run
+        s.con.execute("UPDATE duckprof_meta SET value = 'x' WHERE key = 'estimators_hash'")
+        assert store.inputs_key(s, "r") != keys[-1]  # estimates another duckprof computed
+
+
+@pytest.mark.slow
+def test_rm_deletes_the_runs_stored_results(multi):
+    with duckprof.connect(multi) as s:
+        s.html(run="r")
+        s.html(run="other")
+        s.html()  # a page of every run
+        assert stored_count(s, "r") and stored_count(s, "other") and stored_count(s, None)
+        s.remove_run("r")
+        assert stored_count(s, "r") == 0 and stored_count(s, None) == 0 and stored_count(s, "other") > 0
+
+
+def test_a_read_only_session_stores_nothing(single, report_runs):
+    with duckprof.connect(single, read_only=True) as s:
+        page = s.html(run="r")
+        assert page.unstored is not None and len(page.unstored.rows) == len(report_runs)
+        assert stored_count(s, "r") == 0 and "two_streams.json" in str(page)
+
+
+@pytest.mark.slow
+def test_an_in_memory_session_stores_nothing(report_runs):
+    with duckprof.connect() as s:
+        s.load([str(TWO)], run="r")
+        first = str(s.html(run="r"))
+        n = len(report_runs)
+        page = s.html(run="r")
+        assert len(report_runs) == 2 * n and page.unstored is None and str(page) == first
+        assert stored_count(s, "r") == 0
+
+
+def test_a_result_json_cannot_hold_exactly_is_not_stored():
+    got = store.encode("r", "k", [("a", "{}", ["x"], [[1, 2.5, "t", None, True]], [], []),
+                                  ("b", "{}", ["x"], [[decimal.Decimal("1.5")]], [], []),
+                                  ("c", "{}", ["x"], [[[1, 2]]], [], [])])
+    assert [r[0] for r in got.rows] == ["a"] and got.rows[0][3] == '[[1,2.5,"t",null,true]]'
+
+
+@pytest.mark.slow  # three CLI processes
+def test_cli_stores_after_a_read_only_build_and_the_next_page_reads(multi, tmp_path):
+    out1, out2 = tmp_path / "1.html", tmp_path / "2.html"
+    r = run_cli("html", "--db", multi, "--run", "r", "-o", out1)
+    assert r.returncode == 0, r.stderr
+    assert "report results stored" in r.stdout
+    with duckprof.connect(multi, read_only=True) as s:
+        assert stored_count(s, "r") > 10
+    r = run_cli("html", "--db", multi, "--run", "r", "-o", out2)
+    assert r.returncode == 0, r.stderr
+    assert "report results" not in r.stdout + r.stderr  # nothing computed, nothing to store
+    assert out1.read_bytes() == out2.read_bytes()
+
+
+@pytest.mark.slow  # a second process holds the database
+def test_cli_page_works_when_another_process_reads_the_database(multi, tmp_path):
+    """Another process holding the file open (read-only: DuckDB then refuses
+    a writer) leaves the page as it was, written from live results, and the
+    store empty."""
+    code = ("import duckdb, sys, time; c = duckdb.connect(sys.argv[1], read_only=True); "
+            "print('open', flush=True); time.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(multi)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        out = tmp_path / "p.html"
+        r = run_cli("html", "--db", multi, "--run", "r", "-o", out)
+        assert r.returncode == 0, r.stderr
+        assert "report results not stored" in r.stderr and out.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    with duckprof.connect(multi, read_only=True) as s:
+        assert stored_count(s, "r") == 0
+        assert near(out.read_text(encoding="utf-8")) == near(live_page(s, "r"))
+
+
+@pytest.mark.slow
+def test_store_in_file_gives_up_on_a_locked_file(multi, tmp_path, report_runs):
+    # the same, in process: the session that built the page still holds the file
+    with duckprof.connect(multi, read_only=True) as s:
+        page = s.html(run="r")
+        why = store.store_in_file(multi, page.unstored)
+    assert why  # DuckDB refuses a second configuration of an open file in one process
+    assert store.store_in_file(multi, page.unstored) is None  # closed: stored
+    with duckprof.connect(multi, read_only=True) as s:
+        assert stored_count(s, "r") == len(page.unstored.rows)
+        report_runs.clear()
+        assert str(s.html(run="r")) == str(page) and report_runs == []
+
+
+@pytest.mark.slow
+def test_store_in_file_stores_nothing_when_the_run_changed_meanwhile(multi):
+    with duckprof.connect(multi, read_only=True) as s:
+        page = s.html(run="r")
+    with duckprof.connect(multi) as s:
+        s.set_tags("r", {"x": "1"})
+    assert store.store_in_file(multi, page.unstored) == "the database changed while the page was built"
+    with duckprof.connect(multi, read_only=True) as s:
+        assert stored_count(s, "r") == 0
+
+
+@pytest.mark.slow
+def test_the_page_connection_computes_shared_views_only_for_a_live_report(multi, monkeypatch):
+    with duckprof.connect(multi) as s:
+        s.html(run="r")
+        shared = []
+        share = P.share_view
+        monkeypatch.setattr(P, "share_view", lambda con, name, run=None: (shared.append(name), share(con, name, run)))
+        s.html(run="r")
+        assert shared == []
+        s.html(run="other")
+        assert shared == list(P.shared_names())
+
+
+def test_code_key_names_the_sql(monkeypatch):
+    # a changed report SQL file gives another key (the stored results are not found)
+    key = store.code_key()
+    assert key is not None
+    read = store.sqlfiles.read
+    store.code_key.cache_clear()
+    monkeypatch.setattr(store.sqlfiles, "read",
+                        lambda rel: read(rel) + (" " if rel == "reports/kernels.sql" else ""))
+    try:
+        assert store.code_key() not in (None, key)
+    finally:
+        store.code_key.cache_clear()
