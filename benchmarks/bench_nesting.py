@@ -34,7 +34,7 @@ FROM db.events
 WHERE ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL AND cat NOT IN {{ sql_list(not_host_cats) }}"""
 
 VARIANTS = {"check": dict(crossing="check", packed=False), "packed": dict(crossing="check", packed=True),
-            "all": dict(crossing="all", packed=False)}
+            "all": dict(crossing="all", packed=False), "packed-all": dict(crossing="all", packed=True)}
 
 HASH = ("SELECT count(*), bit_xor(hash(trace_id, event_id, parent_event_id, depth, self_ns, op_event_id)), "
         "sum(depth), sum(self_ns), count(parent_event_id), count(op_event_id) FROM nest")

@@ -326,23 +326,60 @@ def test_crossing_found_by_the_step_before_the_frame_ends(tmp_path, monkeypatch)
         assert modes[0] == expected, (ts, dur)
 
 
-@pytest.mark.slow  # two loads of a generated trace
-def test_packed_sort_key_and_its_fallback(tmp_path, monkeypatch):
+def test_crossing_found_at_any_user_annotation(tmp_path, monkeypatch):
+    """The python frame that opens a record_function label (torch's
+    _record_function_enter_new) starts before the label and ends inside it, for
+    every label, not only ProfilerStep#N: a trace whose frame crosses an
+    optimizer's or a user's label, in either spelling of the category, is
+    nested in one pass ('all'); a frame crossing a cpu_op only is left to the
+    second pass, and a label the frame holds whole crosses nothing."""
+    modes = nesting_renders(monkeypatch, "crossing")
+
+    def trace(label_cat, label_name, label_ts):
+        return {"traceEvents": [
+            {"ph": "X", "cat": "python_function", "name": "<built-in method _record_function_enter_new>",
+             "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+            {"ph": "X", "cat": label_cat, "name": label_name, "pid": 1, "tid": 1, "ts": label_ts, "dur": 20}]}
+    for (cat, name, ts), expected in ((("user_annotation", "Optimizer.step#SGD.step", 3), ["all"]),
+                                      (("User Annotation", "my label", 3), ["all"]),
+                                      (("cpu_op", "aten::mm", 3), ["check", "threads"]),
+                                      (("user_annotation", "inside", -1), ["check"])):
+        path = str(tmp_path / "t.json")
+        with open(path, "w") as f:
+            json.dump(trace(cat, name, ts), f)
+        modes.clear()
+        with duckprof.connect() as s:
+            s.load([path])
+            assert rows(s, "SELECT count(*) FROM events WHERE depth < 0") == [(0,)]
+            crossed = rows(s, "SELECT count(*) FROM events WHERE depth = 1")
+        assert modes == expected, (cat, name, ts)
+        assert crossed == [(0 if ts == 3 else 1,)], (cat, name, ts)
+
+
+@pytest.mark.slow  # four loads
+@pytest.mark.parametrize("with_stack", [False, True])
+def test_packed_sort_key_and_its_fallback(tmp_path, monkeypatch, with_stack):
     """nesting.sql's walk sorts by one packed HUGEINT key when the batch's time
     span, durations and event ids fit in it; a trace spanning 8e15 us (an
     event of that length, as a broken clock writes) does not fit, and is
     nested with the six keys instead: same rules (ties in file order, a
-    zero-length event at its parent's end outside it)."""
+    zero-length event at its parent's end outside it). with_stack: a python
+    frame F crosses a label L on a second thread, so the batch is nested in
+    one pass that looks for crossings (its key has a field more), F closed
+    where L starts."""
     modes = nesting_renders(monkeypatch, "packed")
-    events = [("A", "cpu_op", 0, 8e15), ("B", "cpu_op", 1, 2), ("C", "user_annotation", 1, 2),
-              ("D", "cpu_op", 3, 0)]
+    events = [("A", "cpu_op", 0, 8e15, 1), ("B", "cpu_op", 1, 2, 1), ("C", "user_annotation", 1, 2, 1),
+              ("D", "cpu_op", 3, 0, 1)]
     expected = [("A", None, 0, 8 * 10**18 - 2000, None), ("B", "A", 1, 0, "A"), ("C", "B", 2, 2000, "B"),
                 ("D", "A", 1, 0, "A")]
+    if with_stack:
+        events += [("F", "python_function", 0, 2, 2), ("G", "cpu_op", 0.5, 0.25, 2), ("L", "user_annotation", 1, 5, 2)]
+        expected += [("F", None, 0, 1750, None), ("G", "F", 1, 250, None), ("L", None, 0, 5000, None)]
     for span, packed in ((8e15, [True, False]), (100, [True])):
         path = str(tmp_path / f"t{span}.json")
         with open(path, "w") as f:
-            json.dump({"traceEvents": [{"ph": "X", "cat": c, "name": n, "pid": 1, "tid": 1, "ts": ts,
-                                        "dur": span if n == "A" else dur} for n, c, ts, dur in events]}, f)
+            json.dump({"traceEvents": [{"ph": "X", "cat": c, "name": n, "pid": 1, "tid": tid, "ts": ts,
+                                        "dur": span if n == "A" else dur} for n, c, ts, dur, tid in events]}, f)
         modes.clear()
         with duckprof.connect() as s:
             s.load([path])

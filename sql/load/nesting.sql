@@ -109,7 +109,12 @@ points AS (
     -- non-empty events (kind 0): a = dur_ns, b = e - (event_id - e0); a
     -- zero-length event's end: its start's key + 1. sub (the key's last bit)
     -- is also a column of its own: k % 2 on a HUGEINT is a long division in
-    -- software, a fifth of the statement
+    -- software, a fifth of the statement.
+    -- With crossings an end's time is close_ns where the event was closed
+    -- (t), and dur_ns still orders the ends at one time as -ts_ns then
+    -- dur_ns do: the closed intervals nest, so of two events ending at t the
+    -- one starting later lies inside the other, and started inside it, so it
+    -- did not outlive it: its duration is the shorter (or both start together)
     SELECT trace_id, event_id, thread,
            (((((ts_ns - t0)::HUGEINT * 2 + 1) * (d + 1) + (d - dur_ns)) * (e + 1) + (event_id - e0)) * 2) AS k,
            1 AS delta, 0 AS sub, op, ts_ns, end_ns
@@ -118,10 +123,15 @@ points AS (
     SELECT trace_id, event_id, thread,
            CASE WHEN dur_ns = 0
                 THEN (((((ts_ns - t0)::HUGEINT * 2 + 1) * (d + 1) + d) * (e + 1) + (event_id - e0)) * 2) + 1
-                ELSE (((((end_ns - t0)::HUGEINT * 2) * (d + 1) + dur_ns) * (e + 1) + (e - (event_id - e0))) * 2) + 1
+                ELSE (((((t - t0)::HUGEINT * 2) * (d + 1) + dur_ns) * (e + 1) + (e - (event_id - e0))) * 2) + 1
            END,
            -1, 1, op, ts_ns, end_ns
-    FROM host, ranges
+    {%- if crossing in ('all', 'threads') %}
+    FROM (SELECT h.*, coalesce(c.close_ns, h.end_ns) AS t FROM host h LEFT JOIN crossed c USING (trace_id, event_id)),
+         ranges
+    {%- else %}
+    FROM (SELECT *, end_ns AS t FROM host), ranges
+    {%- endif %}
 ),
 walk AS (
     SELECT trace_id, event_id, thread, sub, op, ts_ns, end_ns,
