@@ -36,8 +36,9 @@
 -- more, and worse than linearly: long events make long searches);
 -- only the few events outlived by one are joined with their crossers. That
 -- costs part of a pass, so `crossing` chooses:
--- 'all': every thread with crossings found, one pass (with_stack traces whose
--- ProfilerStep#N a python frame crosses: the loader asks nesting_crossing.sql);
+-- 'all': every thread with crossings found, one pass (with_stack traces, where
+-- the python frame that opens a label crosses it: the loader asks
+-- nesting_crossing.sql);
 -- 'check': no crossings looked for, but the first crossing on a thread always
 -- leaves an event whose parent ends before it does (or that is its own
 -- parent), written with depth -1; nesting_check.sql finds their threads,
