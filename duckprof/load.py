@@ -225,6 +225,9 @@ BATCH_FILES = 256
 # are split.
 GROUP_BYTES = 16 << 20
 GROUP_FILES = 64
+# nesting.sql finds where a crossed event closes by searching a few blocks of
+# this many positions of its thread (about the square root of a big thread)
+NESTING_BLOCK = 2048
 
 
 def _batches(prepared):
@@ -1080,7 +1083,7 @@ class Loader:
         b.exact = {src: p.exact for src, (p, _) in enumerate(b.files) if p.exact and not b.base[src]}
         say("nesting")
         con.execute(sqlfiles.render("load/nesting_table.sql", nest=b.nest))
-        structure = dict(raws=raws, exact=b.exact, nest=b.nest)
+        structure = dict(raws=raws, exact=b.exact, nest=b.nest, block=NESTING_BLOCK)
 
         def nest(crossing, params):
             try:

@@ -13,12 +13,14 @@ import itertools
 import json
 import os
 import tempfile
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import duckprof
+from duckprof import load
 from conftest import HANDMADE, canonical_cat, corpus_files, group_sizes, corpus_path, needs_corpus, read_trace, rows, trace_events
 
 # device-side categories: not nested on host threads
@@ -207,12 +209,17 @@ def test_profiler_step_self_time_with_stack(corpus_session):
 @pytest.mark.parametrize("options", [dict(stack=3),  # the quick run; test_timestamps has epoch timestamps
                                      pytest.param(dict(serving=True, epoch_ts=True), marks=pytest.mark.slow)],
                          ids=["with_stack", "serving_epoch_ts"])
-def test_synthetic_stack_traces_match_stack_walk(tmp_path, options):
+@pytest.mark.parametrize("block", [None, 3], ids=["", "blocks_of_3"])
+def test_synthetic_stack_traces_match_stack_walk(tmp_path, monkeypatch, options, block):
     """Synthetic with_stack traces (duckprof.synth: python frames around the
     ops, a frame crossing every ProfilerStep#N; with epoch_ts, fractional
     absolute timestamps that need exact_ts.sql) nest as the reference stack
-    walk says, over exact Decimal times."""
+    walk says, over exact Decimal times. With blocks of 3 positions, each
+    step's crossed frame is closed by a search over many blocks."""
     from duckprof.synth import generate
+
+    if block:
+        monkeypatch.setattr(load, "NESTING_BLOCK", block)
 
     path = str(tmp_path / "t.json")
     generate(path, events=2500, seed=3, **options)
@@ -452,17 +459,21 @@ _CROSSING_EXAMPLE = [
 @settings(max_examples=int(os.environ.get("NESTING_EXAMPLES", 20)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @pytest.mark.slow
-@given(st.lists(st.lists(_interval, min_size=1, max_size=14), min_size=4, max_size=8), st.booleans())
-@example(_CROSSING_EXAMPLE, False)
-@example(_CROSSING_EXAMPLE, True)
-def test_random_intervals_match_stack_walk(random_session, traces, with_stack):
+@given(st.lists(st.lists(_interval, min_size=1, max_size=14), min_size=4, max_size=8), st.booleans(),
+       st.sampled_from([1, 2, 3, load.NESTING_BLOCK]))
+@example(_CROSSING_EXAMPLE, False, load.NESTING_BLOCK)
+@example(_CROSSING_EXAMPLE, True, load.NESTING_BLOCK)
+@example(_CROSSING_EXAMPLE, True, 2)
+def test_random_intervals_match_stack_walk(random_session, traces, with_stack, block):
     """Arbitrary intervals on two threads (nested, tied, zero-length and
     crossing ones) nest exactly as the reference stack walk says. An example
     is several such traces, loaded together as a new run of one session.
     with_stack: the user_annotations are python_functions instead, and a
     third thread holds a ProfilerStep#1 that a python frame crosses, which
     makes the loader look for crossings on every thread in one pass
-    (nesting_crossing.sql); otherwise it redoes the threads that cross."""
+    (nesting_crossing.sql); otherwise it redoes the threads that cross.
+    block: how many positions nesting.sql's search for a crossed event's
+    first crosser takes at once (small ones make the ranges span blocks)."""
     events_of, expected = [], []
     for intervals in traces:
         events = [{"ph": "X", "cat": "python_function" if with_stack and cat == "user_annotation" else cat,
@@ -475,6 +486,7 @@ def test_random_intervals_match_stack_walk(random_session, traces, with_stack):
         tree = stack_nesting(events)
         events_of.append(events)
         expected.append({i: v + (op_ancestor(events, tree, i),) for i, v in tree.items()})
-    got = _nesting_of(random_session, events_of)
+    with mock.patch.object(load, "NESTING_BLOCK", block):
+        got = _nesting_of(random_session, events_of)
     for k, intervals in enumerate(traces):
         assert got[k] == expected[k], f"trace {k} of the example: {intervals}"

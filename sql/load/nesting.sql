@@ -3,7 +3,7 @@
 -- statement), before they are inserted: writes the staging table {{ nest }}
 -- (trace_id, event_id, thread, parent_event_id, depth, self_ns, op_event_id),
 -- which insert_events.sql joins to the events. Template: raws, exact (see
--- normalize.sql), nest, crossing (see below). Parameters: first_trace_id,
+-- normalize.sql), nest, crossing, packed, block (see below). Parameters: first_trace_id,
 -- base_ns (normalize.sql), and with crossing = 'threads' crossing_threads
 -- (UBIGINT[]). A thread is hash(trace_id, pid_label, tid_label): pid and tid
 -- as written.
@@ -76,16 +76,35 @@ ends AS (
 ),
 inner_max AS (
     -- the latest end among the events that start strictly inside (ts_ns, end_ns)
-    SELECT trace_id, event_id, thread, ts_ns, end_ns,
+    SELECT trace_id, event_id, thread, ts_ns, end_ns, le, lt_end,
            CASE WHEN lt_end > le THEN max(end_ns) OVER (PARTITION BY thread ORDER BY pos
                 ROWS BETWEEN le - pos + 1 FOLLOWING AND lt_end - pos FOLLOWING) END AS m
     FROM ends
 ),
+-- A crossed event closes where its first crosser starts: the first position
+-- in le + 1 .. lt_end whose event ends after it. Comparing it with every
+-- event of its thread would be quadratic (crossed events x thread events:
+-- every record_function label of a with_stack trace is crossed), so the
+-- positions go in blocks (of `block` positions, a template parameter): only
+-- its range's first and last blocks, and the first block between them whose
+-- latest end passes its end, are searched.
+blocks AS (
+    SELECT thread, (pos - 1) // {{ block }} AS blk, max(end_ns) AS blk_end
+    FROM started GROUP BY ALL
+),
+crossing_blocks AS (
+    SELECT trace_id, event_id, thread, end_ns, le, lt_end, unnest([le // {{ block }}, (lt_end - 1) // {{ block }},
+        (SELECT min(b.blk) FROM blocks b
+         WHERE b.thread = c.thread AND b.blk > c.le // {{ block }} AND b.blk < (c.lt_end - 1) // {{ block }}
+           AND b.blk_end > c.end_ns)]) AS blk
+    FROM inner_max c
+    WHERE m > end_ns
+),
 crossed AS (
     SELECT c.trace_id, c.event_id, min(x.ts_ns) AS close_ns
-    FROM inner_max c JOIN host x
-      ON x.thread = c.thread AND x.ts_ns > c.ts_ns AND x.ts_ns < c.end_ns AND x.end_ns > c.end_ns
-    WHERE c.m > c.end_ns
+    FROM crossing_blocks c JOIN started x
+      ON x.thread = c.thread AND (x.pos - 1) // {{ block }} = c.blk
+     AND x.pos > c.le AND x.pos <= c.lt_end AND x.end_ns > c.end_ns
     GROUP BY c.trace_id, c.event_id
 ),
 {%- endif %}
