@@ -26,6 +26,7 @@ import jinja2
 
 
 from duckprof import sqlfiles
+from duckprof.load import NESTING_BLOCK
 
 HOST = """{% from "templates/categories.sql" import not_host_cats, sql_list %}
 SELECT trace_id, event_id, hash(trace_id, pid_label, tid_label) AS thread,
@@ -34,7 +35,7 @@ FROM db.events
 WHERE ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL AND cat NOT IN {{ sql_list(not_host_cats) }}"""
 
 VARIANTS = {"check": dict(crossing="check", packed=False), "packed": dict(crossing="check", packed=True),
-            "all": dict(crossing="all", packed=False)}
+            "all": dict(crossing="all", packed=False), "packed-all": dict(crossing="all", packed=True)}
 
 HASH = ("SELECT count(*), bit_xor(hash(trace_id, event_id, parent_event_id, depth, self_ns, op_event_id)), "
         "sum(depth), sum(self_ns), count(parent_event_id), count(op_event_id) FROM nest")
@@ -46,7 +47,7 @@ def statement(variant: str) -> str:
     source = sqlfiles.read("load/nesting.sql")
     # the host CTE's body: from "WITH host AS (" to the first line ")," after it
     source = re.sub(r"WITH host AS \(.*?\n\),", "WITH host AS (SELECT * FROM host),", source, count=1, flags=re.S)
-    return env.from_string(source).render(raws=[], exact={}, nest="nest", **VARIANTS[variant])
+    return env.from_string(source).render(raws=[], exact={}, nest="nest", block=NESTING_BLOCK, **VARIANTS[variant])
 
 
 def main() -> None:

@@ -225,6 +225,9 @@ BATCH_FILES = 256
 # are split.
 GROUP_BYTES = 16 << 20
 GROUP_FILES = 64
+# nesting.sql finds where a crossed event closes by searching a few blocks of
+# this many positions of its thread (about the square root of a big thread)
+NESTING_BLOCK = 2048
 
 
 def _batches(prepared):
@@ -1079,27 +1082,30 @@ class Loader:
         # exact timestamps (read while staging) replace the doubles of absolute ones
         b.exact = {src: p.exact for src, (p, _) in enumerate(b.files) if p.exact and not b.base[src]}
         say("nesting")
-        structure = dict(raws=raws, exact=b.exact, nest=b.nest, packed=False)
         con.execute(sqlfiles.render("load/nesting_table.sql", nest=b.nest))
+        structure = dict(raws=raws, exact=b.exact, nest=b.nest, block=NESTING_BLOCK)
+
+        def nest(crossing, params):
+            try:
+                con.execute(sqlfiles.render("load/nesting.sql", crossing=crossing, packed=True, **structure), params)
+            except duckdb.InvalidInputException as e:
+                # the time span, durations and ids of the batch too wide for one
+                # 128-bit sort key (nesting.sql): the six keys
+                if "packed key does not fit" not in str(e):
+                    raise
+                con.execute(sqlfiles.render("load/nesting.sql", crossing=crossing, packed=False, **structure), params)
+
         # events that start inside another and outlive it (see nesting.sql):
         # looked for at once where they are expected, else the threads that
         # have them are redone
         if con.execute(sqlfiles.render("load/nesting_crossing.sql", raws=raws)).fetchall()[0][0]:
-            con.execute(sqlfiles.render("load/nesting.sql", crossing="all", **structure), params)
+            nest("all", params)
             return
-        try:
-            con.execute(sqlfiles.render("load/nesting.sql", crossing="check", **{**structure, "packed": True}), params)
-        except duckdb.InvalidInputException as e:
-            # the time span, durations and ids of the batch too wide for one
-            # 128-bit sort key (nesting.sql): the six keys
-            if "packed key does not fit" not in str(e):
-                raise
-            con.execute(sqlfiles.render("load/nesting.sql", crossing="check", **structure), params)
+        nest("check", params)
         crossing = [t for (t,) in con.execute(sqlfiles.render("load/nesting_check.sql", nest=b.nest)).fetchall()]
         if crossing:
             con.execute(sqlfiles.render("load/nesting_clear.sql", nest=b.nest), {"threads": crossing})
-            con.execute(sqlfiles.render("load/nesting.sql", crossing="threads", **structure),
-                        {**params, "crossing_threads": crossing})
+            nest("threads", {**params, "crossing_threads": crossing})
 
     def _insert(self, b, run, say=lambda what: None):
         """Insert the staged, nested files of batch b as the traces b.first,

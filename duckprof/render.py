@@ -291,6 +291,13 @@ def report_table(columns, rows, documented, fmt="table", wide=False, name_width=
                 if first is not None:
                     shown = _human(first, column_kind(columns[i])[0], columns[i])
                     constant.append(f"{columns[i]} {_cell(shown, 40)}")
+        # rows that say which trace they are only in a [wide] column (ranks'
+        # trace_id, when the traces have no rank) show it: never rows a reader
+        # cannot tell apart
+        if len(rows) > 1 and not any(columns[i] in IDENTITY for i in keep):
+            varying = [i for i, c in enumerate(columns)
+                       if c in IDENTITY and i not in keep and any(r[i] != rows[0][i] for r in rows)]
+            keep = sorted(keep + varying[:1])
     kinds = {i: column_kind(columns[i]) for i in keep}
     headers = [kinds[i][1] for i in keep]
     for k, i in enumerate(keep):  # busy_us and busy_pct: 'busy' and 'busy %'

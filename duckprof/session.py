@@ -258,6 +258,16 @@ def schema_template() -> str | None:
     return path
 
 
+def _discard(template: str):
+    """Remove a schema template that cannot be used (damaged, or not what its
+    name says), so that the next session makes it again instead of every
+    session creating its schema itself."""
+    try:
+        os.remove(template)
+    except OSError:
+        pass
+
+
 def copy_schema(con, label: str) -> bool:
     """Fill the new, empty database of `con` (in memory, or a new file that
     can use zstd) from schema_template() (one COPY FROM DATABASE: 0.2 CPU-s
@@ -271,8 +281,12 @@ def copy_schema(con, label: str) -> bool:
     catalog = con.execute("SELECT system.main.current_database()").fetchall()[0][0]
     try:
         st = os.stat(path)
+    except OSError:
+        return False
+    try:
         con.execute("ATTACH $path AS dp_schema_template (READ_ONLY)", {"path": path})
-    except (OSError, duckdb.Error):
+    except duckdb.Error:
+        _discard(path)
         return False
     try:
         con.execute("BEGIN TRANSACTION")
@@ -293,6 +307,7 @@ def copy_schema(con, label: str) -> bool:
             except duckdb.Error:
                 pass
             if isinstance(e, (duckdb.Error, DuckprofError)):
+                _discard(path)
                 return False
             raise
     finally:

@@ -13,12 +13,14 @@ import itertools
 import json
 import os
 import tempfile
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import duckprof
+from duckprof import load
 from conftest import HANDMADE, canonical_cat, corpus_files, group_sizes, corpus_path, needs_corpus, read_trace, rows, trace_events
 
 # device-side categories: not nested on host threads
@@ -207,12 +209,17 @@ def test_profiler_step_self_time_with_stack(corpus_session):
 @pytest.mark.parametrize("options", [dict(stack=3),  # the quick run; test_timestamps has epoch timestamps
                                      pytest.param(dict(serving=True, epoch_ts=True), marks=pytest.mark.slow)],
                          ids=["with_stack", "serving_epoch_ts"])
-def test_synthetic_stack_traces_match_stack_walk(tmp_path, options):
+@pytest.mark.parametrize("block", [None, 3], ids=["", "blocks_of_3"])
+def test_synthetic_stack_traces_match_stack_walk(tmp_path, monkeypatch, options, block):
     """Synthetic with_stack traces (duckprof.synth: python frames around the
     ops, a frame crossing every ProfilerStep#N; with epoch_ts, fractional
     absolute timestamps that need exact_ts.sql) nest as the reference stack
-    walk says, over exact Decimal times."""
+    walk says, over exact Decimal times. With blocks of 3 positions, each
+    step's crossed frame is closed by a search over many blocks."""
     from duckprof.synth import generate
+
+    if block:
+        monkeypatch.setattr(load, "NESTING_BLOCK", block)
 
     path = str(tmp_path / "t.json")
     generate(path, events=2500, seed=3, **options)
@@ -326,23 +333,60 @@ def test_crossing_found_by_the_step_before_the_frame_ends(tmp_path, monkeypatch)
         assert modes[0] == expected, (ts, dur)
 
 
-@pytest.mark.slow  # two loads of a generated trace
-def test_packed_sort_key_and_its_fallback(tmp_path, monkeypatch):
+def test_crossing_found_at_any_user_annotation(tmp_path, monkeypatch):
+    """The python frame that opens a record_function label (torch's
+    _record_function_enter_new) starts before the label and ends inside it, for
+    every label, not only ProfilerStep#N: a trace whose frame crosses an
+    optimizer's or a user's label, in either spelling of the category, is
+    nested in one pass ('all'); a frame crossing a cpu_op only is left to the
+    second pass, and a label the frame holds whole crosses nothing."""
+    modes = nesting_renders(monkeypatch, "crossing")
+
+    def trace(label_cat, label_name, label_ts):
+        return {"traceEvents": [
+            {"ph": "X", "cat": "python_function", "name": "<built-in method _record_function_enter_new>",
+             "pid": 1, "tid": 1, "ts": 0, "dur": 5},
+            {"ph": "X", "cat": label_cat, "name": label_name, "pid": 1, "tid": 1, "ts": label_ts, "dur": 20}]}
+    for (cat, name, ts), expected in ((("user_annotation", "Optimizer.step#SGD.step", 3), ["all"]),
+                                      (("User Annotation", "my label", 3), ["all"]),
+                                      (("cpu_op", "aten::mm", 3), ["check", "threads"]),
+                                      (("user_annotation", "inside", -1), ["check"])):
+        path = str(tmp_path / "t.json")
+        with open(path, "w") as f:
+            json.dump(trace(cat, name, ts), f)
+        modes.clear()
+        with duckprof.connect() as s:
+            s.load([path])
+            assert rows(s, "SELECT count(*) FROM events WHERE depth < 0") == [(0,)]
+            crossed = rows(s, "SELECT count(*) FROM events WHERE depth = 1")
+        assert modes == expected, (cat, name, ts)
+        assert crossed == [(0 if ts == 3 else 1,)], (cat, name, ts)
+
+
+@pytest.mark.slow  # four loads
+@pytest.mark.parametrize("with_stack", [False, True])
+def test_packed_sort_key_and_its_fallback(tmp_path, monkeypatch, with_stack):
     """nesting.sql's walk sorts by one packed HUGEINT key when the batch's time
     span, durations and event ids fit in it; a trace spanning 8e15 us (an
     event of that length, as a broken clock writes) does not fit, and is
     nested with the six keys instead: same rules (ties in file order, a
-    zero-length event at its parent's end outside it)."""
+    zero-length event at its parent's end outside it). with_stack: a python
+    frame F crosses a label L on a second thread, so the batch is nested in
+    one pass that looks for crossings (its key has a field more), F closed
+    where L starts."""
     modes = nesting_renders(monkeypatch, "packed")
-    events = [("A", "cpu_op", 0, 8e15), ("B", "cpu_op", 1, 2), ("C", "user_annotation", 1, 2),
-              ("D", "cpu_op", 3, 0)]
+    events = [("A", "cpu_op", 0, 8e15, 1), ("B", "cpu_op", 1, 2, 1), ("C", "user_annotation", 1, 2, 1),
+              ("D", "cpu_op", 3, 0, 1)]
     expected = [("A", None, 0, 8 * 10**18 - 2000, None), ("B", "A", 1, 0, "A"), ("C", "B", 2, 2000, "B"),
                 ("D", "A", 1, 0, "A")]
+    if with_stack:
+        events += [("F", "python_function", 0, 2, 2), ("G", "cpu_op", 0.5, 0.25, 2), ("L", "user_annotation", 1, 5, 2)]
+        expected += [("F", None, 0, 1750, None), ("G", "F", 1, 250, None), ("L", None, 0, 5000, None)]
     for span, packed in ((8e15, [True, False]), (100, [True])):
         path = str(tmp_path / f"t{span}.json")
         with open(path, "w") as f:
-            json.dump({"traceEvents": [{"ph": "X", "cat": c, "name": n, "pid": 1, "tid": 1, "ts": ts,
-                                        "dur": span if n == "A" else dur} for n, c, ts, dur in events]}, f)
+            json.dump({"traceEvents": [{"ph": "X", "cat": c, "name": n, "pid": 1, "tid": tid, "ts": ts,
+                                        "dur": span if n == "A" else dur} for n, c, ts, dur, tid in events]}, f)
         modes.clear()
         with duckprof.connect() as s:
             s.load([path])
@@ -415,17 +459,21 @@ _CROSSING_EXAMPLE = [
 @settings(max_examples=int(os.environ.get("NESTING_EXAMPLES", 20)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @pytest.mark.slow
-@given(st.lists(st.lists(_interval, min_size=1, max_size=14), min_size=4, max_size=8), st.booleans())
-@example(_CROSSING_EXAMPLE, False)
-@example(_CROSSING_EXAMPLE, True)
-def test_random_intervals_match_stack_walk(random_session, traces, with_stack):
+@given(st.lists(st.lists(_interval, min_size=1, max_size=14), min_size=4, max_size=8), st.booleans(),
+       st.sampled_from([1, 2, 3, load.NESTING_BLOCK]))
+@example(_CROSSING_EXAMPLE, False, load.NESTING_BLOCK)
+@example(_CROSSING_EXAMPLE, True, load.NESTING_BLOCK)
+@example(_CROSSING_EXAMPLE, True, 2)
+def test_random_intervals_match_stack_walk(random_session, traces, with_stack, block):
     """Arbitrary intervals on two threads (nested, tied, zero-length and
     crossing ones) nest exactly as the reference stack walk says. An example
     is several such traces, loaded together as a new run of one session.
     with_stack: the user_annotations are python_functions instead, and a
     third thread holds a ProfilerStep#1 that a python frame crosses, which
     makes the loader look for crossings on every thread in one pass
-    (nesting_crossing.sql); otherwise it redoes the threads that cross."""
+    (nesting_crossing.sql); otherwise it redoes the threads that cross.
+    block: how many positions nesting.sql's search for a crossed event's
+    first crosser takes at once (small ones make the ranges span blocks)."""
     events_of, expected = [], []
     for intervals in traces:
         events = [{"ph": "X", "cat": "python_function" if with_stack and cat == "user_annotation" else cat,
@@ -438,6 +486,7 @@ def test_random_intervals_match_stack_walk(random_session, traces, with_stack):
         tree = stack_nesting(events)
         events_of.append(events)
         expected.append({i: v + (op_ancestor(events, tree, i),) for i, v in tree.items()})
-    got = _nesting_of(random_session, events_of)
+    with mock.patch.object(load, "NESTING_BLOCK", block):
+        got = _nesting_of(random_session, events_of)
     for k, intervals in enumerate(traces):
         assert got[k] == expected[k], f"trace {k} of the example: {intervals}"

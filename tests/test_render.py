@@ -58,6 +58,24 @@ def test_fitting_is_checked_on_the_widest_rows_alone(monkeypatch, width):
     assert max(map(len, fast.splitlines())) <= width or "more column(s)" in fast
 
 
+def test_rows_told_apart_by_a_wide_identity_column_show_it():
+    """report ranks on traces without a rank (no distributedInfo: a worker's
+    schedule cycles, single-process runs): run and rank are the same on every
+    row and go below, so the [wide] trace_id, which differs, is shown; with
+    ranks it stays hidden, and one row needs nothing."""
+    columns = ["run", "rank", "trace_id", "steps", "step_mean_us"]
+    documented = [sqlfiles.Column(c, "VARCHAR", "", wide=c == "trace_id") for c in columns]
+    no_ranks = [("default", None, 1, 3, 26_982.0), ("default", None, 2, 4, 56_549.0)]
+    text = render.report_table(columns, no_ranks, documented)
+    assert text.splitlines()[0].split() == ["trace", "id", "steps", "step", "mean"]
+    assert [line.split()[0] for line in text.splitlines()[2:4]] == ["1", "2"]
+    assert "run default" in text and "more column(s) with --wide" not in text
+    ranked = [("job", 0, 1, 3, 26_982.0), ("job", 1, 2, 4, 56_549.0)]
+    assert render.report_table(columns, ranked, documented).splitlines()[0].split() == [
+        "rank", "steps", "step", "mean"]
+    assert "trace id" not in render.report_table(columns, no_ranks[:1], documented)
+
+
 CELLS = ["", "a", " padded ", "8.31 µs", "核核", "e\u0301x", "True", "False", "void at::kernel<float>", "1,234.500",
          "zero\u200bwidth", "x" * 40]
 

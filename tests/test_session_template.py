@@ -81,7 +81,27 @@ def test_a_template_that_differs_is_not_used(own_cache, created):
         assert s.con.execute("SELECT count(*) FROM kernels").fetchall() == [(0,)]
         assert not s.con.execute("SELECT * FROM duckdb_databases() WHERE database_name = 'dp_schema_template'"
                                  ).fetchall()
+    assert not path.exists()  # dropped, so that the next session makes it again
     assert session_catalog() == created
+    assert copied_from(path)
+
+
+def copied_from(path) -> bool:
+    """Whether the template at path exists and passed its first copy's checks."""
+    return path.exists() and any(stamp[0] == str(path) for stamp in session._TEMPLATES_CHECKED)
+
+
+def test_a_damaged_template_is_made_again(own_cache, created):
+    """A template file that is not a database (a disk error, a truncated
+    copy) costs one session a create_schema; the next copies a new one."""
+    session_catalog()
+    (path,) = own_cache.glob("schema-*.duckdb")
+    path.write_bytes(b"not a database" * 1000)
+    session._TEMPLATES_CHECKED.clear()
+    assert session_catalog() == created
+    assert not path.exists()
+    assert session_catalog() == created
+    assert copied_from(path)
 
 
 def test_without_a_writable_cache_the_schema_is_created(tmp_path, monkeypatch, created):

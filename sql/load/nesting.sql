@@ -3,7 +3,7 @@
 -- statement), before they are inserted: writes the staging table {{ nest }}
 -- (trace_id, event_id, thread, parent_event_id, depth, self_ns, op_event_id),
 -- which insert_events.sql joins to the events. Template: raws, exact (see
--- normalize.sql), nest, crossing (see below). Parameters: first_trace_id,
+-- normalize.sql), nest, crossing, packed, block (see below). Parameters: first_trace_id,
 -- base_ns (normalize.sql), and with crossing = 'threads' crossing_threads
 -- (UBIGINT[]). A thread is hash(trace_id, pid_label, tid_label): pid and tid
 -- as written.
@@ -36,8 +36,9 @@
 -- more, and worse than linearly: long events make long searches);
 -- only the few events outlived by one are joined with their crossers. That
 -- costs part of a pass, so `crossing` chooses:
--- 'all': every thread with crossings found, one pass (with_stack traces whose
--- ProfilerStep#N a python frame crosses: the loader asks nesting_crossing.sql);
+-- 'all': every thread with crossings found, one pass (with_stack traces, where
+-- the python frame that opens a label crosses it: the loader asks
+-- nesting_crossing.sql);
 -- 'check': no crossings looked for, but the first crossing on a thread always
 -- leaves an event whose parent ends before it does (or that is its own
 -- parent), written with depth -1; nesting_check.sql finds their threads,
@@ -75,16 +76,35 @@ ends AS (
 ),
 inner_max AS (
     -- the latest end among the events that start strictly inside (ts_ns, end_ns)
-    SELECT trace_id, event_id, thread, ts_ns, end_ns,
+    SELECT trace_id, event_id, thread, ts_ns, end_ns, le, lt_end,
            CASE WHEN lt_end > le THEN max(end_ns) OVER (PARTITION BY thread ORDER BY pos
                 ROWS BETWEEN le - pos + 1 FOLLOWING AND lt_end - pos FOLLOWING) END AS m
     FROM ends
 ),
+-- A crossed event closes where its first crosser starts: the first position
+-- in le + 1 .. lt_end whose event ends after it. Comparing it with every
+-- event of its thread would be quadratic (crossed events x thread events:
+-- every record_function label of a with_stack trace is crossed), so the
+-- positions go in blocks (of `block` positions, a template parameter): only
+-- its range's first and last blocks, and the first block between them whose
+-- latest end passes its end, are searched.
+blocks AS (
+    SELECT thread, (pos - 1) // {{ block }} AS blk, max(end_ns) AS blk_end
+    FROM started GROUP BY ALL
+),
+crossing_blocks AS (
+    SELECT trace_id, event_id, thread, end_ns, le, lt_end, unnest([le // {{ block }}, (lt_end - 1) // {{ block }},
+        (SELECT min(b.blk) FROM blocks b
+         WHERE b.thread = c.thread AND b.blk > c.le // {{ block }} AND b.blk < (c.lt_end - 1) // {{ block }}
+           AND b.blk_end > c.end_ns)]) AS blk
+    FROM inner_max c
+    WHERE m > end_ns
+),
 crossed AS (
     SELECT c.trace_id, c.event_id, min(x.ts_ns) AS close_ns
-    FROM inner_max c JOIN host x
-      ON x.thread = c.thread AND x.ts_ns > c.ts_ns AND x.ts_ns < c.end_ns AND x.end_ns > c.end_ns
-    WHERE c.m > c.end_ns
+    FROM crossing_blocks c JOIN started x
+      ON x.thread = c.thread AND (x.pos - 1) // {{ block }} = c.blk
+     AND x.pos > c.le AND x.pos <= c.lt_end AND x.end_ns > c.end_ns
     GROUP BY c.trace_id, c.event_id
 ),
 {%- endif %}
@@ -109,7 +129,12 @@ points AS (
     -- non-empty events (kind 0): a = dur_ns, b = e - (event_id - e0); a
     -- zero-length event's end: its start's key + 1. sub (the key's last bit)
     -- is also a column of its own: k % 2 on a HUGEINT is a long division in
-    -- software, a fifth of the statement
+    -- software, a fifth of the statement.
+    -- With crossings an end's time is close_ns where the event was closed
+    -- (t), and dur_ns still orders the ends at one time as -ts_ns then
+    -- dur_ns do: the closed intervals nest, so of two events ending at t the
+    -- one starting later lies inside the other, and started inside it, so it
+    -- did not outlive it: its duration is the shorter (or both start together)
     SELECT trace_id, event_id, thread,
            (((((ts_ns - t0)::HUGEINT * 2 + 1) * (d + 1) + (d - dur_ns)) * (e + 1) + (event_id - e0)) * 2) AS k,
            1 AS delta, 0 AS sub, op, ts_ns, end_ns
@@ -118,10 +143,15 @@ points AS (
     SELECT trace_id, event_id, thread,
            CASE WHEN dur_ns = 0
                 THEN (((((ts_ns - t0)::HUGEINT * 2 + 1) * (d + 1) + d) * (e + 1) + (event_id - e0)) * 2) + 1
-                ELSE (((((end_ns - t0)::HUGEINT * 2) * (d + 1) + dur_ns) * (e + 1) + (e - (event_id - e0))) * 2) + 1
+                ELSE (((((t - t0)::HUGEINT * 2) * (d + 1) + dur_ns) * (e + 1) + (e - (event_id - e0))) * 2) + 1
            END,
            -1, 1, op, ts_ns, end_ns
-    FROM host, ranges
+    {%- if crossing in ('all', 'threads') %}
+    FROM (SELECT h.*, coalesce(c.close_ns, h.end_ns) AS t FROM host h LEFT JOIN crossed c USING (trace_id, event_id)),
+         ranges
+    {%- else %}
+    FROM (SELECT *, end_ns AS t FROM host), ranges
+    {%- endif %}
 ),
 walk AS (
     SELECT trace_id, event_id, thread, sub, op, ts_ns, end_ns,

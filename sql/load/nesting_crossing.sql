@@ -1,17 +1,21 @@
 -- Whether to nest a batch with crossings looked for on every thread at once
 -- (nesting.sql, crossing = 'all'): when, in one of its traces, a python frame
--- (with_stack) crosses a ProfilerStep#N span: it starts before the step,
--- ends inside it. torch's profiler opens each step inside such a frame, and
--- a thread that crosses there must be nested twice otherwise (crossing =
+-- (with_stack) crosses a user annotation (record_function, ProfilerStep#N):
+-- it starts before the annotation and ends inside it. torch's python tracer
+-- records the frame that opens a record_function (_record_function_enter_new,
+-- a context manager's __enter__) around the annotation's start, so
+-- with_stack traces that have annotations cross there (every such trace seen:
+-- steps, optimizer and DDP labels, compiled graphs' labels, user labels),
+-- and a thread that crosses must be nested twice otherwise (crossing =
 -- 'check', then 'threads'). Other traces, python frames or not, seldom cross:
 -- looking for crossings on all their threads would cost more than it saves.
 -- Either way the rows are the same: this only chooses the cheaper plan. Times
 -- as parsed (doubles) are close enough for a choice, and each frame is
--- checked against one step only, the last one starting before the frame
--- ends (an ASOF join): the one it crosses when the steps of a thread do not
--- overlap, as torch writes them. (A join of every frame with every step of
--- its thread was quadratic: 1.2 CPU-s on the 1 GB synthetic trace, 1.9 M
--- module-scope frames x 900 steps, for a trace that has no crossing.)
+-- checked against one annotation only, the last one starting before the
+-- frame ends (an ASOF join): the one it crosses when the frame opens it. (A
+-- join of every frame with every annotation of its thread was quadratic: 1.2
+-- CPU-s on the 1 GB synthetic trace, 1.9 M module-scope frames x 900 steps,
+-- for a trace that has no crossing.)
 -- Template: raws (the batch's staged relations, see normalize.sql; a group
 -- of small traces is looked at whole). Returns stack BOOLEAN.
 SELECT EXISTS (
@@ -21,7 +25,8 @@ SELECT EXISTS (
     FROM (SELECT {{ src }}pid, tid, ts, ts + dur AS end_ts FROM {{ raw.view }}
           WHERE ph = 'X' AND cat IN ('python_function', 'python function')) f
     ASOF JOIN (SELECT {{ src }}pid, tid, ts, ts + dur AS end_ts FROM {{ raw.view }}
-               WHERE ph = 'X' AND starts_with(name, 'ProfilerStep#')) s
+               WHERE ph = 'X' AND (cat IN ('user_annotation', 'user annotation', 'User Annotation')
+                                    OR starts_with(name, 'ProfilerStep#'))) s
       ON s.pid = f.pid AND s.tid = f.tid {%- if src %} AND s.src = f.src{% endif %} AND f.end_ts > s.ts
     WHERE f.ts < s.ts AND f.end_ts < s.end_ts
 {%- endfor %}
