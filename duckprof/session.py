@@ -111,6 +111,12 @@ def estimators_digest() -> str:
 # memory_events are computed once per trace at load instead of at every query.
 # 4 -> 5: report_results, the html page's stored report results (html/store.py).
 SCHEMA_VERSION = 5
+# A read-only session opens files from this version on as they are: version 5
+# added only report_results, what a writable session stores of the html page
+# (html/store.py stores nothing in an older file; the next write migrates it).
+READ_AS_IS_FROM = 4
+# the tables each version added (a file read as it is lacks the later ones)
+ADDED_TABLES = {5: ("report_results",)}
 MIGRATIONS = {1: "migrate/v1_to_v2.sql", 2: "migrate/v2_to_v3.sql", 3: "migrate/v3_to_v4.sql",
               4: "migrate/v4_to_v5.sql"}
 
@@ -493,6 +499,7 @@ class Session:
                  threads: int | None = None, wait: float = 0):
         self.db = None if db in (None, ":memory:") else os.fspath(db)
         self.read_only = read_only
+        self.schema_version = SCHEMA_VERSION  # of the file as opened (_ensure_schema)
         self.con = dbfile.connect(self.db, read_only=read_only and bool(self.db), wait=wait)
         try:
             if threads:
@@ -527,12 +534,16 @@ class Session:
                 self._transaction(lambda: create_schema(con, zstd))
             return
         if found < SCHEMA_VERSION:
-            if self.read_only:
+            if not self.read_only:
+                self._transaction(lambda: (migrate(con, found), refresh_stored(con), fill_trace_facts(con)))
+                found = SCHEMA_VERSION
+            elif found < READ_AS_IS_FROM:
                 raise DuckprofError(
                     f"{self.label}: written by an older duckprof (schema version {found}); migrate it once "
                     f"with `duckprof migrate --db {self.db}` (any load into it migrates it too)")
-            self._transaction(lambda: (migrate(con, found), refresh_stored(con), fill_trace_facts(con)))
-        dbfile.verify_tables(con, catalog, self.label)
+        self.schema_version = found
+        dbfile.verify_tables(con, catalog, self.label,
+                             absent={t for v, tables in ADDED_TABLES.items() if v > found for t in tables})
         # the packaged views, never what the file stores under their names: unless
         # the file's are exactly the packaged ones (the fingerprint of their
         # normalised SQL), they are created as TEMP objects, which DuckDB looks up

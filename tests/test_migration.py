@@ -176,11 +176,27 @@ def test_released_v3_database_migrates_and_reports_as_a_fresh_load(tmp_path, cli
 
 def test_released_v4_database_migrates_and_stores_report_results(tmp_path, cli_app):
     """A v4 file (made by fixtures/legacy_db/make_legacy_db.py v4 at da25d24) has
-    no report_results: the migration creates it (empty), every run's data is
+    no report_results. Read-only, it is read as it is (5 added only that
+    table): commands and the html page work, it stays version 4, nothing is
+    stored. The migration creates the table (empty), every run's data is
     kept, and results stored for a run are read back for that run only."""
     v4_db = unpacked(tmp_path, "v4")
     expected = json.loads((LEGACY / "schema_v4.json").read_text())
-    refused_then_migrated(cli_app, v4_db, traces=4)
+    before = db_state(v4_db)
+    with duckprof.connect(v4_db, read_only=True) as s:
+        assert s.schema_version == 4 and store.inputs_key(s, "gpu") is None
+        for run, figs in expected.items():
+            assert figures(s, run) == figs, run
+    assert invoke(cli_app, "runs", "--db", v4_db).exit_code == 0
+    res = invoke(cli_app, "html", "--db", v4_db, "--run", "gpu", "-o", str(tmp_path / "v4.html"))
+    assert res.exit_code == 0, res.output
+    assert "stored" not in res.output and (tmp_path / "v4.html").stat().st_size > 10_000
+    assert db_state(v4_db) == before
+    with duckprof.connect(v4_db, read_only=True) as s:
+        assert s.sql("SELECT value FROM duckprof_meta WHERE key = 'schema_version'").fetchall() == [("4",)]
+    res = invoke(cli_app, "migrate", "--db", v4_db)
+    assert res.exit_code == 0, res.output
+    assert f"schema version {duckprof.SCHEMA_VERSION} (4 trace(s))" in res.stdout
     with duckprof.connect(v4_db, read_only=True) as s:
         for run, figs in expected.items():
             assert figures(s, run) == figs, run
