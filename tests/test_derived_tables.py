@@ -127,21 +127,29 @@ def test_call_totals_at_the_ends_of_a_call(tmp_path):
 
 def test_statements_left_out_would_store_nothing(tmp_path, monkeypatch):
     """A CPU-only trace without [memory] events, one with them, a GPU trace
-    without them and one with both, each loaded alone: the kernel estimates
+    without them, one with both, and one whose kernels trace_facts does not
+    count as device activity, each loaded alone: the kernel estimates
     run only for the traces with launches, the call totals only for those
     with launches or memory events, and every derived table holds exactly
     what all four statements store."""
     ends = _write_ends(tmp_path / "ends.json")
+    # kernels that trace_facts does not count (devices 0): one without dur, one without device or pid
+    odd = tmp_path / "odd_kernels.json"
+    odd.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 10, "dur": 50, "args": {}},
+        {"ph": "X", "cat": "kernel", "name": "k_no_dur", "pid": 0, "tid": 7, "ts": 20, "args": {"device": 0}},
+        {"ph": "X", "cat": "kernel", "name": "k_no_device", "pid": "GPU", "tid": "s", "ts": 30, "dur": 5,
+         "args": {}}]}))
     paths = [FIX / "gpu_time" / "cpu_only.json", FIX / "memory" / "memory.json",
-             FIX / "gpu_time" / "two_streams.json", ends]
+             FIX / "gpu_time" / "two_streams.json", ends, odd]
     got, want, ran = _loads_each(paths, monkeypatch)
     assert got == want
     assert ran == [["derived_launches", "derived_memory_events"],
                    ["derived_launches", "derived_memory_events", "derived_call_totals"],
-                   list(session_mod.DERIVED), list(session_mod.DERIVED)]
+                   list(session_mod.DERIVED), list(session_mod.DERIVED), list(session_mod.DERIVED)]
     # and each table has rows of the traces that need them
     assert {t: sorted({r[0] for r in v}) for t, v in got.items()} == {
-        "derived_launches": [3, 4], "derived_kernel_estimates": [3, 4], "derived_memory_events": [2, 4],
+        "derived_launches": [3, 4, 5], "derived_kernel_estimates": [3, 4, 5], "derived_memory_events": [2, 4],
         "derived_call_totals": [2, 3, 4]}
 
 
