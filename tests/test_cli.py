@@ -323,10 +323,9 @@ def test_every_command_that_loads_traces_has_quiet(cli_app):
     assert r.exit_code == 0 and json.loads(r.stdout) == EXPECTED
 
 
-def test_traces_and_db_together_are_refused(cli_app, tmp_path):
+def test_traces_and_db_together_are_refused(cli_app, base_db):
     """`query SQL TRACE --db F` used to ignore --db silently: say which to use."""
-    db = tmp_path / "r.duckdb"
-    assert invoke(cli_app, "load", NESTING3, "--db", db, "-q").exit_code == 0
+    db = base_db
     for args in (["query", QUERY, NESTING3, "--db", db], ["report", "kernels", NESTING3, "--db", db]):
         r = invoke(cli_app, *args)
         assert r.exit_code == 2, args

@@ -1,19 +1,80 @@
 """The derived tables (sql/load/derived_*.sql), filled at load: call_totals
 against a direct (quadratic) computation on small traces. launches,
 kernel_estimates and memory_events keep the rows their views computed before
-(the report snapshots and tests/test_migration.py hold them to that)."""
+(the report snapshots and tests/test_migration.py hold them to that). The
+statements a load leaves out (session.DERIVED_FROM: no launches, no memory
+events) would have stored nothing: every table equals what all four
+statements store, on every kind of trace and every corpus trace."""
 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, corpus_files, rows
 
 import duckprof
+from duckprof import session as session_mod, sqlfiles
 
 FIX = REPO / "fixtures"
+
+# a launch (runtime call, kernel) inside op B, and [memory] events: A [0, 100] and B [100, 200] us
+ENDS_EVENTS = [
+    {"ph": "X", "cat": "cpu_op", "name": "A", "pid": 1, "tid": 1, "ts": 1000000, "dur": 100, "args": {}},
+    {"ph": "X", "cat": "cpu_op", "name": "B", "pid": 1, "tid": 1, "ts": 1000100, "dur": 100, "args": {}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1000150, "dur": 10,
+     "args": {"correlation": 7}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1000170, "dur": 5,
+     "args": {"correlation": 7, "device": 0, "stream": 7}},
+    {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1000100,
+     "args": {"Bytes": 64, "Device Type": 0, "Device Id": -1, "Addr": 1}},
+    {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 2, "ts": 1000200,
+     "args": {"Bytes": 512, "Device Type": 1, "Device Id": 0, "Addr": 2}},
+]
+
+
+def _write_ends(path):
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ENDS_EVENTS}))
+    return path
+
+
+def _derived(s) -> dict:
+    return {t: sorted(rows(s, f"SELECT * FROM {t}"), key=repr) for t in session_mod.DERIVED}
+
+
+def _every_statement(s) -> dict:
+    """The derived tables as all four statements fill them (none left out),
+    for every trace of the session; the tables are then put back as they were."""
+    ids = [t for (t,) in rows(s, "SELECT trace_id FROM traces")]
+    con = s.con
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for table in session_mod.DERIVED:
+            con.execute(f"DELETE FROM {table}")
+            con.execute(sqlfiles.render(f"load/{table}.sql"), {"trace_ids": ids})
+        return _derived(s)
+    finally:
+        con.execute("ROLLBACK")
+
+
+def _loads_each(paths, monkeypatch) -> tuple:
+    """Each file loaded on its own into one session: its derived tables, what
+    every statement stores, and per load the derived statements that ran."""
+    ran, real = [], sqlfiles.render
+
+    def render(name, **kw):
+        if name.startswith("load/derived_"):
+            ran[-1].append(name[len("load/"):-len(".sql")])
+        return real(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", render)
+    with duckprof.connect() as s:
+        for p in paths:
+            ran.append([])
+            s.load([str(p)], run=os.path.basename(str(p)))
+        monkeypatch.setattr(sqlfiles, "render", real)
+        return _derived(s), _every_statement(s), ran
 
 
 @pytest.fixture(scope="module")
@@ -56,22 +117,47 @@ def test_call_totals_at_the_ends_of_a_call(tmp_path):
     (a runtime call at 150, its 5 us kernel) is B's device time and not A's
     ([start, end): B starts where A ends); a [memory] event at 100 is in both
     ([start, end] inclusive, as torch counts), one at 200 only in B."""
-    ev = [
-        {"ph": "X", "cat": "cpu_op", "name": "A", "pid": 1, "tid": 1, "ts": 1000000, "dur": 100, "args": {}},
-        {"ph": "X", "cat": "cpu_op", "name": "B", "pid": 1, "tid": 1, "ts": 1000100, "dur": 100, "args": {}},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1000150, "dur": 10,
-         "args": {"correlation": 7}},
-        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1000170, "dur": 5,
-         "args": {"correlation": 7, "device": 0, "stream": 7}},
-        {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1000100,
-         "args": {"Bytes": 64, "Device Type": 0, "Device Id": -1, "Addr": 1}},
-        {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 2, "ts": 1000200,
-         "args": {"Bytes": 512, "Device Type": 1, "Device Id": 0, "Addr": 2}},
-    ]
-    path = tmp_path / "ends.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev}))
+    path = _write_ends(tmp_path / "ends.json")
     with duckprof.connect() as s:
         s.load([str(path)], run="r")
         got = s.sql("SELECT c.name, t.device_ns, t.cpu_mem_bytes, t.device_mem_bytes FROM call_totals t "
                     "JOIN host_events c USING (trace_id, event_id) ORDER BY c.name").fetchall()
     assert got == [("A", 0, 64, 0), ("B", 5000, 64, 512)]  # the runtime call launched nothing of its own
+
+
+def test_statements_left_out_would_store_nothing(tmp_path, monkeypatch):
+    """A CPU-only trace without [memory] events, one with them, a GPU trace
+    without them, one with both, and one whose kernels trace_facts does not
+    count as device activity, each loaded alone: the kernel estimates
+    run only for the traces with launches, the call totals only for those
+    with launches or memory events, and every derived table holds exactly
+    what all four statements store."""
+    ends = _write_ends(tmp_path / "ends.json")
+    # kernels that trace_facts does not count (devices 0): one without dur, one without device or pid
+    odd = tmp_path / "odd_kernels.json"
+    odd.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 10, "dur": 50, "args": {}},
+        {"ph": "X", "cat": "kernel", "name": "k_no_dur", "pid": 0, "tid": 7, "ts": 20, "args": {"device": 0}},
+        {"ph": "X", "cat": "kernel", "name": "k_no_device", "pid": "GPU", "tid": "s", "ts": 30, "dur": 5,
+         "args": {}}]}))
+    paths = [FIX / "gpu_time" / "cpu_only.json", FIX / "memory" / "memory.json",
+             FIX / "gpu_time" / "two_streams.json", ends, odd]
+    got, want, ran = _loads_each(paths, monkeypatch)
+    assert got == want
+    assert ran == [["derived_launches", "derived_memory_events"],
+                   ["derived_launches", "derived_memory_events", "derived_call_totals"],
+                   list(session_mod.DERIVED), list(session_mod.DERIVED), list(session_mod.DERIVED)]
+    # and each table has rows of the traces that need them
+    assert {t: sorted({r[0] for r in v}) for t, v in got.items()} == {
+        "derived_launches": [3, 4, 5], "derived_kernel_estimates": [3, 4, 5], "derived_memory_events": [2, 4],
+        "derived_call_totals": [2, 3, 4]}
+
+
+@pytest.mark.slow  # 20 loads
+@pytest.mark.skipif(not corpus_files(), reason="no corpus")
+def test_statements_left_out_would_store_nothing_on_the_corpus(monkeypatch):
+    """Every corpus trace loaded alone: the same tables as every statement
+    stores (CPU-only, MTIA, pre-Kineto and ROCm traces among them)."""
+    got, want, ran = _loads_each(corpus_files(), monkeypatch)
+    assert got == want
+    assert any(len(r) < len(session_mod.DERIVED) for r in ran)  # some statement was left out

@@ -120,12 +120,11 @@ PY = f'"{sys.executable}" -m duckprof'
 
 # == 1. Ctrl-C and SIGTERM ============================================================
 
-def test_interrupt_in_the_insert_phase_rolls_back_in_one_line(cli_app, tmp_path, monkeypatch):
+def test_interrupt_in_the_insert_phase_rolls_back_in_one_line(cli_app, tmp_path, monkeypatch, base_db):
     """In process: Ctrl-C as the insert starts (a load into an existing database and
     into a new one): one line, exit 130, nothing loaded, files as they were."""
     from duckprof import load
-    db = tmp_path / "runs.duckdb"
-    assert invoke(cli_app, "load", NESTING3, "--db", db, "-q", "-r", "base").exit_code == 0
+    db = base_db
     before = db_state(db)
     real = load.Loader._phase
 
@@ -358,15 +357,14 @@ FULL_DISK_SQL = "COPY (SELECT 42 AS x) TO '/dev/full' (FORMAT csv)"
 
 @pytest.mark.parametrize("step", slow_when(["schema", "events", "trace_facts", "tags"],
                                            {"schema", "trace_facts", "tags"}))  # quick: the events insert
-def test_disk_full_in_any_write_step_gives_the_disk_message(cli_app, tmp_path, monkeypatch, step):
+def test_disk_full_in_any_write_step_gives_the_disk_message(cli_app, monkeypatch, step, base_db):
     """Every step of the load's transaction (refreshing the schema, inserting
     events and estimates, storing trace_facts and tags) maps a full disk to the
     same one line: the database path, 'no space left', 'nothing was loaded';
     exit 2, the file byte-identical. (The COMMIT and the closing checkpoint are
     the real-disk tests above.) trace_facts gave DuckDB's raw IO error before."""
     from duckprof import load, session
-    db = tmp_path / "runs.duckdb"
-    assert invoke(cli_app, "load", NESTING3, "--db", db, "-q", "-r", "base").exit_code == 0
+    db = base_db
     before = db_state(db)
     owner, name = {"schema": (session, "refresh_stored"), "events": (load.estimators, "add_estimates"),
                    "trace_facts": (session, "fill_trace_facts"), "tags": (session, "write_tags")}[step]
@@ -447,12 +445,11 @@ def release(p: subprocess.Popen):
     p.wait(timeout=60)
 
 
-def test_lock_conflict_message(cli_app, tmp_path):
+def test_lock_conflict_message(cli_app, base_db):
     """Another process holds the database for writing: a reader and a load are
     told it is locked, by which process (PID), and what to do, not that the
     file 'cannot be opened as a DuckDB database'."""
-    db = tmp_path / "runs.duckdb"
-    assert invoke(cli_app, "load", NESTING3, "--db", db, "-q", "-r", "base").exit_code == 0
+    db = base_db
     holder = hold_lock(db, read_only=False)
     try:
         for args in (["query", "select count(*) from events", "--db", db],
@@ -619,13 +616,12 @@ def test_failed_load_after_an_upgrade_does_not_refresh_views(cli_app, tmp_path):
 
 
 @pytest.mark.slow  # the quick run has test_derived_tables_are_part_of_the_loads_transaction
-def test_tags_and_trace_facts_are_part_of_the_loads_transaction(cli_app, tmp_path, monkeypatch):
+def test_tags_and_trace_facts_are_part_of_the_loads_transaction(cli_app, monkeypatch, base_db):
     """`load --tag` and the trace_facts rows are written in the load's own
     transaction (Target.complete, before COMMIT): a load that fails there
     leaves the file byte-identical, with no tags; tags on a load whose files
     are all in the run already are still set."""
-    db = tmp_path / "runs.duckdb"
-    assert invoke(cli_app, "load", NESTING3, "--db", db, "-q", "-r", "base").exit_code == 0
+    db = base_db
     from duckprof import session
     real = session.fill_trace_facts
 
@@ -648,12 +644,11 @@ def test_tags_and_trace_facts_are_part_of_the_loads_transaction(cli_app, tmp_pat
         assert rows(s, "select count(*) from trace_facts") == [(2,)]
 
 
-def test_derived_tables_are_part_of_the_loads_transaction(cli_app, tmp_path, monkeypatch):
+def test_derived_tables_are_part_of_the_loads_transaction(cli_app, monkeypatch, base_db):
     """The derived tables (launches, kernel estimates, memory events) are filled
     in the load's own transaction: a load that fails after filling them leaves
     the file byte-identical, and the next load fills them."""
-    db = tmp_path / "runs.duckdb"
-    assert invoke(cli_app, "load", NESTING3, "--db", db, "-q", "-r", "base").exit_code == 0
+    db = base_db
     from duckprof import session
     real = session.fill_derived
 
@@ -847,9 +842,8 @@ def test_an_event_that_does_not_end_is_located(cli_app, tmp_path):
     assert got in (damaged_event, damaged_event + 1), (got, damaged_event)
 
 
-def test_corrupt_and_newer_schema_versions(cli_app, tmp_path):
-    db = tmp_path / "runs.duckdb"
-    assert invoke(cli_app, "load", NESTING3, "--db", db, "-q").exit_code == 0
+def test_corrupt_and_newer_schema_versions(cli_app, base_db):
+    db = base_db
     for value, words in [("2x", ["'2x'", "not a number"]), ("99", ["newer duckprof", "version 99",
                                                                   "upgrade duckprof"])]:
         con = duckdb.connect(str(db))

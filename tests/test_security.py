@@ -33,21 +33,11 @@ def secret(tmp_path):
     return path
 
 
-@pytest.fixture(scope="module")
-def good_db_template(tmp_path_factory, cli_app):
-    db = tmp_path_factory.mktemp("good") / "template.duckdb"
-    assert invoke(cli_app, "load", NESTING3, "--db", db, "-q", "-r", "base").exit_code == 0
-    assert not os.path.exists(f"{db}.wal")
-    return db
-
-
 @pytest.fixture
-def good_db(good_db_template, tmp_path):
-    """A file of its own per test (it plants objects in it): a copy of one
-    loaded once per module by the CLI."""
-    db = tmp_path / "shared.duckdb"
-    shutil.copyfile(good_db_template, db)
-    return db
+def good_db(base_db):
+    """A file of its own per test (it plants objects in it): nesting3.json
+    as run 'base' (conftest base_db, a copy of one load per process)."""
+    return base_db
 
 
 def plant(db, *statements):
