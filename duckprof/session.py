@@ -551,7 +551,7 @@ class Session:
         if found < SCHEMA_VERSION:
             if not self.read_only:
                 self._transaction(lambda: (migrate(con, found), refresh_stored(con), fill_trace_facts(con)))
-                found = SCHEMA_VERSION
+                found, macros = SCHEMA_VERSION, None  # the macros listed before are gone
             elif found < READ_AS_IS_FROM:
                 raise DuckprofError(
                     f"{self.label}: written by an older duckprof (schema version {found}); migrate it once "
