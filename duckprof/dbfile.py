@@ -292,6 +292,21 @@ def table_kinds(con, catalog: str) -> dict:
     return out
 
 
+def in_transaction(con, fn):
+    """Run fn() in one transaction of `con`: committed when it returns,
+    rolled back when it raises (whatever it raises)."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        fn()
+        con.execute("COMMIT")
+    except BaseException:
+        try:
+            con.execute("ROLLBACK")
+        except duckdb.Error:
+            pass
+        raise
+
+
 def verify_tables(con, catalog: str, label: str, absent=frozenset()):
     """duckprof's tables are the tables schema.sql makes (no default, CHECK
     or index that could run SQL on insert), and no table takes the name of

@@ -567,17 +567,7 @@ class Session:
             create_views(con, temp=True)
 
     def _transaction(self, fn):
-        con = self.con
-        con.execute("BEGIN TRANSACTION")
-        try:
-            fn()
-            con.execute("COMMIT")
-        except BaseException:
-            try:
-                con.execute("ROLLBACK")
-            except duckdb.Error:
-                pass
-            raise
+        dbfile.in_transaction(self.con, fn)
 
     def migrate(self):
         """Bring the stored views, peaks and estimates up to this duckprof

@@ -136,21 +136,15 @@ def write(con, pending: Pending) -> None:
     under this key (another process may have stored them meanwhile)."""
     if not pending.rows:
         return
-    con.execute("BEGIN TRANSACTION")
-    try:
+
+    def replace():
         con.execute("DELETE FROM report_results WHERE run IS NOT DISTINCT FROM $run AND (inputs_key <> $key "
                     "OR list_contains($ids, report || chr(0) || options))",
                     {"run": pending.run, "key": pending.key, "ids": [r[0] + "\0" + r[1] for r in pending.rows]})
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         con.executemany("INSERT INTO report_results VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                         [(pending.run, pending.key, *r, now) for r in pending.rows])
-        con.execute("COMMIT")
-    except BaseException:
-        try:
-            con.execute("ROLLBACK")
-        except duckdb.Error:
-            pass
-        raise
+    dbfile.in_transaction(con, replace)
 
 
 def store_in_file(db: str | os.PathLike, pending: Pending) -> str | None:
