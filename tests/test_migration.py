@@ -58,9 +58,7 @@ def test_read_only_open_names_the_migrate_command_and_changes_nothing(v1_db, cli
 
 
 def test_migrate_keeps_every_run(v1_db, cli_app):
-    res = invoke(cli_app, "migrate", "--db", v1_db)
-    assert res.exit_code == 0, res.output
-    assert f"schema version {duckprof.SCHEMA_VERSION} (3 trace(s))" in res.stdout
+    migrated(cli_app, v1_db, 3)
     with duckprof.connect(v1_db, read_only=True) as s:
         for run, want in EXPECTED.items():
             assert figures(s, run) == want, run
@@ -86,6 +84,13 @@ def test_a_load_migrates_then_adds(v1_db):
 
 # -- schema version 2, as released (commit 5addfac), to 3 -------------------------------
 
+def migrated(cli_app, db, traces: int):
+    """`duckprof migrate` brings the file of `traces` traces to the current version."""
+    res = invoke(cli_app, "migrate", "--db", db)
+    assert res.exit_code == 0, res.output
+    assert f"schema version {duckprof.SCHEMA_VERSION} ({traces} trace(s))" in res.stdout
+
+
 def refused_then_migrated(cli_app, db, traces: int):
     """A released older file: a command refuses it in one line and leaves it
     as it was; `duckprof migrate` brings it to the current version."""
@@ -94,9 +99,7 @@ def refused_then_migrated(cli_app, db, traces: int):
     assert res.exit_code == 2
     assert_one_line_error(res.stderr, [str(db), "duckprof migrate --db"])
     assert db_state(db) == before
-    res = invoke(cli_app, "migrate", "--db", db)
-    assert res.exit_code == 0, res.output
-    assert f"schema version {duckprof.SCHEMA_VERSION} ({traces} trace(s))" in res.stdout
+    migrated(cli_app, db, traces)
 
 
 @pytest.fixture
@@ -194,9 +197,7 @@ def test_released_v4_database_migrates_and_stores_report_results(tmp_path, cli_a
     assert db_state(v4_db) == before
     with duckprof.connect(v4_db, read_only=True) as s:
         assert s.sql("SELECT value FROM duckprof_meta WHERE key = 'schema_version'").fetchall() == [("4",)]
-    res = invoke(cli_app, "migrate", "--db", v4_db)
-    assert res.exit_code == 0, res.output
-    assert f"schema version {duckprof.SCHEMA_VERSION} (4 trace(s))" in res.stdout
+    migrated(cli_app, v4_db, 4)
     with duckprof.connect(v4_db, read_only=True) as s:
         for run, figs in expected.items():
             assert figures(s, run) == figs, run
