@@ -10,7 +10,7 @@ import json
 import pytest
 
 import duckprof
-from conftest import (HANDMADE, assert_one_line_error, cli_app, db_state, invoke, rows, run_cli,  # noqa: F401
+from conftest import (HANDMADE, REPO, assert_one_line_error, cli_app, db_state, invoke, rows, run_cli,  # noqa: F401
                       scalar, slow_when)
 
 GOOD = HANDMADE / "nesting3.json"
@@ -297,6 +297,27 @@ def test_control_characters_and_invalid_utf8(cli_app, tmp_path):
     r = invoke(cli_app, "load", path)
     assert r.exit_code == 0
     assert "invalid UTF-8" in r.stdout and str(path) in r.stdout
+
+
+def test_torch_verbose_trace_with_invalid_utf8():
+    """torch 2.13's verbose mode (experimental_config verbose=True) writes some
+    Call stack args from freed memory: this recorded file
+    (fixtures/torch_verbose/record_verbose.py) holds 120 invalid UTF-8
+    sequences, on which torch's own key_averages() raises UnicodeDecodeError.
+    duckprof loads it with a note, keeps every event (against Python's json of
+    the text decoded with replacement characters), and groups its operators by
+    stack."""
+    path = REPO / "fixtures" / "torch_verbose" / "verbose_stack.json.gz"
+    events = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8", "replace"), strict=False)["traceEvents"]
+    damaged = sum("\ufffd" in e.get("args", {}).get("Call stack", "") for e in events)
+    assert (len(events), damaged) == (578, 24)
+    with duckprof.connect() as s:
+        rep = s.load([str(path)])
+        assert sorted(n for (n,) in rows(s, "select name from events")) == sorted(e["name"] for e in events)
+        assert rows(s, "select count(*) from events where contains(args->>'Call stack', '\ufffd')") == [(damaged,)]
+        by_stack = s.report_result("ops", group_by_stack=5)
+        assert len(by_stack.relation.fetchall()) == 30
+    assert "120 invalid UTF-8 sequence(s) replaced by U+FFFD" in rep.summary()
 
 
 def test_only_invalid_utf8(tmp_path):
