@@ -677,8 +677,7 @@ class Session:
             for t in ("events", "devices", "trace_facts", *DERIVED, "traces"):
                 con.execute(f"DELETE FROM {t} WHERE trace_id IN (SELECT unnest($ids))", {"ids": ids})
             con.execute("DELETE FROM run_tags WHERE run = $run", {"run": run})
-            # the run's stored page results, and those of pages of every run
-            con.execute("DELETE FROM report_results WHERE run IS NULL OR run = $run", {"run": run})
+            drop_stored_results(con, run)
             if self.db:
                 refresh_stored(con)
         self._transaction(delete)
@@ -728,9 +727,18 @@ def check_tags(tags: dict | None, remove=()) -> dict:
     return tags
 
 
+def drop_stored_results(con, run: str):
+    """In the caller's transaction: the html pages' stored results of `run`
+    and of pages of every run (html/store.py), whose inputs the caller
+    changes (they would be recomputed anyway: their key no longer matches)."""
+    con.execute("DELETE FROM report_results WHERE run IS NULL OR run = $run", {"run": run})
+
+
 def write_tags(con, run: str, tags: dict | None, remove=()):
     """In the caller's transaction: set `tags` of `run`, remove the keys in `remove`."""
     tags = check_tags(tags, remove)
+    if tags or remove:
+        drop_stored_results(con, run)
     if remove:
         con.execute("DELETE FROM run_tags WHERE run = $run AND list_contains($keys, key)",
                     {"run": run, "keys": list(remove)})
@@ -756,6 +764,8 @@ def complete_load(con, report: LoadReport, tags: dict | None):
     for f in report.files:
         if f.trace_id in found:
             f.rank, f.world_size = found[f.trace_id]
+    if ids:
+        drop_stored_results(con, report.run)
     if tags:
         write_tags(con, report.run, tags)
         report.tags_set = True

@@ -219,6 +219,21 @@ def test_rm_deletes_the_runs_stored_results(multi):
         assert stored_count(s, "r") == 0 and stored_count(s, None) == 0 and stored_count(s, "other") > 0
 
 
+def test_a_load_or_a_tag_deletes_the_runs_stored_results(multi):
+    """Rows a page can no longer use (their key names the run's old traces or
+    tags) go with the change, not at the run's next page: a load into the run,
+    a tag of it; another run's rows stay."""
+    with duckprof.connect(multi) as s:
+        for change in (lambda: s.load([str(CPU)], run="r"), lambda: s.set_tags("r", {"commit": "abc123"})):
+            s.html(run="r")
+            s.html(run="other")
+            s.html()
+            assert stored_count(s, "r") and stored_count(s, None)
+            other = stored_count(s, "other")
+            change()
+            assert (stored_count(s, "r"), stored_count(s, None), stored_count(s, "other")) == (0, 0, other)
+
+
 def test_a_read_only_session_stores_nothing(single, report_runs):
     with duckprof.connect(single, read_only=True) as s:
         page = s.html(run="r")
