@@ -454,6 +454,7 @@ def test_lock_conflict_message(cli_app, base_db):
     try:
         for args in (["query", "select count(*) from events", "--db", db],
                      ["report", "kernels", "--db", db],
+                     ["html", "--db", db, "-o", str(db) + ".html"],
                      ["load", FRACTIONAL, "--db", db, "-q"]):
             r = invoke(cli_app, *args)
             assert r.exit_code == 2, (args, r.stdout)
@@ -483,11 +484,17 @@ def test_lock_conflict_gets_its_own_message(tmp_path):
         q = start_cli("query", "select count(*) as n from events", "--db", db, "-f", "csv", "--wait", "120",
                       DUCKPROF_PHASE_FILE=phase_file)
         wait_for_phase(phase_file, "waiting for lock", q, timeout=120)
+        page, page_phase = tmp_path / "page.html", tmp_path / "page_phase.txt"
+        h = start_cli("html", "--db", db, "-o", page, "-q", "--wait", "120", DUCKPROF_PHASE_FILE=page_phase)
+        wait_for_phase(page_phase, "waiting for lock", h, timeout=120)
     finally:
         release(holder)
     out, err = q.communicate(timeout=120)
     assert q.returncode == 0, err
     assert out.splitlines() == ["n", "19"]
+    out, err = h.communicate(timeout=120)
+    assert h.returncode == 0, err
+    assert page.stat().st_size > 10_000
 
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ from typing import List, Optional, Tuple
 
 import typer
 
-from ..cli_common import DbOpt, Progress, QuietOpt, TracesArg, open_data
+from ..cli_common import DbOpt, Progress, QuietOpt, TracesArg, WaitOpt, open_data
 from ..errors import DuckprofError
 
 
@@ -20,7 +20,8 @@ def html_command(
                                  "or a trace file, directory or glob"),
         output: str = typer.Option("duckprof.html", "--output", "-o", help="the HTML file to write"),
         top: int = typer.Option(25, "--top", help="kernels per GPU (diff: kernels and ops per list)", min=1),
-        quiet: bool = QuietOpt):
+        quiet: bool = QuietOpt,
+        wait: float = WaitOpt):
     """One self-contained HTML page of the standard reports: overview, GPU timeline, time
     breakdown, top kernels with a roofline, GPU idle and queue, steps (and ranks); or with
     --diff A B, what changed between two runs. Opens offline in any browser. With --db, the
@@ -35,9 +36,11 @@ def html_command(
             if traces or run:
                 raise DuckprofError("--diff takes its two sides as A B (runs in --db or trace files); "
                                     "give no other traces or --run")
+            if wait:
+                raise DuckprofError("--wait is for the page of a database (--db), not for --diff")
             page = build_diff(diff[0], diff[1], db=db, top=top, progress=progress)
         else:
-            with open_data(traces, db, run=run, progress=progress) as s:
+            with open_data(traces, db, run=run, progress=progress, wait=wait) as s:
                 progress.done()
                 page = build(s, run=run, top=top)
     finally:
