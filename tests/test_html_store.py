@@ -295,6 +295,25 @@ def test_cli_page_works_when_another_process_reads_the_database(multi, tmp_path)
         assert near(out.read_text(encoding="utf-8")) == near(live_page(s, "r"))
 
 
+@pytest.mark.slow  # a second process holds the database
+def test_cli_page_with_wait_stores_once_the_other_process_is_done(multi, tmp_path):
+    """With --wait, the store waits for the file as the page's open does: a
+    reader that closes it after a few seconds delays the store, not skips it."""
+    code = ("import duckdb, sys, time; c = duckdb.connect(sys.argv[1], read_only=True); "
+            "print('open', flush=True); time.sleep(4); c.close()")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(multi)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        r = run_cli("html", "--db", multi, "--run", "r", "-o", tmp_path / "p.html", "--wait", "60")
+        assert r.returncode == 0, r.stderr
+        assert "report results stored" in r.stdout, (r.stdout, r.stderr)
+    finally:
+        holder.kill()
+        holder.wait()
+    with duckprof.connect(multi, read_only=True) as s:
+        assert stored_count(s, "r") > 0
+
+
 @pytest.mark.slow
 def test_store_in_file_gives_up_on_a_locked_file(multi, tmp_path, report_runs):
     # the same, in process: the session that built the page still holds the file

@@ -53,7 +53,7 @@ def html_command(
         # the page read with a read-only session (other readers go on meanwhile):
         # the file is opened for writing only now, briefly, to store its results
         from .store import store_in_file
-        why = store_in_file(db, page.unstored)
+        why = store_in_file(db, page.unstored, wait=wait)
         if not quiet:
             typer.echo(f"report results not stored ({why}): the next page computes them again" if why else
                        "report results stored: the next page reads them", err=bool(why))

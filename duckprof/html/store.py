@@ -147,15 +147,15 @@ def write(con, pending: Pending) -> None:
     dbfile.in_transaction(con, replace)
 
 
-def store_in_file(db: str | os.PathLike, pending: Pending) -> str | None:
-    """Open `db` for writing (without waiting for another process's lock)
-    and store `pending` when the page's inputs are unchanged. Returns why
-    nothing was stored, None when it was."""
+def store_in_file(db: str | os.PathLike, pending: Pending, wait: float = 0) -> str | None:
+    """Open `db` for writing (waiting up to `wait` seconds for another
+    process's lock, as the page's --wait) and store `pending` when the page's
+    inputs are unchanged. Returns why nothing was stored, None when it was."""
     from ..session import Session
     if not os.path.isfile(db):
         return f"{db}: no such database"
     try:
-        with Session(db) as s:
+        with Session(db, wait=wait) as s:
             if inputs_key(s, pending.run) != pending.key:
                 return "the database changed while the page was built"
             write(s.con, pending)
