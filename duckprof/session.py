@@ -121,6 +121,11 @@ MIGRATIONS = {1: "migrate/v1_to_v2.sql", 2: "migrate/v2_to_v3.sql", 3: "migrate/
               4: "migrate/v4_to_v5.sql"}
 
 
+def tables_missing(version: int) -> set[str]:
+    """The tables a file of schema `version`, read as it is, does not have."""
+    return {t for v, tables in ADDED_TABLES.items() if v > version for t in tables}
+
+
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -557,8 +562,7 @@ class Session:
                     f"{self.label}: written by an older duckprof (schema version {found}); migrate it once "
                     f"with `duckprof migrate --db {self.db}` (any load into it migrates it too)")
         self.schema_version = found
-        dbfile.verify_tables(con, catalog, self.label,
-                             absent={t for v, tables in ADDED_TABLES.items() if v > found for t in tables})
+        dbfile.verify_tables(con, catalog, self.label, absent=tables_missing(found))
         # the packaged views, never what the file stores under their names: unless
         # the file's are exactly the packaged ones (the fingerprint of their
         # normalised SQL), they are created as TEMP objects, which DuckDB looks up

@@ -37,11 +37,6 @@ from .. import __version__, dbfile, sqlfiles
 from ..errors import DuckprofError
 
 
-#: the schema version that added report_results (an older file, read as it
-#: is by a read-only session, has none: its pages are computed live)
-STORED_SINCE = 5
-
-
 @functools.lru_cache(maxsize=1)
 def code_key() -> str | None:
     """A hash of the code a stored result was computed by (None for an
@@ -78,8 +73,9 @@ def inputs_key(session, run: str | None) -> str | None:
     """The key of the stored results of a page of `run` on `session`; None
     when results are not stored (a session in memory or on trace files, a
     file of schema 4 read as it is, an installation without its sources)."""
+    from ..session import tables_missing
     code = code_key()
-    if not session.db or code is None or session.schema_version < STORED_SINCE:
+    if not session.db or code is None or "report_results" in tables_missing(session.schema_version):
         return None
     return dbfile.digest(code, *map(str, session.con.execute(_INPUTS, {"run": run}).fetchall()[0]))
 
