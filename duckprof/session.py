@@ -243,9 +243,7 @@ def schema_template() -> str | None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         con = duckdb.connect(tmp)
         try:
-            con.execute("BEGIN TRANSACTION")
-            create_schema(con)
-            con.execute("COMMIT")
+            dbfile.in_transaction(con, lambda: create_schema(con))
         finally:
             con.close()
         os.replace(tmp, path)
@@ -299,28 +297,23 @@ def copy_schema(con, label: str) -> bool:
     except duckdb.Error:
         _discard(path)
         return False
+    stamp = (path, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def copy():
+        con.execute(f"COPY FROM DATABASE dp_schema_template TO {_ident(catalog)}")
+        if stamp not in _TEMPLATES_CHECKED:
+            macros = dbfile.file_macros(con, catalog)
+            if not (read_version(con, catalog, label, macros) == SCHEMA_VERSION
+                    and views_current(con, catalog, macros)):
+                raise DuckprofError(f"{path}: not this duckprof's schema")
+            dbfile.verify_tables(con, catalog, label)
+            _TEMPLATES_CHECKED.add(stamp)
+
     try:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            con.execute(f"COPY FROM DATABASE dp_schema_template TO {_ident(catalog)}")
-            stamp = (path, st.st_ino, st.st_size, st.st_mtime_ns)
-            if stamp not in _TEMPLATES_CHECKED:
-                macros = dbfile.file_macros(con, catalog)
-                if not (read_version(con, catalog, label, macros) == SCHEMA_VERSION
-                        and views_current(con, catalog, macros)):
-                    raise DuckprofError(f"{path}: not this duckprof's schema")
-                dbfile.verify_tables(con, catalog, label)
-                _TEMPLATES_CHECKED.add(stamp)
-            con.execute("COMMIT")
-        except BaseException as e:
-            try:
-                con.execute("ROLLBACK")
-            except duckdb.Error:
-                pass
-            if isinstance(e, (duckdb.Error, DuckprofError)):
-                _discard(path)
-                return False
-            raise
+        dbfile.in_transaction(con, copy)
+    except (duckdb.Error, DuckprofError):
+        _discard(path)
+        return False
     finally:
         try:
             con.execute("DETACH dp_schema_template")
