@@ -117,11 +117,14 @@ def _simple_table(headers, cells, right) -> str | None:
     cols = [[s.strip() for s in col] for col in zip(*cells)]
     if len(cols) != len(headers):
         return None
-    widths = {s: len(s) if s.isascii() else _visible_width(s) for s in headers}
+    def width(s):  # on screen (wide characters count 2)
+        return len(s) if s.isascii() else _visible_width(s)
+
+    widths = {s: width(s) for s in headers}
     for col in cols:
         for s in col:
             if s not in widths:
-                widths[s] = len(s) if s.isascii() else _visible_width(s)
+                widths[s] = width(s)
     colw = [max(widths[h] + 2, max(widths[s] for s in col)) for h, col in zip(headers, cols)]
     padded = []
     for col, w, r in zip(cols, colw, right):
