@@ -884,8 +884,10 @@ class DatabaseTarget(Target):
                     for path in (self.path, self.path + ".wal"):
                         if os.path.exists(path):
                             os.remove(path)
-                elif os.path.getsize(self.path) > self.size0:
-                    os.truncate(self.path, self.size0)
+                else:
+                    if os.path.getsize(self.path) > self.size0:
+                        os.truncate(self.path, self.size0)
+                    drop_empty_wal(self.path, self.wal0)
             except OSError:
                 pass
         try:
@@ -949,6 +951,17 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
     return report
 
 
+def drop_empty_wal(db: str, existed_before: bool):
+    """While holding the file's lock, after a load that did not commit: remove
+    an empty WAL the load's failed commit left (DuckDB 2.0.1 creates it and,
+    with the disk full, writes nothing; it does not delete it on close), so
+    that the database's directory is as it was. A WAL that was there before,
+    or holds anything, is DuckDB's to apply."""
+    wal = db + ".wal"
+    if not existed_before and os.path.exists(wal) and os.path.getsize(wal) == 0:
+        os.remove(wal)
+
+
 def _was_committed(db: str, report: LoadReport, target: DatabaseTarget) -> bool | None:
     """After a COMMIT that failed with the database invalidated (a full disk
     while DuckDB wrote it): open the file again, for writing so that no other
@@ -974,8 +987,10 @@ def _was_committed(db: str, report: LoadReport, target: DatabaseTarget) -> bool 
                     for path in (db, db + ".wal"):
                         if os.path.exists(path):
                             os.remove(path)
-                elif os.path.getsize(db) > target.size0:
-                    os.truncate(db, target.size0)
+                else:
+                    if os.path.getsize(db) > target.size0:
+                        os.truncate(db, target.size0)
+                    drop_empty_wal(db, target.wal0)
             return committed
         except (duckdb.Error, OSError):
             return None

@@ -3,10 +3,12 @@ no trace file. Expected values are worked out by hand in the comments."""
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 import pytest
 
-from conftest import REPO  # noqa: F401  (puts the repository on sys.path)
+from conftest import REPO  # (also puts the repository on sys.path)
 
 from duckprof import sqlfiles
 
@@ -275,6 +277,49 @@ def test_category_lists_render_as_sql_lists():
         SELECT list_contains({{ sql_array(device_cats) }}, 'gpu_memset'),
                list_contains({{ sql_array(device_cats) }}, 'cuda_runtime'), len({{ sql_array(['a', 'b']) }})""")
     assert got == [(True, False, 2)]
+
+
+# -- rounded (templates/numbers.sql) --------------------------------------------------
+
+def test_rounded_scales_then_rounds_half_away_from_zero():
+    # 52.1885 * 1e3 = 52188.5 and 2.675 * 1e2 = 267.5 in binary64, which round away
+    # from zero; DuckDB 2.0.1's round(x, n) rounds the binary values (52.18849999...,
+    # 2.67499999...) down instead, and 2.0.0's rounded up: the macro is the same on both
+    got = sql("""{% from 'templates/numbers.sql' import rounded %}
+        SELECT {{ rounded('x', 3) }}, {{ rounded('y', 2) }}, {{ rounded('-y', 2) }}, {{ rounded('z', 2) }},
+               {{ rounded('100.0 * 1 / 8', 1) }}, {{ rounded('NULL::DOUBLE', 2) }},
+               typeof({{ rounded('100.0 * 1 / 8', 1) }})
+        FROM (VALUES (52.1885::DOUBLE, 2.675::DOUBLE, 0.285::DOUBLE)) t(x, y, z)""")
+    # 0.285 * 1e2 = 28.499999999999996: down
+    assert got == [(52.189, 2.68, -2.68, 0.28, 12.5, None, "DOUBLE")]
+
+
+def _calls_with_a_second_argument(text: str, fn: str) -> list[str]:
+    """The calls fn(a, b...) in text whose parentheses hold a top-level comma."""
+    found, at = [], 0
+    pattern = re.compile(rf"\b{fn}\(", re.I)
+    while m := pattern.search(text, at):
+        depth, i, comma = 1, m.end(), False
+        while depth and i < len(text):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            comma |= depth == 1 and text[i] == ","
+            i += 1
+        if comma:
+            found.append(text[m.start():i])
+        at = m.end()
+    return found
+
+
+def test_no_sql_file_rounds_to_decimals_with_duckdbs_round():
+    # round(x, n) gives different last digits in different DuckDB releases
+    # (templates/numbers.sql): reports round to decimals with rounded()
+    sql_dir = REPO / "sql"
+    offenders = {str(p.relative_to(sql_dir)): calls for p in sorted(sql_dir.rglob("*.sql"))
+                 if p.name != "numbers.sql"
+                 and (calls := _calls_with_a_second_argument(p.read_text(encoding="utf-8"), "round"))}
+    assert not offenders
+    assert _calls_with_a_second_argument("SELECT round(a / (b + 1), 2), round(c)", "round") == \
+        ["round(a / (b + 1), 2)"]
 
 
 # -- categorized (templates/categories.sql) --------------------------------------------

@@ -65,6 +65,7 @@
 -- bytes_formula         VARCHAR  [wide]  that estimate's rule (elementwise, reduction, ...)
 {% from "templates/scope.sql" import run_scope, device_scope with context %}
 {% from "templates/intervals.sql" import union_lengths %}
+{% from "templates/numbers.sql" import rounded %}
 {%- set orders = {
     'total': 'total_us DESC', 'count': 'count DESC, total_us DESC', 'mean': 'mean_us DESC',
     'max': 'max_us DESC', 'min': 'min_us DESC', 'busy': 'busy_pct DESC NULLS LAST, total_us DESC',
@@ -150,24 +151,24 @@ report AS (
     SELECT s.run, a.trace_id, s.rank, a.device, a.name,
            {%- if group_by_launch %} a.grid, a.block,{% endif %}
            a.count,
-           round(a.total_ns / 1e3, 3) AS total_us,
-           round(a.total_ns / 1e3 / a.count, 3) AS mean_us,
-           round(a.min_ns / 1e3, 3) AS min_us,
-           round(a.max_ns / 1e3, 3) AS max_us,
-           round(100.0 * a.total_ns / nullif(b.busy_ns, 0), 2) AS busy_pct,
+           {{ rounded('a.total_ns / 1e3', 3) }} AS total_us,
+           {{ rounded('a.total_ns / 1e3 / a.count', 3) }} AS mean_us,
+           {{ rounded('a.min_ns / 1e3', 3) }} AS min_us,
+           {{ rounded('a.max_ns / 1e3', 3) }} AS max_us,
+           {{ rounded('100.0 * a.total_ns / nullif(b.busy_ns, 0)', 2) }} AS busy_pct,
            nullif(concat_ws(',', CASE WHEN a.pk_flops > a.pk_t_ns * 1e3 THEN 'compute' END,
                                  CASE WHEN a.pk_bytes > a.pk_g_ns THEN 'bandwidth' END), '') AS over_peak,
            a.flops::BIGINT AS flops,
            a.bytes::BIGINT AS bytes,
-           round(a.flops / nullif(a.flops_ns, 0) / 1e3, 3) AS achieved_tflops,
-           round(a.bytes / nullif(a.bytes_ns, 0), 2) AS achieved_gbps,
+           {{ rounded('a.flops / nullif(a.flops_ns, 0) / 1e3', 3) }} AS achieved_tflops,
+           {{ rounded('a.bytes / nullif(a.bytes_ns, 0)', 2) }} AS achieved_gbps,
            CASE WHEN a.pdt_lo = a.pdt_hi THEN a.pdt_lo ELSE a.pdt_lo || ',' || a.pdt_hi END AS peak_dtype,
-           round(a.peak_tflops, 2) AS peak_tflops,
-           round(100.0 * a.pk_flops / nullif(a.pk_t_ns * 1e3, 0), 2) AS compute_pct,
-           round(a.peak_gbps, 1) AS peak_gbps,
-           round(100.0 * a.pk_bytes / nullif(a.pk_g_ns, 0), 2) AS bandwidth_pct,
-           round(a.ai_flops / nullif(a.ai_bytes, 0), 3) AS flops_per_byte,
-           round(a.peak_tflops * 1e3 / nullif(a.peak_gbps, 0), 2) AS ridge_flops_per_byte,
+           {{ rounded('a.peak_tflops', 2) }} AS peak_tflops,
+           {{ rounded('100.0 * a.pk_flops / nullif(a.pk_t_ns * 1e3, 0)', 2) }} AS compute_pct,
+           {{ rounded('a.peak_gbps', 1) }} AS peak_gbps,
+           {{ rounded('100.0 * a.pk_bytes / nullif(a.pk_g_ns, 0)', 2) }} AS bandwidth_pct,
+           {{ rounded('a.ai_flops / nullif(a.ai_bytes, 0)', 3) }} AS flops_per_byte,
+           {{ rounded('a.peak_tflops * 1e3 / nullif(a.peak_gbps, 0)', 2) }} AS ridge_flops_per_byte,
            CASE WHEN a.ai_bytes IS NULL OR a.ai_bytes = 0 OR a.peak_tflops IS NULL OR a.peak_gbps IS NULL THEN NULL
                 WHEN a.ai_flops / a.ai_bytes >= a.peak_tflops * 1e3 / a.peak_gbps THEN 'compute'
                 ELSE 'memory' END AS bound,

@@ -45,6 +45,7 @@
 --                           with their share of it
 {% from "templates/steps.sql" import step_figures with context %}
 {% from "templates/scope.sql" import run_scope with context %}
+{% from "templates/numbers.sql" import rounded %}
 WITH {{ step_figures(rules) }}
 SELECT f.run, f.rank, x.trace_id, x.step, x.step_ns / 1e3 AS step_us,
        CASE WHEN x.step IS NOT NULL
@@ -68,11 +69,11 @@ SELECT f.file_name || ': no ProfilerStep#N annotations in this trace: one row fo
 FROM trace_files f
 WHERE NOT EXISTS (SELECT 1 FROM steps s WHERE s.trace_id = f.trace_id) {{ run_scope('f.') }}
 UNION ALL
-SELECT f.file_name || ': ' || count(*) || ' steps; step time mean ' || round(avg(r.step_us) / 1e3, 3)
-       || ' ms, coefficient of variation ' || round(100.0 * stddev_pop(r.step_us) / nullif(avg(r.step_us), 0), 1)
+SELECT f.file_name || ': ' || count(*) || ' steps; step time mean ' || {{ rounded('avg(r.step_us) / 1e3', 3) }}
+       || ' ms, coefficient of variation ' || {{ rounded('100.0 * stddev_pop(r.step_us) / nullif(avg(r.step_us), 0)', 1) }}
        || '%; outlier: step ' || arg_max(r.step, abs(r.vs_median_pct)) || ' ('
        || CASE WHEN arg_max(r.vs_median_pct, abs(r.vs_median_pct)) >= 0 THEN '+' ELSE '' END
-       || round(arg_max(r.vs_median_pct, abs(r.vs_median_pct)), 1) || '% vs the median)'
+       || {{ rounded('arg_max(r.vs_median_pct, abs(r.vs_median_pct))', 1) }} || '% vs the median)'
 FROM {{ result }} r JOIN trace_files f USING (trace_id)
 WHERE r.step IS NOT NULL
 GROUP BY f.trace_id, f.file_name

@@ -23,6 +23,7 @@
 {% from "templates/scope.sql" import run_scope with context %}
 {% from "templates/intervals.sql" import covered_lengths %}
 {% from "templates/categories.sql" import categorized %}
+{% from "templates/numbers.sql" import rounded %}
 
 {% macro step_figures(rules) -%}
 scope AS (
@@ -66,7 +67,7 @@ dev_sums AS (
 ),
 top_cats AS (
     SELECT trace_id, window_id,
-           string_agg(category || ' ' || round(100.0 * ns / total, 1) || '%', ', ' ORDER BY ns DESC, category)
+           string_agg(category || ' ' || {{ rounded('100.0 * ns / total', 1) }} || '%', ', ' ORDER BY ns DESC, category)
                AS top_categories
     FROM (SELECT *, sum(ns) OVER (PARTITION BY trace_id, window_id) AS total FROM dev_cat
           QUALIFY row_number() OVER (PARTITION BY trace_id, window_id ORDER BY ns DESC, category) <= 3)
