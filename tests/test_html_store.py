@@ -10,6 +10,7 @@ from __future__ import annotations
 import decimal
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -65,23 +66,39 @@ def stored_count(session, run) -> int:
                        {"run": run}).fetchall()[0][0]
 
 
-@pytest.fixture
-def single(tmp_path):
-    """two_streams.json as run r: the quick tests' database."""
-    db = tmp_path / "s.duckdb"
+@pytest.fixture(scope="module")
+def single_template(tmp_path_factory):
+    db = tmp_path_factory.mktemp("store") / "s.duckdb"
     with duckprof.connect(db) as s:
         s.load([str(TWO)], run="r")
     return db
 
 
-@pytest.fixture
-def multi(tmp_path):
-    """A handmade run of two traces (two_streams: steps, 2 streams; an H100
-    trace with FLOPs) and a second run in the same database."""
-    db = tmp_path / "m.duckdb"
+@pytest.fixture(scope="module")
+def multi_template(tmp_path_factory):
+    db = tmp_path_factory.mktemp("store") / "m.duckdb"
     with duckprof.connect(db) as s:
         s.load([str(TWO), str(H100_TWO)], run="r")
         s.load([str(CPU)], run="other")
+    return db
+
+
+@pytest.fixture
+def single(single_template, tmp_path):
+    """two_streams.json as run r: the quick tests' database (a copy of
+    single_template of the test's own: pages store their results in it)."""
+    db = tmp_path / "s.duckdb"
+    shutil.copyfile(single_template, db)
+    return db
+
+
+@pytest.fixture
+def multi(multi_template, tmp_path):
+    """A handmade run of two traces (two_streams: steps, 2 streams; an H100
+    trace with FLOPs) and a second run in the same database (a copy of
+    multi_template of the test's own)."""
+    db = tmp_path / "m.duckdb"
+    shutil.copyfile(multi_template, db)
     return db
 
 
@@ -219,19 +236,24 @@ def test_rm_deletes_the_runs_stored_results(multi):
         assert stored_count(s, "r") == 0 and stored_count(s, None) == 0 and stored_count(s, "other") > 0
 
 
-def test_a_load_or_a_tag_deletes_the_runs_stored_results(multi):
+def test_a_load_or_a_tag_deletes_the_runs_stored_results(multi, tmp_path):
     """Rows a page can no longer use (their key names the run's old traces or
     tags) go with the change, not at the run's next page: a load into the run,
-    a tag of it; another run's rows stay."""
+    a tag of it; another run's rows stay. The pages are stored once; each
+    change is made to a copy of that file."""
     with duckprof.connect(multi) as s:
-        for change in (lambda: s.load([str(CPU)], run="r"), lambda: s.set_tags("r", {"commit": "abc123"})):
-            s.html(run="r")
-            s.html(run="other")
-            s.html()
-            assert stored_count(s, "r") and stored_count(s, None)
-            other = stored_count(s, "other")
-            change()
-            assert (stored_count(s, "r"), stored_count(s, None), stored_count(s, "other")) == (0, 0, other)
+        s.html(run="r")
+        s.html(run="other")
+        s.html()
+        counts = stored_count(s, "r"), stored_count(s, None), stored_count(s, "other")
+    assert all(counts)
+    for i, change in enumerate((add_cpu_trace, tag_run)):
+        db = tmp_path / f"copy{i}.duckdb"
+        shutil.copyfile(multi, db)
+        with duckprof.connect(db) as s:
+            assert (stored_count(s, "r"), stored_count(s, None), stored_count(s, "other")) == counts
+            change(s)
+            assert (stored_count(s, "r"), stored_count(s, None), stored_count(s, "other")) == (0, 0, counts[2])
 
 
 def test_a_read_only_session_stores_nothing(single, report_runs):
