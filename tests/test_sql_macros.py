@@ -152,6 +152,28 @@ def test_covered_lengths_equals_clipping_every_interval_to_every_window():
     assert [r[1:4] for r in rows] == [r[4:] for r in rows]
 
 
+def test_covered_lengths_over_many_partitions_and_vectors():
+    # the same definition on five keys (one NULL) of 4,000 intervals each: the sweep passes once over
+    # every key's points in order (~40,000 of them, many DuckDB vectors, on several threads), so each
+    # key must start from nothing and number its edges apart from the others'
+    text = """{% from 'templates/intervals.sql' import covered_lengths, union_lengths %}
+        WITH iv AS (SELECT nullif(i % 5, 4) AS k, (i // 5) % 3 AS class, (i * 37) % 100000 AS ts_ns,
+                           (i * 37) % 100000 + (i * 11) % 900 - 50 AS end_ns
+                    FROM range(20000) r(i)),
+        w AS (SELECT nullif(j % 5, 4) AS k, j AS id, (j * 5303) % 90000 AS ts_ns, (j * 5303) % 90000 + (j * 29) % 20000 AS end_ns
+              FROM range(200) r(j)),
+        clipped AS (SELECT w.id, iv.class, greatest(iv.ts_ns, w.ts_ns) AS ts_ns, least(iv.end_ns, w.end_ns) AS end_ns
+                    FROM iv JOIN w ON iv.k IS NOT DISTINCT FROM w.k AND iv.ts_ns < w.end_ns AND iv.end_ns > w.ts_ns),
+        brute AS ({{ union_lengths('clipped', ['id'], sets={'c0': 'class = 0', 'c01': 'class <= 1', 'c12': 'class >= 1'}) }})
+        SELECT w.id, coalesce(b.c0, 0), coalesce(b.c01, 0), coalesce(b.c12, 0), c.c0, c.c01, c.c12
+        FROM w LEFT JOIN brute b USING (id)
+        JOIN ({{ covered_lengths('w', 'iv', ['k'], sets={'c0': [0], 'c01': [0, 1], 'c12': [1, 2]}) }}) c USING (id)
+        ORDER BY w.id"""
+    rows = sql(text)
+    assert len(rows) == 200 and sum(r[2] for r in rows) > 0 and sum(1 for r in rows if r[3] == 0) < 20
+    assert [r[1:4] for r in rows] == [r[4:] for r in rows]
+
+
 def test_covered_lengths_are_bigint():
     got = sql("""{% from 'templates/intervals.sql' import covered_lengths %}
         WITH iv(k, class, ts_ns, end_ns) AS (VALUES (1, 0, 0::BIGINT, 4000000000000000000::BIGINT),
