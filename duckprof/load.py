@@ -225,6 +225,10 @@ BATCH_FILES = 256
 # are split.
 GROUP_BYTES = 16 << 20
 GROUP_FILES = 64
+# args of this many bytes or more are staged in a column of their own
+# (stage_events.sql: args_long; DuckDB keeps strings from 4 KB outside their
+# segment)
+STAGED_LONG_ARGS = 2048
 # nesting.sql finds where a crossed event closes by searching a few blocks of
 # this many positions of its thread (about the square root of a big thread)
 NESTING_BLOCK = 2048
@@ -327,7 +331,8 @@ class _ChunkStager:
         a group that fails is parsed again file by file, to name the file at
         fault."""
         cur = self._cursor()
-        cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=True), {"files": [joined.path]})
+        cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=True,
+                                    long_args=STAGED_LONG_ARGS), {"files": [joined.path]})
         markers = sorted(m for (m,) in cur.execute(sqlfiles.render("load/group_markers.sql", raw=table),
                                                    {"marker": self.marker_ph}).fetchall())
         if len(markers) != max(len(joined.segments) - 1, 0):
@@ -339,7 +344,8 @@ class _ChunkStager:
     def _stage(self, table: str, chunk: str) -> int:
         cur = self._cursor()
         # CREATE TABLE ... AS returns the number of rows it wrote
-        n = cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=False),
+        n = cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=False,
+                                        long_args=STAGED_LONG_ARGS),
                         {"files": [chunk]}).fetchall()[0][0]
         # fractional absolute timestamps: their exact text, read from the chunk
         # while it is here (exact_ts.sql), in parallel like the parse
@@ -985,11 +991,12 @@ class Loader:
         offsets = [sum(counts[:k]) for k in range(len(counts))]
         con = self.con.cursor()
         try:
-            con.execute(sqlfiles.render("load/stage_view.sql", raw=p.name, chunks=list(zip(p.tables, offsets))))
+            con.execute(sqlfiles.render("load/stage_view.sql", raw=p.name, chunks=list(zip(p.tables, offsets)),
+                                        exact=False))
             exact = [(exact_table(t), off) for t, off in zip(p.tables, offsets) if t in stager.exact]
             if exact:
                 p.exact = exact_table(p.name)
-                con.execute(sqlfiles.render("load/stage_view.sql", raw=p.exact, chunks=exact))
+                con.execute(sqlfiles.render("load/stage_view.sql", raw=p.exact, chunks=exact, exact=True))
             checked = con.execute(sqlfiles.render("load/validate.sql", raw=p.name, grouped=False)).fetchall()
         finally:
             con.close()
