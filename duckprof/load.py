@@ -216,15 +216,18 @@ def exact_table(table: str) -> str:
 # Traces smaller than this are inserted and nested together, up to this many
 # bytes and files at once: per statement, not per event, costs dominate small
 # traces, and a job may have thousands of rank files.
-BATCH_BYTES = 64 << 20
-BATCH_FILES = 256
+BATCH_BYTES = 192 << 20
+BATCH_FILES = 1024
 # Files up to this size whose traceEvents make one chunk are also parsed and
 # checked together, up to this many bytes and files per statement (their
 # chunks joined into one file, one read_json, stage_events.sql grouped): a group is cut
 # smaller than a batch so that groups parse side by side while the next files
-# are split.
-GROUP_BYTES = 16 << 20
-GROUP_FILES = 64
+# are split, and a batch holds whole groups (a group split between batches is
+# read by each). Groups of several row groups (122,880 events) let the
+# batch's statements spread over the cores; fewer of them cost fewer
+# statements and less staged memory (benchmarks/README.md).
+GROUP_BYTES = 48 << 20
+GROUP_FILES = 256
 # args of this many bytes or more are staged in a column of their own
 # (stage_events.sql: args_long; DuckDB keeps strings from 4 KB outside their
 # segment)
