@@ -215,17 +215,21 @@ def exact_table(table: str) -> str:
 
 # Traces smaller than this are inserted and nested together, up to this many
 # bytes and files at once: per statement, not per event, costs dominate small
-# traces, and a job may have thousands of rank files.
-BATCH_BYTES = 192 << 20
+# traces, and a job may have thousands of rank files. A batch of files that
+# were all parsed in groups (small ones) may hold GROUPED_BATCH times as many
+# bytes: a few whole groups. (Bigger traces keep smaller batches: a batch of
+# several traces is inserted without keeping file order, see _insert.)
+BATCH_BYTES = 64 << 20
 BATCH_FILES = 1024
-# Files up to this size whose traceEvents make one chunk are also parsed and
-# checked together, up to this many bytes and files per statement (their
-# chunks joined into one file, one read_json, stage_events.sql grouped): a group is cut
-# smaller than a batch so that groups parse side by side while the next files
-# are split, and a batch holds whole groups (a group split between batches is
-# read by each). Groups of several row groups (122,880 events) let the
-# batch's statements spread over the cores; fewer of them cost fewer
-# statements and less staged memory (benchmarks/README.md).
+GROUPED_BATCH = 3
+# Files up to GROUPED_FILE_BYTES whose traceEvents make one chunk are also
+# parsed and checked together, up to GROUP_BYTES and GROUP_FILES per statement
+# (their chunks joined into one file, one read_json, stage_events.sql
+# grouped): a group is cut smaller than a batch so that groups parse side by
+# side while the next files are split. Groups of several row groups (122,880
+# events) let a batch's statements spread over the cores, and fewer groups
+# cost fewer statements and less staged memory (benchmarks/README.md).
+GROUPED_FILE_BYTES = 16 << 20
 GROUP_BYTES = 48 << 20
 GROUP_FILES = 256
 # args of this many bytes or more are staged in a column of their own
@@ -239,14 +243,17 @@ NESTING_BLOCK = 2048
 
 def _batches(prepared):
     """Consecutive runs of prepared files to insert with one set of statements."""
-    batch, size = [], 0
+    batch, size, grouped = [], 0, True
     for item in prepared:
         n = item[0].split.json_bytes
-        if batch and (size + n > BATCH_BYTES or len(batch) >= BATCH_FILES):
+        grouped_too = grouped and item[0].group is not None
+        cap = BATCH_BYTES * (GROUPED_BATCH if grouped_too else 1)
+        if batch and (size + n > cap or len(batch) >= BATCH_FILES):
             yield batch
-            batch, size = [], 0
+            batch, size, grouped_too = [], 0, item[0].group is not None
         batch.append(item)
         size += n
+        grouped = grouped_too
     if batch:
         yield batch
 
@@ -564,7 +571,7 @@ class _Grouper:
         self.seen.add(p.split.content_hash)
         if held is None or seen:  # a big file (its chunks are parsing already), or one to skip
             return
-        if events is None and (len(held) != 1 or p.split.json_bytes > GROUP_BYTES):
+        if events is None and (len(held) != 1 or p.split.json_bytes > GROUPED_FILE_BYTES):
             self._alone(p, held)
             return
         if self.joined is None:
@@ -730,7 +737,7 @@ class Loader:
                               + _of_bytes(read, sum(sizes), len(files)))
                 read += sizes[i]
                 t0 = time.perf_counter()
-                p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}", held=[] if sizes[i] <= GROUP_BYTES else None)
+                p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}", held=[] if sizes[i] <= GROUPED_FILE_BYTES else None)
                 try:
                     p.split = self._split(p, tmp, stager, chunks=max(2, 2 * threads), salvage=salvage)
                 except NotATraceError as e:

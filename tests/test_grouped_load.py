@@ -332,3 +332,32 @@ def test_long_args_are_staged_apart_and_loaded_whole(monkeypatch, tmp_path):
     # the long args and the blocks of (at most) a few segments of args_long
     assert staged["overflow"] <= long_bytes + 4 * 256 * 1024, (staged, long_bytes)
     assert got == {(p, k): a for p, k, a in long_args}
+
+
+def test_a_batch_of_grouped_files_holds_more(monkeypatch, tmp_path):
+    """Files parsed in groups are inserted in batches of up to GROUPED_BATCH
+    x BATCH_BYTES (a few whole groups), other files in batches of up to
+    BATCH_BYTES (a batch of several traces is inserted without keeping file
+    order): five small files, BATCH_BYTES the size of two, make one batch
+    when grouped and three when not."""
+    files = []
+    for r in range(5):
+        files.append(str(tmp_path / f"rank{r}.json"))
+        synth.generate(files[-1], events=400, seed=r, rank=r, world_size=5)
+    size = max(len(open(f, "rb").read()) for f in files)
+    monkeypatch.setattr(load, "BATCH_BYTES", 2 * size)
+    rendered = []
+    real = sqlfiles.render
+
+    def render(name, **kw):
+        rendered.append(name)
+        return real(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", render)
+    for grouped_file_bytes, batches in ((load.GROUPED_FILE_BYTES, 1), (0, 3)):
+        monkeypatch.setattr(load, "GROUPED_FILE_BYTES", grouped_file_bytes)
+        rendered.clear()
+        with duckprof.connect() as s:
+            s.load(files, run="job")
+            assert rows(s, "SELECT count(*) FROM traces") == [(5,)]
+        assert rendered.count("load/stage_events.sql") == (1 if batches == 1 else 5)
+        assert rendered.count("load/insert_events.sql") == batches
