@@ -243,17 +243,17 @@ NESTING_BLOCK = 2048
 
 def _batches(prepared):
     """Consecutive runs of prepared files to insert with one set of statements."""
-    batch, size, grouped = [], 0, True
+    batch, size, grouped = [], 0, True  # grouped: every file of the batch was parsed in a group
     for item in prepared:
         n = item[0].split.json_bytes
-        grouped_too = grouped and item[0].group is not None
-        cap = BATCH_BYTES * (GROUPED_BATCH if grouped_too else 1)
+        in_group = item[0].group is not None
+        cap = BATCH_BYTES * (GROUPED_BATCH if grouped and in_group else 1)
         if batch and (size + n > cap or len(batch) >= BATCH_FILES):
             yield batch
-            batch, size, grouped_too = [], 0, item[0].group is not None
+            batch, size, grouped = [], 0, True
         batch.append(item)
         size += n
-        grouped = grouped_too
+        grouped = grouped and in_group
     if batch:
         yield batch
 

@@ -268,6 +268,26 @@ def test_file_loaded_twice_in_groups_changes_nothing(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow  # the quick run has test_grouped_load_equals_one_by_one_quick
+def _five_ranks(tmp_path) -> list:
+    files = []
+    for r in range(5):
+        files.append(str(tmp_path / f"rank{r}.json"))
+        synth.generate(files[-1], events=400, seed=r, rank=r, world_size=5)
+    return files
+
+
+def _renders(monkeypatch) -> list:
+    """The name of every SQL file rendered from now on."""
+    rendered = []
+    real = sqlfiles.render
+
+    def render(name, **kw):
+        rendered.append(name)
+        return real(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", render)
+    return rendered
+
+
 def test_derived_tables_filled_once_per_load(monkeypatch, tmp_path):
     """A job's derived tables (schema 4, sql/load/derived_*.sql) are filled
     by one statement each for all the traces of the load, not one per trace
@@ -276,17 +296,8 @@ def test_derived_tables_filled_once_per_load(monkeypatch, tmp_path):
     three batches). Every trace gets its rows."""
     monkeypatch.setattr(load, "GROUP_FILES", 2)
     monkeypatch.setattr(load, "BATCH_FILES", 2)
-    files = []
-    for r in range(5):
-        files.append(str(tmp_path / f"rank{r}.json"))
-        synth.generate(files[-1], events=400, seed=r, rank=r, world_size=5)
-    rendered = []
-    real = sqlfiles.render
-
-    def render(name, **kw):
-        rendered.append(name)
-        return real(name, **kw)
-    monkeypatch.setattr(sqlfiles, "render", render)
+    files = _five_ranks(tmp_path)
+    rendered = _renders(monkeypatch)
     with duckprof.connect() as s:
         s.load(files, run="job")
         per_trace = rows(s, "SELECT count(DISTINCT trace_id) FROM derived_launches")
@@ -340,19 +351,10 @@ def test_a_batch_of_grouped_files_holds_more(monkeypatch, tmp_path):
     BATCH_BYTES (a batch of several traces is inserted without keeping file
     order): five small files, BATCH_BYTES the size of two, make one batch
     when grouped and three when not."""
-    files = []
-    for r in range(5):
-        files.append(str(tmp_path / f"rank{r}.json"))
-        synth.generate(files[-1], events=400, seed=r, rank=r, world_size=5)
+    files = _five_ranks(tmp_path)
     size = max(len(open(f, "rb").read()) for f in files)
     monkeypatch.setattr(load, "BATCH_BYTES", 2 * size)
-    rendered = []
-    real = sqlfiles.render
-
-    def render(name, **kw):
-        rendered.append(name)
-        return real(name, **kw)
-    monkeypatch.setattr(sqlfiles, "render", render)
+    rendered = _renders(monkeypatch)
     for grouped_file_bytes, batches in ((load.GROUPED_FILE_BYTES, 1), (0, 3)):
         monkeypatch.setattr(load, "GROUPED_FILE_BYTES", grouped_file_bytes)
         rendered.clear()
