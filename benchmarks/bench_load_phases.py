@@ -74,13 +74,19 @@ E.add_estimates = timed('estimates', E.add_estimates)
 S.fill_trace_facts = timed('trace_facts', S.fill_trace_facts)
 if hasattr(S, 'fill_derived'):  # schema 4's derived tables (called by fill_trace_facts): each table
     _fill = S.fill_derived        # a phase of its own, 'derived' their sum
-    def fill_each(con, ids, _all=tuple(S.DERIVED)):
+    def fill_each(con, ids, _all=tuple(S.DERIVED), _from=getattr(S, 'DERIVED_FROM', None)):
+        # one table per call: the skip of a table whose sources got no rows
+        # (DERIVED_FROM) cannot see the other calls, so every table is filled
         try:
+            if _from is not None:
+                S.DERIVED_FROM = {}
             for t in _all:
                 S.DERIVED = (t,)
                 timed(t, _fill)(con, ids)
         finally:
             S.DERIVED = _all
+            if _from is not None:
+                S.DERIVED_FROM = _from
     S.fill_derived = fill_each
 if hasattr(S, 'checkpoint_without_vacuum'):  # a function of the module since issue 17
     S.checkpoint_without_vacuum = timed('checkpoint', S.checkpoint_without_vacuum)

@@ -83,6 +83,15 @@ def main() -> None:
         s.load([a.trace], run="profile")
     print(f"total: {cpu() - c0:.2f} CPU-s, {time.perf_counter() - w0:.2f} s wall; "
           f"statements: {sum(x[1] for x in stats):.2f} CPU-s")
+    kinds: dict = {}
+    for _, c, w, first in stats:
+        k = kinds.setdefault(first, [0, 0.0, 0.0])
+        k[0] += 1
+        k[1] += c
+        k[2] += w
+    print("by statement (count, CPU-s, wall s):")
+    for first, (count, c, w) in sorted(kinds.items(), key=lambda x: -x[1][1])[:15]:
+        print(f"  {count:4d} x {c:6.2f} CPU-s {w:6.2f} s  {first}")
     ranked = sorted(stats, key=lambda x: -x[1])
     for n, c, w, first in ranked[:25]:
         print(f"{n:03d}  {c:6.2f} CPU-s {w:6.2f} s  {first}")

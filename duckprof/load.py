@@ -215,16 +215,27 @@ def exact_table(table: str) -> str:
 
 # Traces smaller than this are inserted and nested together, up to this many
 # bytes and files at once: per statement, not per event, costs dominate small
-# traces, and a job may have thousands of rank files.
+# traces, and a job may have thousands of rank files. A batch of files that
+# were all parsed in groups (small ones) may hold GROUPED_BATCH times as many
+# bytes: a few whole groups. (Bigger traces keep smaller batches: a batch of
+# several traces is inserted without keeping file order, see _insert.)
 BATCH_BYTES = 64 << 20
-BATCH_FILES = 256
-# Files up to this size whose traceEvents make one chunk are also parsed and
-# checked together, up to this many bytes and files per statement (their
-# chunks joined into one file, one read_json, stage_events.sql grouped): a group is cut
-# smaller than a batch so that groups parse side by side while the next files
-# are split.
-GROUP_BYTES = 16 << 20
-GROUP_FILES = 64
+BATCH_FILES = 1024
+GROUPED_BATCH = 3
+# Files up to GROUPED_FILE_BYTES whose traceEvents make one chunk are also
+# parsed and checked together, up to GROUP_BYTES and GROUP_FILES per statement
+# (their chunks joined into one file, one read_json, stage_events.sql
+# grouped): a group is cut smaller than a batch so that groups parse side by
+# side while the next files are split. Groups of several row groups (122,880
+# events) let a batch's statements spread over the cores, and fewer groups
+# cost fewer statements and less staged memory (benchmarks/README.md).
+GROUPED_FILE_BYTES = 16 << 20
+GROUP_BYTES = 48 << 20
+GROUP_FILES = 256
+# args of this many bytes or more are staged in a column of their own
+# (stage_events.sql: args_long; DuckDB keeps strings from 4 KB outside their
+# segment)
+STAGED_LONG_ARGS = 2048
 # nesting.sql finds where a crossed event closes by searching a few blocks of
 # this many positions of its thread (about the square root of a big thread)
 NESTING_BLOCK = 2048
@@ -232,14 +243,17 @@ NESTING_BLOCK = 2048
 
 def _batches(prepared):
     """Consecutive runs of prepared files to insert with one set of statements."""
-    batch, size = [], 0
+    batch, size, grouped = [], 0, True  # grouped: every file of the batch was parsed in a group
     for item in prepared:
         n = item[0].split.json_bytes
-        if batch and (size + n > BATCH_BYTES or len(batch) >= BATCH_FILES):
+        in_group = item[0].group is not None
+        cap = BATCH_BYTES * (GROUPED_BATCH if grouped and in_group else 1)
+        if batch and (size + n > cap or len(batch) >= BATCH_FILES):
             yield batch
-            batch, size = [], 0
+            batch, size, grouped = [], 0, True
         batch.append(item)
         size += n
+        grouped = grouped and in_group
     if batch:
         yield batch
 
@@ -327,7 +341,8 @@ class _ChunkStager:
         a group that fails is parsed again file by file, to name the file at
         fault."""
         cur = self._cursor()
-        cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=True), {"files": [joined.path]})
+        cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=True,
+                                    long_args=STAGED_LONG_ARGS), {"files": [joined.path]})
         markers = sorted(m for (m,) in cur.execute(sqlfiles.render("load/group_markers.sql", raw=table),
                                                    {"marker": self.marker_ph}).fetchall())
         if len(markers) != max(len(joined.segments) - 1, 0):
@@ -339,7 +354,8 @@ class _ChunkStager:
     def _stage(self, table: str, chunk: str) -> int:
         cur = self._cursor()
         # CREATE TABLE ... AS returns the number of rows it wrote
-        n = cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=False),
+        n = cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=False,
+                                        long_args=STAGED_LONG_ARGS),
                         {"files": [chunk]}).fetchall()[0][0]
         # fractional absolute timestamps: their exact text, read from the chunk
         # while it is here (exact_ts.sql), in parallel like the parse
@@ -555,7 +571,7 @@ class _Grouper:
         self.seen.add(p.split.content_hash)
         if held is None or seen:  # a big file (its chunks are parsing already), or one to skip
             return
-        if events is None and (len(held) != 1 or p.split.json_bytes > GROUP_BYTES):
+        if events is None and (len(held) != 1 or p.split.json_bytes > GROUPED_FILE_BYTES):
             self._alone(p, held)
             return
         if self.joined is None:
@@ -721,7 +737,7 @@ class Loader:
                               + _of_bytes(read, sum(sizes), len(files)))
                 read += sizes[i]
                 t0 = time.perf_counter()
-                p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}", held=[] if sizes[i] <= GROUP_BYTES else None)
+                p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}", held=[] if sizes[i] <= GROUPED_FILE_BYTES else None)
                 try:
                     p.split = self._split(p, tmp, stager, chunks=max(2, 2 * threads), salvage=salvage)
                 except NotATraceError as e:
@@ -985,11 +1001,12 @@ class Loader:
         offsets = [sum(counts[:k]) for k in range(len(counts))]
         con = self.con.cursor()
         try:
-            con.execute(sqlfiles.render("load/stage_view.sql", raw=p.name, chunks=list(zip(p.tables, offsets))))
+            con.execute(sqlfiles.render("load/stage_view.sql", raw=p.name, chunks=list(zip(p.tables, offsets)),
+                                        exact=False))
             exact = [(exact_table(t), off) for t, off in zip(p.tables, offsets) if t in stager.exact]
             if exact:
                 p.exact = exact_table(p.name)
-                con.execute(sqlfiles.render("load/stage_view.sql", raw=p.exact, chunks=exact))
+                con.execute(sqlfiles.render("load/stage_view.sql", raw=p.exact, chunks=exact, exact=True))
             checked = con.execute(sqlfiles.render("load/validate.sql", raw=p.name, grouped=False)).fetchall()
         finally:
             con.close()

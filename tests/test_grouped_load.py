@@ -268,6 +268,26 @@ def test_file_loaded_twice_in_groups_changes_nothing(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow  # the quick run has test_grouped_load_equals_one_by_one_quick
+def _five_ranks(tmp_path) -> list:
+    files = []
+    for r in range(5):
+        files.append(str(tmp_path / f"rank{r}.json"))
+        synth.generate(files[-1], events=400, seed=r, rank=r, world_size=5)
+    return files
+
+
+def _renders(monkeypatch) -> list:
+    """The name of every SQL file rendered from now on."""
+    rendered = []
+    real = sqlfiles.render
+
+    def render(name, **kw):
+        rendered.append(name)
+        return real(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", render)
+    return rendered
+
+
 def test_derived_tables_filled_once_per_load(monkeypatch, tmp_path):
     """A job's derived tables (schema 4, sql/load/derived_*.sql) are filled
     by one statement each for all the traces of the load, not one per trace
@@ -276,20 +296,70 @@ def test_derived_tables_filled_once_per_load(monkeypatch, tmp_path):
     three batches). Every trace gets its rows."""
     monkeypatch.setattr(load, "GROUP_FILES", 2)
     monkeypatch.setattr(load, "BATCH_FILES", 2)
-    files = []
-    for r in range(5):
-        files.append(str(tmp_path / f"rank{r}.json"))
-        synth.generate(files[-1], events=400, seed=r, rank=r, world_size=5)
-    rendered = []
-    real = sqlfiles.render
-
-    def render(name, **kw):
-        rendered.append(name)
-        return real(name, **kw)
-    monkeypatch.setattr(sqlfiles, "render", render)
+    files = _five_ranks(tmp_path)
+    rendered = _renders(monkeypatch)
     with duckprof.connect() as s:
         s.load(files, run="job")
         per_trace = rows(s, "SELECT count(DISTINCT trace_id) FROM derived_launches")
     assert rendered.count("load/insert_events.sql") == 3  # three batches
     assert [rendered.count(f"load/{t}.sql") for t in DERIVED] == [1] * len(DERIVED)
     assert per_trace == [(5,)]
+
+
+def test_long_args_are_staged_apart_and_loaded_whole(monkeypatch, tmp_path):
+    """A job of 1,000 ranks: every NCCL event carries a ~5 KB "Process Group
+    Ranks" arg, a few per file among many short args. Staged in the args
+    column, DuckDB started a 256 KB overflow block for nearly every segment
+    of ~1,500 events that had one (here 10 blocks for 0.6 MB of long args;
+    in the 1000 x 1 MB benchmark 370 MB, by which its staged events outgrew
+    the load's memory limit); in args_long (stage_events.sql) they share
+    fewer (here 6). Either way each event's args come back whole."""
+    files = []
+    for r in range(4):
+        path = tmp_path / f"rank{r}.json"
+        synth.generate(str(path), target_bytes=1_500_000, seed=r, rank=r, world_size=1000)
+        files.append(str(path))
+    long_args = [(str(p), k, e["args"]) for p in files
+                 for k, e in enumerate(json.load(open(p))["traceEvents"], start=1)
+                 if len(json.dumps(e.get("args", {}))) >= 4096]  # DuckDB's strings kept apart
+    long_bytes = sum(len(json.dumps(a)) for _, _, a in long_args)
+    assert len(long_args) >= 40 and long_bytes >= 200_000
+
+    staged = {}
+    real = load.Loader._nest_all
+
+    def nest_all(self, prepared, next_id, tmp):
+        staged["overflow"] = self.con.execute(
+            "SELECT sum(memory_usage_bytes) FROM duckdb_memory() WHERE tag = 'OVERFLOW_STRINGS'").fetchall()[0][0]
+        staged["groups"] = len({id(p.group) for p, _ in prepared if p.group is not None})
+        return real(self, prepared, next_id, tmp)
+    monkeypatch.setattr(load.Loader, "_nest_all", nest_all)
+    with duckprof.connect() as s:
+        s.load(files, run="job")
+        got = {(path, eid): json.loads(args) for path, eid, args in s.sql(
+            "SELECT t.path, e.event_id, e.args FROM events e JOIN traces t USING (trace_id) "
+            "WHERE strlen(e.args) >= 4096").fetchall()}
+    assert staged["groups"] == 1  # the four files were parsed as one group
+    # the long args and the blocks of (at most) a few segments of args_long
+    assert staged["overflow"] <= long_bytes + 4 * 256 * 1024, (staged, long_bytes)
+    assert got == {(p, k): a for p, k, a in long_args}
+
+
+def test_a_batch_of_grouped_files_holds_more(monkeypatch, tmp_path):
+    """Files parsed in groups are inserted in batches of up to GROUPED_BATCH
+    x BATCH_BYTES (a few whole groups), other files in batches of up to
+    BATCH_BYTES (a batch of several traces is inserted without keeping file
+    order): five small files, BATCH_BYTES the size of two, make one batch
+    when grouped and three when not."""
+    files = _five_ranks(tmp_path)
+    size = max(len(open(f, "rb").read()) for f in files)
+    monkeypatch.setattr(load, "BATCH_BYTES", 2 * size)
+    rendered = _renders(monkeypatch)
+    for grouped_file_bytes, batches in ((load.GROUPED_FILE_BYTES, 1), (0, 3)):
+        monkeypatch.setattr(load, "GROUPED_FILE_BYTES", grouped_file_bytes)
+        rendered.clear()
+        with duckprof.connect() as s:
+            s.load(files, run="job")
+            assert rows(s, "SELECT count(*) FROM traces") == [(5,)]
+        assert rendered.count("load/stage_events.sql") == (1 if batches == 1 else 5)
+        assert rendered.count("load/insert_events.sql") == batches

@@ -5,21 +5,34 @@
 -- two traces (load._ChunkStager._stage_group; one file costs DuckDB's reader
 -- ~2 ms less a trace than one file per trace), from which
 -- stage_group_view.sql tells each event's trace.
--- Template: raw = the table's qualified name; grouped (boolean).
+-- Template: raw = the table's qualified name; grouped (boolean); long_args
+-- (the length in bytes from which args go into args_long).
 -- Parameter: files (VARCHAR[]: one chunk).
 -- Columns: event_id (BIGINT, position in the chunk from 1; grouped: pos, the
 -- position in the concatenated chunk, markers included); ph, cat, name, pid,
 -- tid, id (VARCHAR, as written); ts, dur (DOUBLE, microseconds as written);
--- args (JSON).
+-- args (JSON; NULL when long: see args_long), args_long (JSON: args of
+-- STAGED_LONG_ARGS bytes or more, else NULL). Read both through the views
+-- (stage_view.sql, stage_group_view.sql), which give args whole again.
 -- Numbering in file order (WITH ORDINALITY) makes DuckDB read the files on
 -- one thread, one after another: the loader parses chunks (and groups) side by
 -- side on separate cursors and adds each chunk's offset afterwards
 -- (duckprof/load.py, _ChunkStager). This is also the validation: malformed
 -- JSON (and a value of the wrong type for any column the insert reads) fails
 -- here, before the database's own tables are touched.
+-- Why long args get a column of their own: DuckDB keeps a string of 4 KB or
+-- more outside its column segment, in an overflow block of 256 KB that the
+-- segment starts for it; a segment of args holds ~1,500 events, so a trace
+-- with a few long args among many short ones (the NCCL kernels' "Process
+-- Group Ranks" of a big job) starts a block for nearly every segment and
+-- fills a fraction of it, and the staged events outgrow the load's memory
+-- limit. In a column of their own the long args share few segments, and
+-- their blocks fill up.
 CREATE OR REPLACE TABLE {{ raw }} AS
 SELECT ordinality AS {{ 'pos' if grouped else 'event_id' }},
-       ph, cat, name, pid, tid, ts, dur, id, args
+       ph, cat, name, pid, tid, ts, dur, id,
+       CASE WHEN strlen(args) < {{ long_args | int }} THEN args END AS args,
+       CASE WHEN strlen(args) >= {{ long_args | int }} THEN args END AS args_long
 FROM read_json($files, format = 'array', maximum_object_size = 33554432,
                columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR',
                           pid: 'VARCHAR', tid: 'VARCHAR', ts: 'DOUBLE', dur: 'DOUBLE',

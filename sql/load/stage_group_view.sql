@@ -12,7 +12,7 @@
 -- row); the markers themselves are no longer in the table (group_markers.sql
 -- deleted them).
 -- Columns: src INTEGER (the file's index in the group), then those of
--- stage_events.sql.
+-- stage_events.sql, args whole again (no args_long).
 {%- macro segment(lo, hi) -%}
 {%- if lo == hi -%}{{ lo | int }}
 {%- else -%}{%- set mid = (lo + hi + 1) // 2 -%}
@@ -24,5 +24,6 @@ SELECT CAST([{% for s in srcs %}{{ s | int }}{% if not loop.last %}, {% endif %}
            AS src,
        pos - CAST([{% for s in starts %}{{ s | int }}{% if not loop.last %}, {% endif %}{% endfor %}] AS BIGINT[])[seg + 1]
            AS event_id,
-       * EXCLUDE (seg, pos)
+       * EXCLUDE (seg, pos, args, args_long),
+       coalesce(args, args_long) AS args
 FROM (SELECT {{ segment(0, starts | length - 1) }}::INTEGER AS seg, * FROM {{ table }})
