@@ -905,6 +905,28 @@ def test_bad_run_names(cli_app, tmp_path, run, words):
             s.load([str(NESTING3)], run=run)
 
 
+def test_a_parse_thread_that_cannot_start_is_out_of_memory(cli_app, tmp_path, monkeypatch):
+    """Under ulimit -v a thread's stack may not fit once DuckDB has reserved its
+    memory: Python raises RuntimeError("can't start new thread") from the
+    parse pool (seen in the full suite, where it printed a traceback). One line,
+    the address-space advice, exit 2, no file left."""
+    import threading
+    from duckprof import load
+    monkeypatch.setattr(load, "_address_space_limit", lambda: 900 << 20)
+    real_start = threading.Thread.start
+
+    def start(self):
+        if self.name.startswith("duckprof-stage"):
+            raise RuntimeError("can't start new thread")
+        return real_start(self)
+    monkeypatch.setattr(threading.Thread, "start", start)
+    db = tmp_path / "r.duckdb"
+    r = invoke(cli_app, "load", NESTING3, "--db", db, "-q")
+    assert r.exit_code == 2, r.stderr
+    assert_one_line_error(r.stderr, ["out of memory", "starting a thread", "ulimit -v", "lower DUCKPROF_LOAD_MEMORY"])
+    assert not db.exists()
+
+
 @pytest.mark.slow
 def test_out_of_memory_under_a_process_limit_advises_lowering(tmp_path):
     """Under ulimit -v the advice is to lower DUCKPROF_LOAD_MEMORY (or raise the
