@@ -704,6 +704,12 @@ class Loader:
             done = True
         except MemoryError as e:  # Python's side: reading, hashing, metadata
             raise _out_of_memory(None, f"{self.phase} (Python)", e, self.memory_limit) from None
+        except RuntimeError as e:
+            # a parse thread that cannot start: its stack does not fit in what
+            # the process may still map (ulimit -v after DuckDB's reservations)
+            if "can't start new thread" not in str(e):
+                raise
+            raise _out_of_memory(None, f"{self.phase} (starting a thread)", e, self.memory_limit) from None
         finally:
             with interrupts.deferred():
                 stager.close(abort=not done)
