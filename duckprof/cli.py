@@ -71,6 +71,7 @@ def load(paths: List[str] = typer.Argument(..., help="trace files (.json, .json.
     except BaseException as e:
         progress.done()
         if interrupts.is_interrupt(e):
+            interrupts.acknowledge()
             raise Interrupted(_interrupted(report, db)) from None
         raise
 

@@ -60,6 +60,7 @@ def friendly_errors(fn):
             fail(str(e), e.exit_code)
         except duckdb.Error as e:
             if interrupts.is_interrupt(e):
+                interrupts.acknowledge()
                 fail("interrupted", 130)
             fail(duckdb_message(e))
         except BrokenPipeError:  # output piped into `head` and closed: not an error
@@ -72,6 +73,7 @@ def friendly_errors(fn):
             fail(str(e))
         except (KeyboardInterrupt, RuntimeError) as e:
             if interrupts.is_interrupt(e):
+                interrupts.acknowledge()
                 fail("interrupted", 130)
             raise
     return wrapper

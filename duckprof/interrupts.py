@@ -32,6 +32,8 @@ _lock = threading.Lock()
 _deferred = 0
 _installed = False
 _wakeup: tuple = ()
+# a signal the watcher saw and the CLI has not acted on yet (see check)
+_unhandled = False
 
 
 def is_interrupt(e: BaseException) -> bool:
@@ -89,7 +91,9 @@ def stop_statements_on_signal():
                 return
             if wanted.isdisjoint(got):
                 continue
+            global _unhandled
             with _lock:
+                _unhandled = True
                 if not _deferred:
                     _interrupt_watched()
 
@@ -139,3 +143,23 @@ def deferred():
             signal.signal(s, h)
         if got:
             signal.raise_signal(got[0])  # now handled as usual
+
+
+def check():
+    """Raise KeyboardInterrupt for a signal the watcher saw that nothing has
+    acted on. Called where the CLI goes on after a statement (a load's next
+    phase, a report's rows before they are printed): DuckDB can consume the
+    interrupt and finish the statement normally, KeyboardInterrupt included
+    (seen in full test runs: an interrupted load committed, an interrupted
+    report printed its rows, exit 0). Only in the main thread, outside
+    deferred()."""
+    global _unhandled
+    if _unhandled and not _deferred and threading.current_thread() is threading.main_thread():
+        _unhandled = False
+        raise KeyboardInterrupt
+
+
+def acknowledge():
+    """The CLI acted on an interrupt (it is exiting with code 130)."""
+    global _unhandled
+    _unhandled = False

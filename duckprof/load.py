@@ -655,6 +655,7 @@ class Loader:
         self.phase = ""
 
     def _phase(self, name: str):
+        interrupts.check()  # a signal whose interrupt DuckDB let pass: the load stops here
         self.phase = name
         phase.mark(name)  # for tests (duckprof/phase.py)
 

@@ -13,6 +13,8 @@ from decimal import Decimal
 import duckdb
 from tabulate import tabulate
 
+from . import interrupts
+
 try:  # how tabulate measures a cell (wide characters count 2); without it every row is drawn
     from tabulate import _visible_width
 except ImportError:  # pragma: no cover
@@ -151,6 +153,7 @@ def emit(rel: duckdb.DuckDBPyRelation, fmt: str = "table", output: str | None = 
         return -1
     columns = rel.columns
     rows = rel.fetchall()
+    interrupts.check()  # rows of a statement that was interrupted are not printed
     json_columns = {i for i, t in enumerate(rel.types) if str(t) == "JSON"}
     if documented is not None and fmt in ("table", "markdown"):
         text = report_table(columns, rows, documented, fmt=fmt, wide=wide, name_width=name_width,

@@ -147,6 +147,48 @@ def test_interrupt_in_the_insert_phase_rolls_back_in_one_line(cli_app, tmp_path,
     assert not fresh.exists() and not Path(str(fresh) + ".wal").exists()
 
 
+def test_a_signal_duckdb_let_pass_still_stops_the_load(cli_app, monkeypatch, base_db):
+    """The watcher saw SIGINT while the insert ran, but DuckDB consumed the
+    interrupt and finished the statement normally (full test runs, 2026-11-24:
+    the load then committed, exit 0): the next phase stops the load. One line,
+    exit 130, nothing loaded, the file as it was."""
+    from duckprof import interrupts, load
+    monkeypatch.setattr(interrupts, "_unhandled", False)
+    db = base_db
+    before = db_state(db)
+    real = load.Loader._phase
+
+    def hook(self, name):
+        real(self, name)
+        if name == "inserting":  # as the watcher does on a signal, and nothing raised
+            interrupts._unhandled = True
+    monkeypatch.setattr(load.Loader, "_phase", hook)
+    r = invoke(cli_app, "load", FRACTIONAL, "--db", db, "-q", "-r", "new")
+    assert r.exit_code == 130, r.stderr
+    assert_one_line_error(r.stderr, ["interrupted", "nothing was loaded", str(db)])
+    assert db_state(db) == before
+    assert not interrupts._unhandled
+
+
+def test_a_signal_duckdb_let_pass_prints_no_rows(cli_app, monkeypatch, base_db):
+    """The same for a report: its statement ended normally after the signal (an
+    interrupted report printed its rows, exit 0): nothing is printed, exit 130."""
+    from duckprof import interrupts, reports
+    monkeypatch.setattr(interrupts, "_unhandled", False)
+    real = reports.run
+
+    def run(*a, **kw):
+        rel = real(*a, **kw)
+        interrupts._unhandled = True
+        return rel
+    monkeypatch.setattr(reports, "run", run)
+    r = invoke(cli_app, "report", "kernels", "--db", base_db)
+    assert r.exit_code == 130, r.stderr
+    assert_one_line_error(r.stderr, ["interrupted"])
+    assert r.stdout == ""
+    assert not interrupts._unhandled
+
+
 @pytest.mark.slow
 def test_interrupt_after_commit_reports_the_run_loaded(cli_app, tmp_path, monkeypatch):
     """An interrupt landing after COMMIT (in the checkpoint, the cleanup) must not
