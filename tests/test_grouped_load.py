@@ -267,7 +267,6 @@ def test_file_loaded_twice_in_groups_changes_nothing(monkeypatch, tmp_path):
         assert rows(s, "SELECT count(*), count(DISTINCT rank) FROM traces") == [(5, 5)]
 
 
-@pytest.mark.slow  # the quick run has test_grouped_load_equals_one_by_one_quick
 def _five_ranks(tmp_path) -> list:
     files = []
     for r in range(5):
@@ -288,6 +287,7 @@ def _renders(monkeypatch) -> list:
     return rendered
 
 
+@pytest.mark.slow  # the quick run has test_grouped_load_equals_one_by_one_quick
 def test_derived_tables_filled_once_per_load(monkeypatch, tmp_path):
     """A job's derived tables (schema 4, sql/load/derived_*.sql) are filled
     by one statement each for all the traces of the load, not one per trace
