@@ -34,6 +34,8 @@ _installed = False
 _wakeup: tuple = ()
 # a signal the watcher saw and the CLI has not acted on yet (see check)
 _unhandled = False
+# how often the watcher interrupts the watched statements again meanwhile
+REPEAT_SECONDS = 0.1
 
 
 def is_interrupt(e: BaseException) -> bool:
@@ -85,17 +87,30 @@ def stop_statements_on_signal():
     wanted = {int(s) for s in _SIGNALS}
 
     def stop():
+        global _unhandled
         while True:
-            got = reader.recv(64)
+            try:
+                got = reader.recv(64)
+            except socket.timeout:  # a signal not acted on yet: interrupt again (see below)
+                got = b""
+                with _lock:
+                    if not _unhandled:
+                        reader.settimeout(None)
+                    elif not _deferred:
+                        _interrupt_watched()
+                continue
             if not got:
                 return
             if wanted.isdisjoint(got):
                 continue
-            global _unhandled
             with _lock:
                 _unhandled = True
                 if not _deferred:
                     _interrupt_watched()
+            # an interrupt that lands between two statements, or that DuckDB
+            # lets pass, stops nothing: until the CLI acts on the signal
+            # (acknowledge), the statements it runs are interrupted again
+            reader.settimeout(REPEAT_SECONDS)
 
     # A small stack, and no watcher at all when no thread can start (under a
     # tight `ulimit -v` a default 8 MB stack may not fit): signals are then

@@ -865,6 +865,8 @@ class Loader:
                     raise self._write_error(e, target, None, "", report) from None
                 report.committed = True
         except BaseException as e:
+            if interrupts.is_interrupt(e):
+                interrupts.acknowledge()  # acted on: the ROLLBACK must not be interrupted again
             if not report.committed:
                 _quietly(lambda: con.execute("ROLLBACK"))
             if isinstance(e, duckdb.Error) and not interrupts.is_interrupt(e):

@@ -170,6 +170,40 @@ def test_a_signal_duckdb_let_pass_still_stops_the_load(cli_app, monkeypatch, bas
     assert not interrupts._unhandled
 
 
+def test_the_watcher_interrupts_again_until_the_signal_is_acted_on(monkeypatch):
+    """A signal whose interrupt stopped nothing (it landed between two
+    statements, or DuckDB let it pass, KeyboardInterrupt included): the next
+    long statement of a watched connection is interrupted all the same, within
+    moments, not when it ends (a full run on 2026-11-24: a query ran on for 30 s
+    after SIGINT)."""
+    import threading
+    from duckprof import interrupts
+    monkeypatch.setattr(interrupts, "_unhandled", False)
+    interrupts.stop_statements_on_signal()
+    assert interrupts._installed
+    con = interrupts.watch(duckdb.connect())
+    safety = threading.Timer(20, con.interrupt)  # without the repeats the statement would run for hours
+    safety.start()
+    try:
+        # what Python's C-level handler writes on SIGINT, without the KeyboardInterrupt
+        interrupts._wakeup[1].send(bytes([signal.SIGINT]))
+        time.sleep(0.3)  # the first interrupt finds nothing running
+        t0 = time.monotonic()
+        with pytest.raises((duckdb.InterruptException, RuntimeError)) as got:
+            con.execute(ENDLESS).fetchall()
+        took = time.monotonic() - t0
+        assert interrupts.is_interrupt(got.value)
+        assert took < 5, took
+    finally:
+        safety.cancel()
+        interrupts.acknowledge()
+        con.close()
+    time.sleep(0.3)  # acknowledged: the watcher waits again without a timeout
+    con = interrupts.watch(duckdb.connect())
+    assert con.execute("SELECT sum(i) FROM range(3000000) t(i)").fetchall() == [(4499998500000,)]
+    con.close()
+
+
 def test_a_signal_duckdb_let_pass_prints_no_rows(cli_app, monkeypatch, base_db):
     """The same for a report: its statement ended normally after the signal (an
     interrupted report printed its rows, exit 0): nothing is printed, exit 130."""
