@@ -92,7 +92,6 @@ def stop_statements_on_signal():
             try:
                 got = reader.recv(64)
             except socket.timeout:  # a signal not acted on yet: interrupt again (see below)
-                got = b""
                 with _lock:
                     if not _unhandled:
                         reader.settimeout(None)
