@@ -870,24 +870,35 @@ class DatabaseTarget(Target):
     def finish(self, con):
         checkpoint_without_vacuum(con, self.label, self.run)
 
+    def restore_files(self):
+        """While holding the file's lock, after a load that did not commit:
+        the files as they were before it. A file the load created is removed
+        with its WAL; one that existed is cut back to its size (DuckDB writes
+        big inserts past its old end before the commit; the header was not
+        rewritten), and an empty WAL the failed commit left (DuckDB 2.0.1
+        creates it and, with the disk full, writes nothing; it does not
+        delete it on close) is removed. A WAL that was there before, or holds
+        anything, is DuckDB's to apply."""
+        wal = self.path + ".wal"
+        if self.created:
+            for path in (self.path, wal):
+                if os.path.exists(path):
+                    os.remove(path)
+            return
+        if os.path.getsize(self.path) > self.size0:
+            os.truncate(self.path, self.size0)
+        if not self.wal0 and os.path.exists(wal) and os.path.getsize(wal) == 0:
+            os.remove(wal)
+
     def release(self, con, committed: bool = True):
-        """Still holding the lock when the load did not commit: a file the
-        load created is unlinked (so no other process can open it after the
-        lock is released), one that grew is cut back to its size: DuckDB
-        writes big inserts to the file before the commit, past its old end
-        or into blocks it had freed; the header was not rewritten."""
+        """Still holding the lock when the load did not commit: the files are
+        put back as they were (restore_files), so that no other process opens
+        what the load wrote once the lock is released."""
         if not self.attached:
             return
         if not committed:
             try:
-                if self.created:
-                    for path in (self.path, self.path + ".wal"):
-                        if os.path.exists(path):
-                            os.remove(path)
-                else:
-                    if os.path.getsize(self.path) > self.size0:
-                        os.truncate(self.path, self.size0)
-                    drop_empty_wal(self.path, self.wal0)
+                self.restore_files()
             except OSError:
                 pass
         try:
@@ -951,24 +962,12 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
     return report
 
 
-def drop_empty_wal(db: str, existed_before: bool):
-    """While holding the file's lock, after a load that did not commit: remove
-    an empty WAL the load's failed commit left (DuckDB 2.0.1 creates it and,
-    with the disk full, writes nothing; it does not delete it on close), so
-    that the database's directory is as it was. A WAL that was there before,
-    or holds anything, is DuckDB's to apply."""
-    wal = db + ".wal"
-    if not existed_before and os.path.exists(wal) and os.path.getsize(wal) == 0:
-        os.remove(wal)
-
-
 def _was_committed(db: str, report: LoadReport, target: DatabaseTarget) -> bool | None:
     """After a COMMIT that failed with the database invalidated (a full disk
     while DuckDB wrote it): open the file again, for writing so that no other
-    process has it meanwhile, and look. Not committed: a file the load created
-    is removed, another is cut back to its size before the load (the header
-    was not rewritten, so nothing past that size is used). None when it
-    cannot be opened."""
+    process has it meanwhile, and look. Not committed: the files are put back
+    as they were (DatabaseTarget.restore_files). None when it cannot be
+    opened."""
     ids = [f.trace_id for f in report.files if f.trace_id is not None]
     for read_only in (False, True):
         try:
@@ -983,14 +982,7 @@ def _was_committed(db: str, report: LoadReport, target: DatabaseTarget) -> bool 
                 n = 0
             committed = bool(ids) and n == len(ids)
             if not committed and not read_only:
-                if target.created:
-                    for path in (db, db + ".wal"):
-                        if os.path.exists(path):
-                            os.remove(path)
-                else:
-                    if os.path.getsize(db) > target.size0:
-                        os.truncate(db, target.size0)
-                    drop_empty_wal(db, target.wal0)
+                target.restore_files()
             return committed
         except (duckdb.Error, OSError):
             return None
