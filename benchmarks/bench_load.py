@@ -81,7 +81,7 @@ CHILD = {
 }
 
 PRELUDE = """
-import os, sys, time, json, resource, tempfile
+import os, sys, time, json, resource, tempfile, shutil
 sys.path.insert(0, {repo!r})
 sys.path.append({bench!r})  # raw_load
 path = {path!r}  # a trace, or a directory of rank traces
@@ -93,6 +93,7 @@ rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 cpu = sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
                                             resource.getrusage(resource.RUSAGE_CHILDREN)))
 print('RESULT ' + json.dumps({{'seconds': secs, 'events': int(n), 'peak_rss_bytes': rss, 'cpu_seconds': cpu}}))
+shutil.rmtree(tmp, ignore_errors=True)  # its database files: up to a few GB a run
 """
 
 

@@ -68,9 +68,13 @@ def phases_of(phase_file: Path) -> list[str]:
 @functools.lru_cache(maxsize=None)
 def synth_trace(events: int, seed: int = 0) -> Path:
     """A synthetic GPU trace, made once per test session (not in the repo)."""
+    import atexit
+    import shutil
     import tempfile
     from duckprof import synth
-    path = Path(tempfile.mkdtemp(prefix="duckprof-test-")) / f"synth_{events}_{seed}.json"
+    tmp = tempfile.mkdtemp(prefix="duckprof-test-")
+    atexit.register(shutil.rmtree, tmp, True)  # up to 80 MB a trace, in every test process
+    path = Path(tmp) / f"synth_{events}_{seed}.json"
     synth.generate(str(path), events=events, seed=seed)
     return path
 
