@@ -761,11 +761,11 @@ def complete_load(con, report: LoadReport, tags: dict | None):
     for f in report.files:
         if f.trace_id in found:
             f.rank, f.world_size = found[f.trace_id]
-    if ids:
-        drop_stored_results(con, report.run)
     if tags:
-        write_tags(con, report.run, tags)
+        write_tags(con, report.run, tags)  # drops the run's stored results too
         report.tags_set = True
+    elif ids:
+        drop_stored_results(con, report.run)
 
 
 class _SessionTarget(Target):

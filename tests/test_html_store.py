@@ -170,6 +170,10 @@ def add_cpu_trace(s):
     s.load([str(CPU)], run="r")
 
 
+def add_cpu_trace_tagged(s):
+    s.load([str(CPU)], run="r", tags={"commit": "abc123"})
+
+
 def tag_run(s):
     s.set_tags("r", {"commit": "abc123"})
 
@@ -239,7 +243,7 @@ def test_rm_deletes_the_runs_stored_results(multi):
 def test_a_load_or_a_tag_deletes_the_runs_stored_results(multi, tmp_path):
     """Rows a page can no longer use (their key names the run's old traces or
     tags) go with the change, not at the run's next page: a load into the run,
-    a tag of it; another run's rows stay. The pages are stored once; each
+    a tag of it, a load with tags; another run's rows stay. The pages are stored once; each
     change is made to a copy of that file."""
     with duckprof.connect(multi) as s:
         s.html(run="r")
@@ -247,7 +251,7 @@ def test_a_load_or_a_tag_deletes_the_runs_stored_results(multi, tmp_path):
         s.html()
         counts = stored_count(s, "r"), stored_count(s, None), stored_count(s, "other")
     assert all(counts)
-    for i, change in enumerate((add_cpu_trace, tag_run)):
+    for i, change in enumerate((add_cpu_trace, tag_run, add_cpu_trace_tagged)):
         db = tmp_path / f"copy{i}.duckdb"
         shutil.copyfile(multi, db)
         with duckprof.connect(db) as s:
