@@ -281,8 +281,10 @@ def test_an_in_memory_session_stores_nothing(report_runs):
 def test_a_result_json_cannot_hold_exactly_is_not_stored():
     got = store.encode("r", "k", [("a", "{}", ["x"], [[1, 2.5, "t", None, True]], [], []),
                                   ("b", "{}", ["x"], [[decimal.Decimal("1.5")]], [], []),
-                                  ("c", "{}", ["x"], [[[1, 2]]], [], [])])
-    assert [r[0] for r in got.rows] == ["a"] and got.rows[0][3] == '[[1,2.5,"t",null,true]]'
+                                  ("c", "{}", ["x"], [[[1, 2]]], [], []),
+                                  ("d", "{}", ["x"], [(1, 2.5, "t", None, True)], [], []),  # fetched tuples
+                                  ("e", "{}", ["x"], [(1,), ({"k": 1},)], [], [])])
+    assert [r[0] for r in got.rows] == ["a", "d"] and got.rows[0][3] == got.rows[1][3] == '[[1,2.5,"t",null,true]]'
 
 
 @pytest.mark.slow  # three CLI processes

@@ -80,9 +80,13 @@ class Table:
 
     @classmethod
     def of(cls, name, options, relation, documented, notes=(), instead=()):
-        cols = list(relation.columns)
+        return cls.of_rows(name, options, relation.columns, relation.fetchall(), documented, notes, instead)
+
+    @classmethod
+    def of_rows(cls, name, options, columns, rows, documented, notes=(), instead=()):
+        cols = list(columns)
         return cls(name, dict(options), cols, {c.name: c for c in documented},
-                   [dict(zip(cols, r)) for r in relation.fetchall()], list(notes), list(instead))
+                   [dict(zip(cols, r)) for r in rows], list(notes), list(instead))
 
     def shown(self, exclude=()) -> list[str]:
         """The columns a person reads: documented, not [wide], not excluded."""
@@ -125,18 +129,17 @@ class Reports:
             text = store.options_text(options)
             hit = self.stored.get((name, text))
             if hit is not None:
-                self._memo[key] = Table(name, dict(options), list(hit.columns),
-                                        {c.name: c for c in reports.documented(name, **opts)},
-                                        [dict(zip(hit.columns, r)) for r in hit.rows], list(hit.notes),
-                                        list(hit.instead))
+                self._memo[key] = Table.of_rows(name, options, hit.columns, hit.rows,
+                                                reports.documented(name, **opts), hit.notes, hit.instead)
                 return self._memo[key]
             if self.prepare is not None:
                 self.prepare()
                 self.prepare = None
             res = reports.run(self.con, name, materialized=self.materialized, **opts)
-            t = self._memo[key] = Table.of(name, options, res.relation, res.columns, res.notes, res.instead)
-            self.computed.append((name, text, t.columns, [[r[c] for c in t.columns] for r in t.rows],
-                                  t.notes, t.instead))
+            rows = res.relation.fetchall()
+            t = self._memo[key] = Table.of_rows(name, options, res.relation.columns, rows, res.columns,
+                                                res.notes, res.instead)
+            self.computed.append((name, text, t.columns, rows, t.notes, t.instead))
         return self._memo[key]
 
 

@@ -80,7 +80,7 @@ kargs AS (
 ),
 ops AS (
     -- the launching op and the op it is inside (their names: the args are read below, once, of the
-    -- record_param_comms only, for a scan of the args column costs the same for 3 rows as for all)
+    -- record_param_comms only)
     SELECT k.trace_id, k.event_id, o.event_id AS o_id, o.name AS o_name, p.event_id AS p_id, p.name AS p_name
     FROM k
     LEFT JOIN cpu_ops o ON o.trace_id = k.trace_id AND o.event_id = k.op_event_id
@@ -93,7 +93,10 @@ rpc AS (
                          WHEN p_name = 'record_param_comms' THEN p_id END AS rpc_id,
                     CASE WHEN o_name = 'record_param_comms' THEN p_name ELSE o_name END AS op_name
           FROM ops) r
-    LEFT JOIN cpu_ops a ON a.trace_id = r.trace_id AND a.event_id = r.rpc_id
+    -- (rpc_id is always a record_param_comms: the same rows as a join with every cpu_op, whose
+    -- hash table held every op's args)
+    LEFT JOIN (SELECT trace_id, event_id, args FROM cpu_ops WHERE name = 'record_param_comms') a
+        ON a.trace_id = r.trace_id AND a.event_id = r.rpc_id
 ),
 facts AS (
     SELECT k.*, o.op_event_id AS rpc_op_event_id,
