@@ -107,11 +107,15 @@ cand AS (
     FROM measured
 ),
 stats AS (
+    -- each aggregate over a list in event order: a parallel avg or stddev of
+    -- doubles adds in an order that varies between runs, and so did the
+    -- scores' last digits (and the order of near ties)
     SELECT trace_id, device,
-           avg(idle_frac) AS idle_mean, stddev_samp(idle_frac) AS idle_sd,
-           avg(self_ns) AS self_mean, stddev_samp(self_ns) AS self_sd
-    FROM cand WHERE candidate
-    GROUP BY trace_id, device
+           list_aggregate(f, 'avg') AS idle_mean, list_aggregate(f, 'stddev_samp') AS idle_sd,
+           list_aggregate(s, 'avg') AS self_mean, list_aggregate(s, 'stddev_samp') AS self_sd
+    FROM (SELECT trace_id, device, list(idle_frac ORDER BY event_id) AS f, list(self_ns ORDER BY event_id) AS s
+          FROM cand WHERE candidate
+          GROUP BY trace_id, device)
 ),
 scored AS (
     SELECT c.*,
