@@ -365,17 +365,27 @@ DERIVED_FROM = {"derived_kernel_estimates": ("derived_launches",),
                 "derived_call_totals": ("derived_launches", "derived_memory_events")}
 
 
-def fill_derived(con, trace_ids) -> None:
-    """In the caller's transaction: the derived tables' rows of `trace_ids`
-    (computed from the views, which must exist), replacing any they had."""
+def fill_derived(con, trace_ids, tables=DERIVED) -> None:
+    """In the caller's transaction: the rows of `trace_ids` in the derived
+    `tables` (default: all), replacing any they had; computed from the views,
+    which must exist, and from the tables of DERIVED_FROM, which hold theirs
+    or are among `tables`."""
     ids = sorted({int(t) for t in trace_ids})
     if not ids:
         return
     inserted = {}
+
+    def has_rows(table) -> bool:  # got rows in this call, or holds some already
+        if table not in inserted:
+            inserted[table] = con.execute(f"SELECT count(*) FROM {table} WHERE list_contains($trace_ids, trace_id)",
+                                          {"trace_ids": ids}).fetchall()[0][0]
+        return inserted[table] > 0
+
     for table in DERIVED:
+        if table not in tables:
+            continue
         con.execute(f"DELETE FROM {table} WHERE list_contains($trace_ids, trace_id)", {"trace_ids": ids})
-        sources = DERIVED_FROM.get(table)
-        if sources is None or any(inserted[t] for t in sources):
+        if any(map(has_rows, DERIVED_FROM.get(table, ()))) or table not in DERIVED_FROM:
             inserted[table] = con.execute(sqlfiles.render(f"load/{table}.sql"), {"trace_ids": ids}).fetchall()[0][0]
         else:
             inserted[table] = 0
@@ -385,22 +395,38 @@ def _fill_estimates(con, trace_ids) -> None:
     estimators.add_estimates(con, min(trace_ids), max(trace_ids))  # the signatures it has already: skipped
 
 
+def _fill_facts(con, trace_ids) -> None:
+    fill_trace_facts(con, derived=False)  # the traces without: those of trace_ids
+
+
+def _fill_derived_table(table, con, trace_ids) -> None:
+    fill_derived(con, trace_ids, (table,))
+
+
 #: what a load into a session in memory leaves to first use (Session.con,
-#: Session.sql, Session.report_result: a statement fills the groups whose
-#: tables it reads, once): group -> (its tables, the function that fills them
-#: for a list of trace_ids), in the order they are filled. A database file's
-#: load computes them all, as the file must stand alone.
-DEFERRED = {"estimates": (("op_estimates",), _fill_estimates),
-            "facts": (("trace_facts",), lambda con, ids: fill_trace_facts(con, derived=False)),
-            "derived": (DERIVED, fill_derived)}
-#: the groups a group's fill reads (the derived kernel estimates read op_estimates)
-DEFERRED_NEEDS = {"derived": ("estimates",)}
+#: Session.sql, Session.report_result: a statement fills the tables it reads,
+#: once): table -> the function that fills it for a list of trace_ids, in the
+#: order they are filled. A database file's load computes them all, as the
+#: file must stand alone.
+DEFERRED = {"op_estimates": _fill_estimates,
+            "trace_facts": _fill_facts,
+            **{t: functools.partial(_fill_derived_table, t) for t in DERIVED}}
+#: the tables a table's fill reads (besides the views): the kernel estimates
+#: read the launches and op_estimates; the call totals the memory events, and
+#: the launches to know when there are none (DERIVED_FROM)
+DEFERRED_NEEDS = {"derived_kernel_estimates": ("derived_launches", "op_estimates"),
+                  "derived_call_totals": ("derived_launches", "derived_memory_events")}
 
 
-def deferred_groups(tables) -> set[str]:
-    """The DEFERRED groups that reading `tables` needs filled."""
-    groups = {g for g, (held, _) in DEFERRED.items() if set(held) & set(tables)}
-    return groups.union(*(DEFERRED_NEEDS.get(g, ()) for g in groups))
+def deferred_tables(tables) -> set[str]:
+    """The DEFERRED tables that reading `tables` needs filled."""
+    want, todo = set(), [t for t in tables if t in DEFERRED]
+    while todo:
+        t = todo.pop()
+        if t not in want:
+            want.add(t)
+            todo.extend(DEFERRED_NEEDS.get(t, ()))
+    return want
 
 
 @functools.lru_cache(maxsize=1)
@@ -535,7 +561,7 @@ class Session:
     those their statement reads, and taking `con` fills them all.
     """
 
-    #: DEFERRED group -> the trace_ids it is still to be filled for
+    #: DEFERRED table -> the trace_ids it is still to be filled for
     _deferred: dict = {}
 
     def __init__(self, db: str | os.PathLike | None = None, read_only: bool = False,
@@ -569,25 +595,24 @@ class Session:
     def _defer(self, trace_ids):
         ids = set(trace_ids)
         if ids:
-            self._deferred = {g: self._deferred.get(g, set()) | ids for g in DEFERRED}
+            self._deferred = {t: self._deferred.get(t, set()) | ids for t in DEFERRED}
 
-    def _fill(self, groups=None):
-        """Fill the DEFERRED groups (all when None) still to be filled, and
-        the groups they read, in one transaction."""
-        want = set(DEFERRED if groups is None else groups)
-        want |= {n for g in want for n in DEFERRED_NEEDS.get(g, ())}
-        todo = [g for g in DEFERRED if g in want and self._deferred.get(g)]
+    def _fill(self, tables=None):
+        """Fill the DEFERRED tables (all when None) still to be filled, and
+        those their fill reads, in one transaction."""
+        want = deferred_tables(DEFERRED if tables is None else tables)
+        todo = [t for t in DEFERRED if t in want and self._deferred.get(t)]
         if not todo:
             return
 
         def fill():
-            for g in todo:
-                DEFERRED[g][1](self._con, sorted(self._deferred[g]))
+            for t in todo:
+                DEFERRED[t](self._con, sorted(self._deferred[t]))
         self._transaction(fill)
-        self._deferred = {g: ids for g, ids in self._deferred.items() if g not in todo}
+        self._deferred = {t: ids for t, ids in self._deferred.items() if t not in todo}
 
     def _fill_for(self, text: str):
-        """Fill the deferred groups that the statements of `text` read: those
+        """Fill the deferred tables that the statements of `text` read: those
         of the packaged views, macros and tables it names, through their
         `requires:` (any word of it counts, strings too: query_table('launches')).
         A statement that is no query (CREATE VIEW names what it reads only
@@ -612,7 +637,7 @@ class Session:
             "WHERE function_type IN ('macro', 'table_macro') AND NOT internal").fetchall()} - set(views)
         if words & own:
             return self._fill()
-        self._fill(deferred_groups(sqlfiles.tables_read(words & (set(views) | set(sqlfiles.TABLES)))))
+        self._fill(sqlfiles.tables_read(words & (set(views) | set(sqlfiles.TABLES))))
 
     @property
     def label(self) -> str:
@@ -735,7 +760,7 @@ class Session:
         notes, instead: the lines shown instead of an empty table, columns)."""
         from . import reports
         if self._deferred:
-            self._fill(deferred_groups(sqlfiles.tables_read(reports.requires(name, **options))))
+            self._fill(sqlfiles.tables_read(reports.requires(name, **options)))
         return reports.run(self._con, name, **options)
 
     def html(self, run: str | None = None, *, diff: tuple | None = None, top: int = 25):
