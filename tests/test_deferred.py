@@ -1,15 +1,15 @@
 """A load into an in-memory session (trace files without --db) leaves the op
 estimates, trace_facts and derived tables to first use (session.DEFERRED):
-a statement fills the groups whose tables it reads, through every view,
-macro and view of the user's; taking `session.con` fills them all. Every
-report, query, page and diff then gives the rows a database file's load (which
-computes everything at load) gives."""
+a query fills the tables its packaged views and macros read, a report those
+it declares; another statement, a view of the user's and taking
+`session.con` fill them all. Every report and query then gives the rows a
+database file's load (which computes everything at load) gives."""
 
 from __future__ import annotations
 
 import pytest
 
-from conftest import CORPUS, REPO, corpus_files, invoke, rows
+from conftest import CORPUS, REPO, corpus_files, invoke, slow_when
 
 import duckprof
 from duckprof import session as session_mod
@@ -143,9 +143,15 @@ def _same(got, want):
     assert (got.notes, got.instead) == (want.notes, want.instead)
 
 
-@pytest.mark.parametrize("name,options", CASES)
+# the quick run: a report reading each deferred table, and one composed of rules
+QUICK = [("kernels", {"limit": 0}), ("gpu-time", {}), ("ops", {"limit": 0}), ("memory", {"ops": True}),
+         ("traces", {}), ("ranks", {}), ("patterns", {})]
+
+
+@pytest.mark.parametrize("name,options", slow_when(CASES, lambda case: case not in QUICK))
 def test_every_report_gives_the_rows_of_a_database_file(eager, name, options):
-    """Each report first thing after the load: it fills what it reads."""
+    """Each report first thing after the load: it fills what it reads (the
+    quick run: QUICK; the corpus traces below: every case)."""
     with lazy(GPU_TRACE, MEMORY_TRACE) as s:
         _same(s.report_result(name, **options), eager.report_result(name, **options))
 
