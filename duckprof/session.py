@@ -385,7 +385,7 @@ def fill_derived(con, trace_ids, tables=DERIVED) -> None:
         if table not in tables:
             continue
         con.execute(f"DELETE FROM {table} WHERE list_contains($trace_ids, trace_id)", {"trace_ids": ids})
-        if any(map(has_rows, DERIVED_FROM.get(table, ()))) or table not in DERIVED_FROM:
+        if table not in DERIVED_FROM or any(map(has_rows, DERIVED_FROM[table])):
             inserted[table] = con.execute(sqlfiles.render(f"load/{table}.sql"), {"trace_ids": ids}).fetchall()[0][0]
         else:
             inserted[table] = 0
@@ -737,7 +737,7 @@ class Session:
         """The tags of `run` ({} when none; an error when there is no such run)."""
         self._require_run(run)
         return dict(self._con.execute("SELECT key, value FROM run_tags WHERE run = $run ORDER BY key",
-                                     {"run": run}).fetchall())
+                                      {"run": run}).fetchall())
 
     def _create_views(self, temp: bool = False):
         create_views(self._con, temp=temp)
