@@ -454,7 +454,7 @@ class Target:
     label = "in-memory database"
     run = None  # the run being loaded (set by Loader.load)
     # True: the load does not compute the op estimates of its traces; the
-    # target computes them when first read (a session in memory: Session.con)
+    # target computes them when first read (a session in memory: session.DEFERRED)
     defer_estimates = False
 
     def snapshot(self, con, run: str) -> tuple[set, int]:
