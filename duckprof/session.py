@@ -558,11 +558,16 @@ class Session:
 
     A load into memory leaves the op estimates, trace_facts and derived
     tables of its traces to first use (DEFERRED): sql() and report() fill
-    those their statement reads, and taking `con` fills them all.
+    those their statement reads; taking `con` fills them all, and then the
+    session's later loads compute them at load.
     """
 
     #: DEFERRED table -> the trace_ids it is still to be filled for
     _deferred: dict = {}
+    #: `con` was taken: SQL on it is not seen, so later loads defer nothing
+    _con_taken = False
+    #: sql() ran a statement that may have made views or macros of the user's
+    _user_objects = False
 
     def __init__(self, db: str | os.PathLike | None = None, read_only: bool = False,
                  threads: int | None = None, wait: float = 0):
@@ -584,13 +589,20 @@ class Session:
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
         """The DuckDB connection. The session does not see the SQL run on it,
-        so what a load into memory left to first use is filled first."""
+        so what a load into memory left to first use is filled first, and
+        the session's later loads leave nothing to first use."""
+        self._con_taken = True
         self._fill()
         return self._con
 
     @con.setter
     def con(self, con):
         self._con = con
+
+    def attach_progress(self, progress):
+        """progress.attach(connection): a progress display that polls the
+        connection's query progress, which reads no table (so not `con`)."""
+        progress.attach(self._con)
 
     def _defer(self, trace_ids):
         ids = set(trace_ids)
@@ -620,23 +632,25 @@ class Session:
         so that no fill runs in a transaction of the user's, which may roll
         back), or a query naming a view or macro of the user's, fills
         everything."""
-        if not self._deferred:
-            return
         try:
             types = {st.type for st in self._con.extract_statements(text)}
         except duckdb.Error:
             return  # it cannot run either
         if not types <= {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN, duckdb.StatementType.SET,
                          duckdb.StatementType.VARIABLE_SET}:
+            self._user_objects = True
             return self._fill()
+        if not self._deferred:
+            return
         words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)}
         views = sqlfiles.view_headers()
-        own = {n for (n,) in self._con.execute(
-            "SELECT lower(view_name) FROM duckdb_views() WHERE NOT internal UNION "
-            "SELECT lower(function_name) FROM duckdb_functions() "
-            "WHERE function_type IN ('macro', 'table_macro') AND NOT internal").fetchall()} - set(views)
-        if words & own:
-            return self._fill()
+        if self._user_objects:  # (listing the macros costs 8 ms: only then)
+            own = {n for (n,) in self._con.execute(
+                "SELECT lower(view_name) FROM duckdb_views() WHERE NOT internal UNION "
+                "SELECT lower(function_name) FROM duckdb_functions() "
+                "WHERE function_type IN ('macro', 'table_macro') AND NOT internal").fetchall()} - set(views)
+            if words & own:
+                return self._fill()
         self._fill(sqlfiles.tables_read(words & (set(views) | set(sqlfiles.TABLES))))
 
     @property
@@ -897,15 +911,16 @@ class _SessionTarget(Target):
         self.session = session
         self.label = session.label
         self.tags = tags
-        self.defer_estimates = not session.db
+        # a connection taken from the session (session.con) reads past it
+        self.defer = self.defer_estimates = not session.db and not session._con_taken
 
     def prepare(self, con):
         if self.session.db:
             refresh_stored(con)
 
     def complete(self, con, report):
-        complete_load(con, report, self.tags, defer=not self.session.db)
-        if not self.session.db:
+        complete_load(con, report, self.tags, defer=self.defer)
+        if self.defer:
             # before the COMMIT, so that no loaded trace goes without: the ids of
             # a load that does not commit have no rows to fill (and are the next
             # load's, which defers them too)

@@ -93,15 +93,32 @@ def test_a_table_macro_is_resolved(eager):
         assert s.sql(sql).fetchall() == eager.sql(sql).fetchall() != []
 
 
-@pytest.mark.parametrize("sql", ["CREATE TEMP TABLE t AS SELECT * FROM launches",  # not a query
-                                 "SELECT count(*) FROM mine"])  # a view of the user's
-def test_what_names_no_packaged_view_fills_everything(sql):
+def test_a_statement_that_is_no_query_fills_everything():
     with lazy(GPU_TRACE) as s, lazy(GPU_TRACE) as everything:
         everything.con  # taking the connection fills everything
-        s._con.execute("CREATE TEMP VIEW mine AS SELECT * FROM launches")  # past the session: nothing filled
-        assert filled(s)["derived_launches"] == 0
-        s.sql(sql).fetchall()
+        s.sql("CREATE TEMP TABLE t AS SELECT * FROM launches")
         assert filled(s) == filled(everything) and filled(s)["trace_facts"] == 1
+
+
+def test_a_query_of_a_users_view_fills_everything():
+    """A view of the user's (made before the load) is not followed: reading
+    it fills everything."""
+    with duckprof.connect() as s, lazy(GPU_TRACE) as everything:
+        s.sql("CREATE TEMP VIEW mine AS SELECT * FROM kernel_estimates")
+        s.load([str(GPU_TRACE)])
+        assert filled(s)["derived_launches"] == 0
+        s.sql("SELECT count(*) FROM mine").fetchall()
+        assert filled(s) == filled(everything.con and everything)
+
+
+def test_a_connection_taken_before_a_load_sees_its_rows(eager):
+    """SQL on the connection is not seen by the session: once taken, the
+    session's loads compute everything at load."""
+    with lazy(GPU_TRACE) as s:
+        con = s.con
+        s.load([str(MEMORY_TRACE)])
+        got = con.execute("SELECT trace_id, count(*) FROM memory_events GROUP BY 1").fetchall()
+    assert got == eager.sql("SELECT trace_id, count(*) FROM memory_events GROUP BY 1").fetchall() != []
 
 
 def test_a_query_names_its_views_in_strings_too():
