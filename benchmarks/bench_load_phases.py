@@ -21,7 +21,9 @@ nesting, insert (insert_events.sql, the
 traces rows), estimates, trace_facts, derived (schema 4's derived tables,
 session.fill_derived: the sum of derived_launches, derived_kernel_estimates,
 derived_memory_events and derived_call_totals, each also shown), commit,
-checkpoint (and close). CPU is
+checkpoint (and close). In memory (--memory) the estimates, trace_facts and
+derived tables are left to first use since issue 19 (session.DEFERRED): 0 here
+unless the query reads them. CPU is
 the process's CPU seconds during the phase (every thread). `load+count` is
 what the issue's targets measure: connect, load, `select count(*) from
 events`. Each tool runs in a fresh subprocess, --repeat times; the median is

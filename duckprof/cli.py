@@ -64,7 +64,7 @@ def load(paths: List[str] = typer.Argument(..., help="trace files (.json, .json.
                       tags=tags)
         else:
             with Session(None) as s:
-                progress.attach(s.con)
+                s.attach_progress(progress)
                 s.load(paths, run=run, salvage=salvage, progress=progress, report=report, tags=tags)
         progress.done()
         typer.echo(report.summary())

@@ -165,7 +165,7 @@ def open_data(traces=None, db=None, run=None, salvage=False, progress=None, wait
         s = Session(None)
         try:
             if progress is not None and hasattr(progress, "attach"):
-                progress.attach(s.con)
+                s.attach_progress(progress)
             s.load(list(traces), run=run or "default", salvage=salvage, progress=progress)
         except BaseException:
             s.close()

@@ -57,7 +57,7 @@ def report_command(report: reports.Report, after=None):
         try:
             with open_data(traces, db, run=kw.get("run"), progress=progress, wait=wait, lake=lake) as s:
                 progress.done()
-                res = reports.run(s.con, report.name, **kw)
+                res = s.report_result(report.name, **kw)
                 if res.instead:
                     for line in res.instead:
                         typer.echo(line)

@@ -453,6 +453,9 @@ class Target:
 
     label = "in-memory database"
     run = None  # the run being loaded (set by Loader.load)
+    # True: the load does not compute the op estimates of its traces; the
+    # target computes them when first read (a session in memory: session.DEFERRED)
+    defer_estimates = False
 
     def snapshot(self, con, run: str) -> tuple[set, int]:
         known = {h for (h,) in con.execute(sqlfiles.read("load/known_hashes.sql"), {"run": run}).fetchall()}
@@ -844,7 +847,7 @@ class Loader:
                 t0 = time.perf_counter()
                 self._phase("inserting")
                 try:
-                    self._insert(b, run, self._say(b, done_files, total))
+                    self._insert(b, run, self._say(b, done_files, total), estimate=not target.defer_estimates)
                 except duckdb.Error as e:
                     raise self._write_error(e, target, p0, b.together()) from None
                 # the batch's time, shared out by size
@@ -1133,9 +1136,9 @@ class Loader:
             con.execute(sqlfiles.render("load/nesting_clear.sql", nest=b.nest), {"threads": crossing})
             nest("threads", {**params, "crossing_threads": crossing})
 
-    def _insert(self, b, run, say=lambda what: None):
+    def _insert(self, b, run, say=lambda what: None, estimate: bool = True):
         """Insert the staged, nested files of batch b as the traces b.first,
-        b.first + 1, ... and their estimates (in the load's transaction)."""
+        b.first + 1, ... and (estimate) their estimates (in the load's transaction)."""
         con = self.con
         batch = b.files
         say("inserting")
@@ -1159,8 +1162,9 @@ class Loader:
                                 f"dropped the last {p.split.salvaged_bytes:,} bytes "
                                 f"(an incomplete event starting {p.split.salvaged_preview[:60]!r})")
             fr.notes.extend(p.split.notes)
-        say("estimating")
-        estimators.add_estimates(con, b.first, b.first + len(batch) - 1)
+        if estimate:
+            say("estimating")
+            estimators.add_estimates(con, b.first, b.first + len(batch) - 1)
 
     # how far the diagnosis of an event that does not end reads (the whole
     # array is held in one buffer)

@@ -471,6 +471,16 @@ def documented(name: str, /, **given) -> list[sqlfiles.Column]:
     return _header(_resolve(name, given)[2]).columns
 
 
+def requires(name: str, /, **given) -> set[str]:
+    """The views and tables report `name` run with these options reads, as
+    its file and its rules declare (`requires:`)."""
+    report, _, rel = _resolve(name, given)
+    names = set(_header(rel).requires)
+    for rule in rules_of(report) if report.rules else ():
+        names |= set(rule.header.requires)
+    return names
+
+
 def run(con: duckdb.DuckDBPyConnection, name: str, /, *, materialized: tuple[str, ...] = (),
         **given) -> ReportResult:
     """Run report `name` on a connection with the duckprof views; options by

@@ -336,16 +336,17 @@ def create_views(con, temp: bool = False):
         con.execute(sql)
 
 
-def fill_trace_facts(con) -> None:
+def fill_trace_facts(con, derived: bool = True) -> None:
     """Store the trace_summary figures of every trace that has none in
     trace_facts (sql/load/trace_facts.sql): the traces just loaded, and any a
     load cut short left without. The summary is computed for those traces
-    only, and so are their derived tables (fill_derived)."""
+    only, and so (derived) are their derived tables (fill_derived)."""
     missing = [r[0] for r in con.execute(
         "SELECT trace_id FROM traces WHERE trace_id NOT IN (SELECT trace_id FROM trace_facts)").fetchall()]
     if missing:
         con.execute(sqlfiles.read("load/trace_facts.sql"), {"trace_ids": missing})
-        fill_derived(con, missing)
+        if derived:
+            fill_derived(con, missing)
 
 
 #: the derived tables, each filled by sql/load/<table>.sql, in this order (the
@@ -364,20 +365,68 @@ DERIVED_FROM = {"derived_kernel_estimates": ("derived_launches",),
                 "derived_call_totals": ("derived_launches", "derived_memory_events")}
 
 
-def fill_derived(con, trace_ids) -> None:
-    """In the caller's transaction: the derived tables' rows of `trace_ids`
-    (computed from the views, which must exist), replacing any they had."""
+def fill_derived(con, trace_ids, tables=DERIVED) -> None:
+    """In the caller's transaction: the rows of `trace_ids` in the derived
+    `tables` (default: all), replacing any they had; computed from the views,
+    which must exist, and from the tables of DERIVED_FROM, which hold theirs
+    or are among `tables`."""
     ids = sorted({int(t) for t in trace_ids})
     if not ids:
         return
     inserted = {}
+
+    def has_rows(table) -> bool:  # got rows in this call, or holds some already
+        if table not in inserted:
+            inserted[table] = con.execute(f"SELECT count(*) FROM {table} WHERE list_contains($trace_ids, trace_id)",
+                                          {"trace_ids": ids}).fetchall()[0][0]
+        return inserted[table] > 0
+
     for table in DERIVED:
+        if table not in tables:
+            continue
         con.execute(f"DELETE FROM {table} WHERE list_contains($trace_ids, trace_id)", {"trace_ids": ids})
-        sources = DERIVED_FROM.get(table)
-        if sources is None or any(inserted[t] for t in sources):
+        if table not in DERIVED_FROM or any(map(has_rows, DERIVED_FROM[table])):
             inserted[table] = con.execute(sqlfiles.render(f"load/{table}.sql"), {"trace_ids": ids}).fetchall()[0][0]
         else:
             inserted[table] = 0
+
+
+def _fill_estimates(con, trace_ids) -> None:
+    estimators.add_estimates(con, min(trace_ids), max(trace_ids))  # the signatures it has already: skipped
+
+
+def _fill_facts(con, trace_ids) -> None:
+    fill_trace_facts(con, derived=False)  # the traces without: those of trace_ids
+
+
+def _fill_derived_table(table, con, trace_ids) -> None:
+    fill_derived(con, trace_ids, (table,))
+
+
+#: what a load into a session in memory leaves to first use (Session.con,
+#: Session.sql, Session.report_result: a statement fills the tables it reads,
+#: once): table -> the function that fills it for a list of trace_ids, in the
+#: order they are filled. A database file's load computes them all, as the
+#: file must stand alone.
+DEFERRED = {"op_estimates": _fill_estimates,
+            "trace_facts": _fill_facts,
+            **{t: functools.partial(_fill_derived_table, t) for t in DERIVED}}
+#: the tables a table's fill reads (besides the views): the kernel estimates
+#: read the launches and op_estimates; the call totals the memory events, and
+#: the launches to know when there are none (DERIVED_FROM)
+DEFERRED_NEEDS = {"derived_kernel_estimates": ("derived_launches", "op_estimates"),
+                  "derived_call_totals": ("derived_launches", "derived_memory_events")}
+
+
+def deferred_tables(tables) -> set[str]:
+    """The DEFERRED tables that reading `tables` needs filled."""
+    want, todo = set(), [t for t in tables if t in DEFERRED]
+    while todo:
+        t = todo.pop()
+        if t not in want:
+            want.add(t)
+            todo.extend(DEFERRED_NEEDS.get(t, ()))
+    return want
 
 
 @functools.lru_cache(maxsize=1)
@@ -506,24 +555,103 @@ class Session:
     A writable session holds the file's lock while it is open (no other
     process can read it meanwhile); `duckprof load --db` locks it only while
     it inserts. wait: seconds to wait for another process's lock.
+
+    A load into memory leaves the op estimates, trace_facts and derived
+    tables of its traces to first use (DEFERRED): sql() and report() fill
+    those their statement reads; taking `con` fills them all, and then the
+    session's later loads compute them at load.
     """
+
+    #: DEFERRED table -> the trace_ids it is still to be filled for
+    _deferred: dict = {}
+    #: `con` was taken: SQL on it is not seen, so later loads defer nothing
+    _con_taken = False
+    #: sql() ran a statement that may have made views or macros of the user's
+    _user_objects = False
 
     def __init__(self, db: str | os.PathLike | None = None, read_only: bool = False,
                  threads: int | None = None, wait: float = 0):
         self.db = None if db in (None, ":memory:") else os.fspath(db)
         self.read_only = read_only
         self.schema_version = SCHEMA_VERSION  # of the file as opened (_ensure_schema)
-        self.con = dbfile.connect(self.db, read_only=read_only and bool(self.db), wait=wait)
+        self._con = dbfile.connect(self.db, read_only=read_only and bool(self.db), wait=wait)
         try:
             if threads:
-                self.con.execute(f"SET threads = {int(threads)}")
-            self.con.execute("SET enable_progress_bar = false")  # duckprof draws its own
+                self._con.execute(f"SET threads = {int(threads)}")
+            self._con.execute("SET enable_progress_bar = false")  # duckprof draws its own
             self._ensure_schema()
         except BaseException:
             # release the file: DuckDB keeps one instance per file and process, so a
             # connection left open here would block the next connect() to it
-            self.con.close()
+            self._con.close()
             raise
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The DuckDB connection. The session does not see the SQL run on it,
+        so what a load into memory left to first use is filled first, and
+        the session's later loads leave nothing to first use."""
+        self._con_taken = True
+        self._fill()
+        return self._con
+
+    @con.setter
+    def con(self, con):
+        self._con = con
+
+    def attach_progress(self, progress):
+        """progress.attach(connection): a progress display that polls the
+        connection's query progress, which reads no table (so not `con`)."""
+        progress.attach(self._con)
+
+    def _defer(self, trace_ids):
+        ids = set(trace_ids)
+        if ids:
+            self._deferred = {t: self._deferred.get(t, set()) | ids for t in DEFERRED}
+
+    def _fill(self, tables=None):
+        """Fill the DEFERRED tables (all when None) still to be filled, and
+        those their fill reads, in one transaction."""
+        want = deferred_tables(DEFERRED if tables is None else tables)
+        todo = [t for t in DEFERRED if t in want and self._deferred.get(t)]
+        if not todo:
+            return
+
+        def fill():
+            for t in todo:
+                DEFERRED[t](self._con, sorted(self._deferred[t]))
+        self._transaction(fill)
+        self._deferred = {t: ids for t, ids in self._deferred.items() if t not in todo}
+
+    def _fill_for(self, text: str):
+        """Fill the deferred tables that the statements of `text` read: those
+        of the packaged views, macros and tables it names, through their
+        `requires:` (any word of it counts, strings too: query_table('launches')).
+        A statement that is no query (CREATE VIEW names what it reads only
+        later, COPY FROM DATABASE reads every table without naming it; BEGIN,
+        so that no fill runs in a transaction of the user's, which may roll
+        back), or a query naming a view or macro of the user's, fills
+        everything."""
+        try:
+            types = {st.type for st in self._con.extract_statements(text)}
+        except duckdb.Error:
+            return  # it cannot run either
+        if not types <= {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN, duckdb.StatementType.SET,
+                         duckdb.StatementType.VARIABLE_SET}:
+            self._user_objects = True
+            return self._fill()
+        if not self._deferred:
+            return
+        words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)}
+        views = sqlfiles.view_headers()
+        if self._user_objects:  # (listing the macros costs 8 ms: only then)
+            own = {n for (n,) in self._con.execute(
+                "SELECT lower(view_name) FROM duckdb_views() WHERE NOT internal UNION "
+                "SELECT lower(function_name) FROM duckdb_functions() "
+                "WHERE function_type IN ('macro', 'table_macro') AND NOT internal").fetchall()} - set(views)
+            if words & own:
+                return self._fill()
+        self._fill(sqlfiles.tables_read(words & (set(views) | set(sqlfiles.TABLES))))
 
     @property
     def label(self) -> str:
@@ -531,7 +659,7 @@ class Session:
 
     # -- schema -------------------------------------------------------------
     def _ensure_schema(self):
-        con = self.con
+        con = self._con
         if not self.db:
             if not copy_schema(con, self.label):
                 self._transaction(lambda: create_schema(con))
@@ -564,14 +692,14 @@ class Session:
             create_views(con, temp=True)
 
     def _transaction(self, fn):
-        dbfile.in_transaction(self.con, fn)
+        dbfile.in_transaction(self._con, fn)
 
     def migrate(self):
         """Bring the stored views, peaks and estimates up to this duckprof
         (an older schema was migrated when the session opened)."""
         self._writable()
-        if stale(self.con):
-            self._transaction(lambda: refresh_stored(self.con))
+        if stale(self._con):
+            self._transaction(lambda: refresh_stored(self._con))
 
     def _writable(self):
         if self.read_only:
@@ -593,12 +721,12 @@ class Session:
                 report.__dict__.update(got.__dict__)
             report = got
             if report.loaded:
-                self._transaction(lambda: fill_trace_facts(self.con))
+                self._transaction(lambda: fill_trace_facts(self._con))
                 if self.db:
-                    checkpoint_without_vacuum(self.con, self.label, report.run)
+                    checkpoint_without_vacuum(self._con, self.label, report.run)
         else:
             limit = os.environ.get("DUCKPROF_LOAD_MEMORY", "1GB") if self.db else None
-            loader = Loader(self.con, progress=progress, memory_limit=limit or None)
+            loader = Loader(self._con, progress=progress, memory_limit=limit or None)
             report = loader.load(paths, run=run, salvage=salvage, target=_SessionTarget(self, tags), report=report)
         if tags and not report.tags_set:
             self.set_tags(report.run, tags)
@@ -609,11 +737,11 @@ class Session:
         the run's tags afterwards. Keys and values are text."""
         self._writable()
         self._require_run(run)
-        self._transaction(lambda: write_tags(self.con, run, tags, remove))
+        self._transaction(lambda: write_tags(self._con, run, tags, remove))
         return self.tags(run)
 
     def _require_run(self, run: str):
-        con = self.con
+        con = self._con
         if not con.execute("SELECT count(*) FROM traces WHERE run = $run", {"run": run}).fetchall()[0][0]:
             have = [r[0] for r in con.execute("SELECT DISTINCT run FROM traces ORDER BY 1").fetchall()]
             where = f"{self.db}: " if self.db else ""
@@ -622,16 +750,17 @@ class Session:
     def tags(self, run: str) -> dict:
         """The tags of `run` ({} when none; an error when there is no such run)."""
         self._require_run(run)
-        return dict(self.con.execute("SELECT key, value FROM run_tags WHERE run = $run ORDER BY key",
-                                     {"run": run}).fetchall())
+        return dict(self._con.execute("SELECT key, value FROM run_tags WHERE run = $run ORDER BY key",
+                                      {"run": run}).fetchall())
 
     def _create_views(self, temp: bool = False):
-        create_views(self.con, temp=temp)
+        create_views(self._con, temp=temp)
 
     def sql(self, text: str, params=None) -> duckdb.DuckDBPyRelation:
         """Run SQL over the tables and views; returns a DuckDB relation
         (.fetchall(), .df(), .show(), .columns ...)."""
-        return self.con.sql(text, params=params)
+        self._fill_for(text)
+        return self._con.sql(text, params=params)
 
     def report(self, name: str, /, **options) -> duckdb.DuckDBPyRelation:
         """A standard report as a DuckDB relation (.fetchall(), .df(), .show(), ...).
@@ -644,7 +773,9 @@ class Session:
         """The report with its notes: a duckprof.reports.ReportResult (relation,
         notes, instead: the lines shown instead of an empty table, columns)."""
         from . import reports
-        return reports.run(self.con, name, **options)
+        if self._deferred:
+            self._fill(sqlfiles.tables_read(reports.requires(name, **options)))
+        return reports.run(self._con, name, **options)
 
     def html(self, run: str | None = None, *, diff: tuple | None = None, top: int = 25):
         """One self-contained HTML page of the standard reports (duckprof html):
@@ -658,13 +789,13 @@ class Session:
         return html.build(self, run=run, top=top)
 
     def runs(self) -> duckdb.DuckDBPyRelation:
-        return self.con.sql("SELECT * FROM runs ORDER BY run")
+        return self.sql("SELECT * FROM runs ORDER BY run")
 
     def remove_run(self, run: str) -> int:
         """Delete a run and its traces; returns the number of traces removed
         (0: no such run, and nothing is written)."""
         self._writable()
-        con = self.con
+        con = self._con
         ids = [r[0] for r in con.execute("SELECT trace_id FROM traces WHERE run = $run",
                                          {"run": run}).fetchall()]
         if not ids:
@@ -684,13 +815,13 @@ class Session:
         """From now on SQL on this session reads the database, not the
         machine: no file, network or extension access (dbfile.lock_down)
         but to allowed_paths and the files under allowed_dirs."""
-        dbfile.lock_down(self.con, allowed_paths, allowed_dirs)
+        dbfile.lock_down(self._con, allowed_paths, allowed_dirs)
 
     def schema(self) -> list[tuple[str, str, list[tuple[str, str]]]]:
         """[(name, 'table'|'view', [(column, type), ...])] for the public schema
         (duckprof's views as this duckprof defines them)."""
         out = []
-        rows = self.con.execute("""
+        rows = self._con.execute("""
             SELECT t.table_name, t.table_type, c.column_name, c.data_type
             FROM information_schema.tables t
             JOIN information_schema.columns c USING (table_catalog, table_schema, table_name)
@@ -706,7 +837,7 @@ class Session:
         return out
 
     def close(self):
-        self.con.close()
+        self._con.close()
 
     def __enter__(self):
         return self
@@ -745,14 +876,16 @@ def write_tags(con, run: str, tags: dict | None, remove=()):
                     {"run": run, "keys": list(tags), "values": list(tags.values())})
 
 
-def complete_load(con, report: LoadReport, tags: dict | None):
+def complete_load(con, report: LoadReport, tags: dict | None, defer: bool = False):
     """In the load's transaction, after the inserts: the loaded traces'
-    trace_facts and derived tables, their rank and world size in the report,
-    the run's tags. The derived rows can make the COMMIT checkpoint on its own
-    (a WAL past checkpoint_threshold): that one must not vacuum either (see
+    trace_facts and derived tables (unless defer: the caller fills them on
+    first use), their rank and world size in the report, the run's tags. The
+    derived rows can make the COMMIT checkpoint on its own (a WAL past
+    checkpoint_threshold): that one must not vacuum either (see
     checkpoint_without_vacuum, which runs next and resets the setting; the
     target's release resets it when the load fails)."""
-    fill_trace_facts(con)
+    if not defer:
+        fill_trace_facts(con)
     con.execute("SET max_vacuum_tasks = 0")
     ids = [f.trace_id for f in report.files if f.trace_id is not None and not f.skipped]
     found = {t: (r, w) for t, r, w in con.execute(
@@ -771,19 +904,27 @@ def complete_load(con, report: LoadReport, tags: dict | None):
 class _SessionTarget(Target):
     """A load into the session's own database: write access is held already;
     the stored views are refreshed in the load's transaction; a file is
-    checkpointed after it."""
+    checkpointed after it. In memory, the estimates, trace_facts and derived
+    tables are left to first use (DEFERRED)."""
 
     def __init__(self, session: Session, tags: dict | None = None):
         self.session = session
         self.label = session.label
         self.tags = tags
+        # a connection taken from the session (session.con) reads past it
+        self.defer = self.defer_estimates = not session.db and not session._con_taken
 
     def prepare(self, con):
         if self.session.db:
             refresh_stored(con)
 
     def complete(self, con, report):
-        complete_load(con, report, self.tags)
+        complete_load(con, report, self.tags, defer=self.defer)
+        if self.defer:
+            # before the COMMIT, so that no loaded trace goes without: the ids of
+            # a load that does not commit have no rows to fill (and are the next
+            # load's, which defers them too)
+            self.session._defer(f.trace_id for f in report.files if f.trace_id is not None and not f.skipped)
 
     def finish(self, con):
         if self.session.db:

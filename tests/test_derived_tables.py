@@ -73,6 +73,7 @@ def _loads_each(paths, monkeypatch) -> tuple:
         for p in paths:
             ran.append([])
             s.load([str(p)], run=os.path.basename(str(p)))
+            s.con  # fills what the load left to first use: this trace's derived tables alone
         monkeypatch.setattr(sqlfiles, "render", real)
         return _derived(s), _every_statement(s), ran
 

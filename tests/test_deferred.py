@@ -1,0 +1,207 @@
+"""A load into an in-memory session (trace files without --db) leaves the op
+estimates, trace_facts and derived tables to first use (session.DEFERRED):
+a query fills the tables its packaged views and macros read, a report those
+it declares; another statement, a view of the user's and taking
+`session.con` fill them all. Every report and query then gives the rows a
+database file's load (which computes everything at load) gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import CORPUS, REPO, corpus_files, invoke, slow_when
+
+import duckprof
+from duckprof import session as session_mod
+
+GPU_TRACE = REPO / "fixtures" / "gpu_time" / "two_streams.json"
+MEMORY_TRACE = REPO / "fixtures" / "memory" / "memory.json"
+DEFERRED_TABLES = ["op_estimates", "trace_facts", *session_mod.DERIVED]
+
+# (report, options): every registered report, and the variants that read other views
+CASES = [("kernels", {"limit": 0}), ("kernels", {"group_by_launch": True, "limit": 5}), ("gpu-time", {}),
+         ("gpu-time", {"by_step": True}), ("gpu-time", {"hta": True}), ("gpu-time", {"buckets": 12}),
+         ("idle", {"limit": 15}), ("idle", {"hta": True}), ("idle", {"by": "event"}), ("queue", {}),
+         ("queue", {"buckets": 12}), ("temporal", {}), ("ops-by-step", {}), ("traces", {}), ("devices", {}),
+         ("categories", {}), ("categories", {"by_step": True}), ("categories", {"category": "gemm"}),
+         ("ops", {"limit": 0}), ("ops", {"group_by_input_shape": True}), ("ops", {"group_by_stack": 3}),
+         ("ops", {"by_graph_node": True}), ("memory", {}), ("memory", {"by_step": True}), ("memory", {"ops": True}),
+         ("memory", {"live": True}), ("steps", {}), ("steps", {"summary": True}),
+         ("steps", {"breakdown": "tensorboard"}), ("collectives", {"by_rank": True}), ("ranks", {}),
+         ("trend", {}), ("patterns", {}), ("patterns", {"list": True}), ("patterns", {"events": True})]
+
+
+def filled(s) -> dict:
+    """How many rows each deferred table holds (read past the session)."""
+    return {t: s._con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in DEFERRED_TABLES}
+
+
+@pytest.fixture(scope="module")
+def eager(tmp_path_factory):
+    """The fixture traces loaded into a database file: everything computed at load."""
+    db = tmp_path_factory.mktemp("eager") / "eager.duckdb"
+    with duckprof.connect(db) as s:
+        s.load([str(GPU_TRACE), str(MEMORY_TRACE)], run="default")
+    with duckprof.connect(db, read_only=True) as s:
+        yield s
+
+
+def lazy(*paths, run="default"):
+    s = duckprof.connect()
+    s.load([str(p) for p in paths], run=run)
+    return s
+
+
+def test_a_query_of_the_events_fills_nothing(eager):
+    with lazy(GPU_TRACE, MEMORY_TRACE) as s:
+        assert s.sql("SELECT count(*) FROM events").fetchall() == eager.sql("SELECT count(*) FROM events").fetchall()
+        assert filled(s) == dict.fromkeys(DEFERRED_TABLES, 0)
+        assert all(n > 0 for n in filled(eager).values())
+
+
+def test_a_query_fills_the_tables_its_views_read(eager):
+    """gpu_idle_intervals reads gpu_activity, which reads launches, which reads
+    derived_launches: that table alone is filled; the kernel estimates read
+    the launches and op_estimates; the call totals the memory events; runs
+    reads trace_facts."""
+    with lazy(GPU_TRACE, MEMORY_TRACE) as s:
+        want = dict.fromkeys(DEFERRED_TABLES, 0)
+        for sql, tables in [("SELECT * FROM gpu_idle_intervals", ["derived_launches"]),
+                            ("SELECT * FROM kernel_estimates", ["derived_kernel_estimates", "op_estimates"]),
+                            ("SELECT steps, busy_pct FROM runs", ["trace_facts"]),
+                            ("SELECT * FROM call_totals", ["derived_call_totals", "derived_memory_events"])]:
+            assert _cells(s.sql(sql)) == _cells(eager.sql(sql)) != []
+            want.update({t: filled(eager)[t] for t in tables})
+            assert filled(s) == want, sql
+        assert want == filled(eager)
+
+
+def test_a_view_of_the_users_is_resolved_after_a_second_load(eager):
+    """A view the user made before the second trace was loaded: reading it
+    fills the second trace's memory events too."""
+    sql = "SELECT trace_id, count(*) AS n FROM memory_events GROUP BY 1 ORDER BY 1"
+    with lazy(GPU_TRACE) as s:
+        s.sql(f"CREATE TEMP VIEW mine AS {sql}")
+        s.load([str(MEMORY_TRACE)], run="default")
+        got = s.sql("SELECT * FROM mine").fetchall()
+    assert got == eager.sql(sql).fetchall() == [(2, filled(eager)["derived_memory_events"])]
+
+
+def test_a_table_macro_is_resolved(eager):
+    sql = "SELECT * FROM queue_depth ORDER BY ALL"
+    with lazy(GPU_TRACE, MEMORY_TRACE) as s:
+        assert s.sql(sql).fetchall() == eager.sql(sql).fetchall() != []
+
+
+def test_a_statement_that_is_no_query_fills_everything():
+    with lazy(GPU_TRACE) as s, lazy(GPU_TRACE) as everything:
+        everything.con  # taking the connection fills everything
+        s.sql("CREATE TEMP TABLE t AS SELECT * FROM launches")
+        assert filled(s) == filled(everything) and filled(s)["trace_facts"] == 1
+
+
+def test_a_query_of_a_users_view_fills_everything():
+    """A view of the user's (made before the load) is not followed: reading
+    it fills everything."""
+    with duckprof.connect() as s, lazy(GPU_TRACE) as everything:
+        s.sql("CREATE TEMP VIEW mine AS SELECT * FROM kernel_estimates")
+        s.load([str(GPU_TRACE)])
+        assert filled(s)["derived_launches"] == 0
+        s.sql("SELECT count(*) FROM mine").fetchall()
+        assert filled(s) == filled(everything.con and everything)
+
+
+def test_a_connection_taken_before_a_load_sees_its_rows(eager):
+    """SQL on the connection is not seen by the session: once taken, the
+    session's loads compute everything at load."""
+    with lazy(GPU_TRACE) as s:
+        con = s.con
+        s.load([str(MEMORY_TRACE)])
+        got = con.execute("SELECT trace_id, count(*) FROM memory_events GROUP BY 1").fetchall()
+    assert got == eager.sql("SELECT trace_id, count(*) FROM memory_events GROUP BY 1").fetchall() != []
+
+
+def test_a_query_names_its_views_in_strings_too():
+    with lazy(GPU_TRACE) as s, lazy(GPU_TRACE) as everything:
+        assert s.sql("SELECT count(*) FROM query_table('launches')").fetchall() == \
+            everything.con.execute("SELECT count(*) FROM launches").fetchall() != [(0,)]
+
+
+def test_the_connection_fills_everything(eager):
+    with lazy(GPU_TRACE, MEMORY_TRACE) as s:
+        con = s.con
+        assert filled(s) == filled(eager)
+        assert con.execute("SELECT count(*) FROM call_totals").fetchall() == \
+            eager.sql("SELECT count(*) FROM call_totals").fetchall()
+
+
+def test_a_users_transaction_begins_with_everything_filled():
+    """No fill runs inside the user's transaction, which may roll back."""
+    with lazy(GPU_TRACE) as s, lazy(GPU_TRACE) as everything:
+        s.sql("BEGIN TRANSACTION")
+        assert filled(s) == filled(everything.con and everything)
+        s.sql("ROLLBACK")
+        assert s.sql("SELECT count(*) FROM launches").fetchall() == [(filled(everything)["derived_launches"],)]
+
+
+def _cells(rel) -> list:
+    """The rows in a set order (ties), every float rounded: DuckDB's parallel
+    sums differ in their last bits from one run to the next."""
+    out = [tuple(round(c, 6) if isinstance(c, float) else c for c in r) for r in rel.fetchall()]
+    return sorted(out, key=repr)
+
+
+def _same(got, want):
+    """Two report results: the same columns, rows, notes; trend's order_value
+    is the run's load time, which differs between the loads."""
+    assert got.relation.columns == want.relation.columns
+    cols = [c for c in got.relation.columns if c != "order_value"]
+    assert _cells(got.relation.select(*cols)) == _cells(want.relation.select(*cols))
+    assert (got.notes, got.instead) == (want.notes, want.instead)
+
+
+# the quick run: a report reading each deferred table, and one composed of rules
+QUICK = [("kernels", {"limit": 0}), ("gpu-time", {}), ("ops", {"limit": 0}), ("memory", {"ops": True}),
+         ("traces", {}), ("ranks", {}), ("patterns", {})]
+
+
+@pytest.mark.parametrize("name,options", slow_when(CASES, lambda case: case not in QUICK))
+def test_every_report_gives_the_rows_of_a_database_file(eager, name, options):
+    """Each report first thing after the load: it fills what it reads (the
+    quick run: QUICK; the corpus traces below: every case)."""
+    with lazy(GPU_TRACE, MEMORY_TRACE) as s:
+        _same(s.report_result(name, **options), eager.report_result(name, **options))
+
+
+CORPUS_TRACES = ["a100_train_rank0.json.gz", "mi300x_resnet_act_checkpoint.json.gz", "b200_eager_stack.json.gz"]
+
+
+@pytest.fixture(scope="module", params=CORPUS_TRACES)
+def corpus_pair(request, tmp_path_factory):
+    path = CORPUS / request.param
+    if not path.exists():
+        pytest.skip(f"{path} not in the corpus")
+    db = tmp_path_factory.mktemp("eager") / "eager.duckdb"
+    with duckprof.connect(db) as s:
+        s.load([str(path)], run="default")
+    with duckprof.connect(db, read_only=True) as s:
+        yield path, s
+
+
+@pytest.mark.slow  # a load per report
+@pytest.mark.skipif(not corpus_files(), reason="no corpus")
+@pytest.mark.parametrize("name,options", CASES)
+def test_every_report_on_corpus_traces(corpus_pair, name, options):
+    path, eager_s = corpus_pair
+    with lazy(path) as s:
+        _same(s.report_result(name, **options), eager_s.report_result(name, **options))
+
+
+def test_cli_query_and_report_fill_before_reading(cli_app, eager):
+    got = invoke(cli_app, "query", "select count(*) as n from kernel_estimates", str(GPU_TRACE), str(MEMORY_TRACE),
+                 "--format", "csv")
+    assert got.exit_code == 0, got.output
+    assert got.stdout.split() == ["n", str(eager.sql("SELECT count(*) FROM kernel_estimates").fetchall()[0][0])]
+    got = invoke(cli_app, "report", "kernels", str(GPU_TRACE), str(MEMORY_TRACE), "--format", "csv")
+    want = invoke(cli_app, "report", "kernels", "--db", eager.db, "--format", "csv")
+    assert got.exit_code == 0 and got.stdout == want.stdout and got.stdout.count("\n") > 1
