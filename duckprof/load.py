@@ -268,6 +268,41 @@ def _address_space_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
+AUTO_MEMORY = "auto"  # Loader(memory_limit=...): load_memory_limit of the files loaded
+SCALED_MEMORY_BYTES = 64_000_000  # from this much JSON on, a load's memory limit scales with it
+UNSCALED_MEMORY = "1GB"  # below it (and for a load with an event over 32 MiB)
+
+
+def _json_bytes(path: str) -> int:
+    """The JSON size of a trace file, as far as known before reading it: a
+    .gz file's trailer gives it modulo 4 GiB (at least the file's size)."""
+    size = _size(path)
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) == b"\x1f\x8b" and size >= 18:
+                f.seek(-4, os.SEEK_END)
+                return max(size, int.from_bytes(f.read(4), "little"))
+    except OSError:
+        pass
+    return size
+
+
+def load_memory_limit(json_bytes: int, threads: int) -> str:
+    """DuckDB's memory limit for a load into a file when DUCKPROF_LOAD_MEMORY
+    is unset. From SCALED_MEMORY_BYTES of JSON on, what keeps the whole
+    process near twice the JSON it loads: the process needs about 140 MB
+    besides what DuckDB counts (Python, DuckDB's code, allocations its limit
+    does not see), the limit is the rest of 2x, at most 1 GB (a bigger load
+    spills) and at least one JSON parse buffer per parsing thread (2 x
+    _MIN_OBJECT each: below that a parse fails for want of memory). A smaller
+    load gets 1 GB: its peak (0.2-0.3 GB) is mostly the process's own, and
+    squeezing DuckDB there costs a quarter more CPU for ~0.1 GB."""
+    if json_bytes < SCALED_MEMORY_BYTES:
+        return UNSCALED_MEMORY
+    floor = -(-max(1, threads) * 2 * _MIN_OBJECT // 10**6)  # DuckDB's MB: 10**6 bytes
+    return f"{min(1000, max(floor, 2 * json_bytes // 10**6 - 140))}MB"
+
+
 def _out_of_memory(path, doing: str, e: BaseException, memory_limit: str | None) -> DuckprofError:
     """DuckDB (or Python) ran out of memory. Under DuckDB's own memory_limit
     the cure is a higher limit or more free memory. Under a process limit
@@ -302,8 +337,9 @@ class _ChunkStager:
     as long as it first reads dp_stage after they exist (see Loader).
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, workers: int):
+    def __init__(self, con: duckdb.DuckDBPyConnection, workers: int, grow_to: str | None = None):
         self.con = con
+        self.grow_to = grow_to  # the memory limit for a load with a big event (_make_room)
         self.pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="duckprof-stage")
         self.local = threading.local()
         self.cursors: list = []
@@ -341,8 +377,7 @@ class _ChunkStager:
         a group that fails is parsed again file by file, to name the file at
         fault."""
         cur = self._cursor()
-        cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=True,
-                                    long_args=STAGED_LONG_ARGS), {"files": [joined.path]})
+        self._read(cur, "load/stage_events.sql", joined.path, raw=table, grouped=True, long_args=STAGED_LONG_ARGS)
         markers = sorted(m for (m,) in cur.execute(sqlfiles.render("load/group_markers.sql", raw=table),
                                                    {"marker": self.marker_ph}).fetchall())
         if len(markers) != max(len(joined.segments) - 1, 0):
@@ -354,19 +389,41 @@ class _ChunkStager:
     def _stage(self, table: str, chunk: str) -> int:
         cur = self._cursor()
         # CREATE TABLE ... AS returns the number of rows it wrote
-        n = cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=False,
-                                        long_args=STAGED_LONG_ARGS),
-                        {"files": [chunk]}).fetchall()[0][0]
+        n = self._read(cur, "load/stage_events.sql", chunk, raw=table, grouped=False,
+                       long_args=STAGED_LONG_ARGS)[0][0]
         # fractional absolute timestamps: their exact text, read from the chunk
         # while it is here (exact_ts.sql), in parallel like the parse
         if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall():
-            cur.execute(sqlfiles.render("load/exact_ts.sql", table=exact_table(table)), {"files": [chunk]})
+            self._read(cur, "load/exact_ts.sql", chunk, table=exact_table(table))
             with self.lock:
                 self.exact.add(table)
         # staged: the chunk file is not needed any more (a load of many big
         # files would otherwise hold a copy of all their JSON in the temp dir)
         os.remove(chunk)
         return n
+
+    def _read(self, cur, sql: str, chunk: str, **template) -> list:
+        """Run the statement `sql` (stage_events.sql, exact_ts.sql) on one
+        chunk file with DuckDB's smallest JSON buffer (events up to 32 MiB);
+        a chunk holding a bigger event is read again with _MAX_OBJECT's (up
+        to 64 MiB, as before). Returns its rows."""
+        for size in (_MIN_OBJECT, _MAX_OBJECT):
+            try:
+                return cur.execute(sqlfiles.render(sql, max_object=size, **template), {"files": [chunk]}).fetchall()
+            except duckdb.InvalidInputException as e:
+                if size == _MAX_OBJECT or "maximum_object_size" not in str(e):
+                    raise
+                self._make_room(cur)
+
+    def _make_room(self, cur):
+        """Before a chunk is read again with the bigger buffer: a scaled
+        memory limit (load_memory_limit) leaves room for the small buffers
+        only, and DuckDB needs several times an event's size to stage it (a
+        40 MB event: 256 MiB at once), so the load goes on under the limit it
+        had before limits scaled (the Loader restores the old one at the end)."""
+        if self.grow_to:
+            with self.lock:
+                cur.execute("SET memory_limit = $m", {"m": self.grow_to})
 
     def drop(self, tables):
         cur = self.con.cursor()
@@ -514,7 +571,14 @@ def _temp_space_error(e: OSError, tmp: str, path: str) -> Exception:
                          "free space there, or set TMPDIR to a directory with room")
 
 
-_MAX_OBJECT = 32 << 20  # stage_events.sql's maximum_object_size
+# stage_events.sql's maximum_object_size. DuckDB's JSON reader parses a file
+# through a buffer of twice that size (an event may fill all of it), and
+# takes no value below its default, 16 MiB. Each chunk parsing at once holds
+# one buffer: at 16 MiB, 32 MiB (64 at 32 MiB), which is what a small load's
+# memory limit must leave room for (load_memory_limit); a chunk with an event
+# over 32 MiB is parsed again at _MAX_OBJECT.
+_MIN_OBJECT = 16 << 20
+_MAX_OBJECT = 32 << 20
 _TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
@@ -649,7 +713,7 @@ class Loader:
         self.progress = progress or (lambda msg: None)
         # Loading into a database file: cap DuckDB's memory so a big trace spills
         # to disk instead of growing the process (at some cost in time; see
-        # benchmarks/README.md). None: no cap.
+        # benchmarks/README.md). None: no cap; AUTO_MEMORY: load_memory_limit.
         self.memory_limit = memory_limit
         self.hash_name = CONTENT_HASH
         self.phase = ""
@@ -675,10 +739,14 @@ class Loader:
         tmp = temp_dir()
         threads = int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
         old_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        grow_to = None
+        if self.memory_limit == AUTO_MEMORY:
+            self.memory_limit = load_memory_limit(sum(_json_bytes(f) for f in files), threads)
+            grow_to = UNSCALED_MEMORY
         if self.memory_limit:
             con.execute("SET memory_limit = $m", {"m": self.memory_limit})
         con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE_DB}")
-        stager = _ChunkStager(con, threads)
+        stager = _ChunkStager(con, threads, grow_to=grow_to)
         done = False
         try:
             self._phase("reading")
