@@ -268,9 +268,22 @@ def _address_space_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
+# stage_events.sql's maximum_object_size. DuckDB's JSON reader parses a file
+# through a buffer of twice that size (an event may fill all of it), and
+# takes no value below its default, 16 MiB. Each chunk parsing at once holds
+# one buffer: at 16 MiB, 32 MiB (64 at 32 MiB), which is what a small load's
+# memory limit must leave room for (load_memory_limit); a chunk with an event
+# over 32 MiB is parsed again at _MAX_OBJECT.
+_MIN_OBJECT = 16 << 20
+_MAX_OBJECT = 32 << 20
+
 AUTO_MEMORY = "auto"  # Loader(memory_limit=...): load_memory_limit of the files loaded
 SCALED_MEMORY_BYTES = 64_000_000  # from this much JSON on, a load's memory limit scales with it
 UNSCALED_MEMORY = "1GB"  # below it (and for a load with an event over 32 MiB)
+_BUFFER_MB = -(-2 * _MIN_OBJECT // 10**6)  # one JSON parse buffer (_MIN_OBJECT), in DuckDB's MB
+# the smallest scaled limit: one chunk parsing (its buffer) and the blocks it
+# writes; a parse that runs out of memory goes on under 1 GB (_read)
+_MIN_LIMIT_MB = 56
 
 
 def _json_bytes(path: str) -> int:
@@ -287,20 +300,26 @@ def _json_bytes(path: str) -> int:
     return size
 
 
-def load_memory_limit(json_bytes: int, threads: int) -> str:
-    """DuckDB's memory limit for a load into a file when DUCKPROF_LOAD_MEMORY
-    is unset. From SCALED_MEMORY_BYTES of JSON on, what keeps the whole
-    process near twice the JSON it loads: the process needs about 140 MB
-    besides what DuckDB counts (Python, DuckDB's code, allocations its limit
-    does not see), the limit is the rest of 2x, at most 1 GB (a bigger load
-    spills) and at least one JSON parse buffer per parsing thread (2 x
-    _MIN_OBJECT each: below that a parse fails for want of memory). A smaller
-    load gets 1 GB: its peak (0.2-0.3 GB) is mostly the process's own, and
-    squeezing DuckDB there costs a quarter more CPU for ~0.1 GB."""
+def load_memory_limit(json_bytes: int) -> int | None:
+    """DuckDB's memory limit (MB, DuckDB's: 10**6 bytes) for a load into a
+    file when DUCKPROF_LOAD_MEMORY is unset, None for UNSCALED_MEMORY. From
+    SCALED_MEMORY_BYTES of JSON on, what keeps the whole process near twice
+    the JSON it loads: the process needs about 140 MB besides what DuckDB
+    counts (Python, DuckDB's code, allocations its limit does not see), the
+    limit is the rest of 2x, at most 1 GB (a bigger load spills) and at least
+    _MIN_LIMIT_MB. A smaller load gets 1 GB: its
+    peak (0.2-0.3 GB) is mostly the process's own, and squeezing DuckDB there
+    costs a quarter more CPU for ~0.1 GB."""
     if json_bytes < SCALED_MEMORY_BYTES:
-        return UNSCALED_MEMORY
-    floor = -(-max(1, threads) * 2 * _MIN_OBJECT // 10**6)  # DuckDB's MB: 10**6 bytes
-    return f"{min(1000, max(floor, 2 * json_bytes // 10**6 - 140))}MB"
+        return None
+    return min(1000, max(_MIN_LIMIT_MB, 2 * json_bytes // 10**6 - 140))
+
+
+def parse_workers(limit_mb: int, threads: int) -> int:
+    """How many chunks parse at once under a scaled limit: each holds a
+    parse buffer that DuckDB cannot spill, and one buffer's worth stays free
+    for the blocks they write and the checks that run meanwhile."""
+    return max(1, min(threads, limit_mb // _BUFFER_MB - 1))
 
 
 def _out_of_memory(path, doing: str, e: BaseException, memory_limit: str | None) -> DuckprofError:
@@ -406,24 +425,33 @@ class _ChunkStager:
         """Run the statement `sql` (stage_events.sql, exact_ts.sql) on one
         chunk file with DuckDB's smallest JSON buffer (events up to 32 MiB);
         a chunk holding a bigger event is read again with _MAX_OBJECT's (up
-        to 64 MiB, as before). Returns its rows."""
-        for size in (_MIN_OBJECT, _MAX_OBJECT):
+        to 64 MiB, as before). Under a scaled limit, either is read again
+        after running out of memory, under the limit of before. Returns its
+        rows."""
+        size, again = _MIN_OBJECT, bool(self.grow_to)
+        while True:
             try:
                 return cur.execute(sqlfiles.render(sql, max_object=size, **template), {"files": [chunk]}).fetchall()
             except duckdb.InvalidInputException as e:
                 if size == _MAX_OBJECT or "maximum_object_size" not in str(e):
                     raise
-                self._make_room(cur)
+                size = _MAX_OBJECT
+            except duckdb.OutOfMemoryException:
+                if not again:
+                    raise
+                again = False
+            self._make_room(cur)
 
     def _make_room(self, cur):
-        """Before a chunk is read again with the bigger buffer: a scaled
-        memory limit (load_memory_limit) leaves room for the small buffers
-        only, and DuckDB needs several times an event's size to stage it (a
-        40 MB event: 256 MiB at once), so the load goes on under the limit it
-        had before limits scaled (the Loader restores the old one at the end)."""
-        if self.grow_to:
-            with self.lock:
-                cur.execute("SET memory_limit = $m", {"m": self.grow_to})
+        """Under a scaled memory limit (load_memory_limit), which leaves room
+        for the small buffers only: the load goes on under the limit of
+        before (the Loader restores the old one at the end). DuckDB needs
+        several times an event's size to stage a big one (a 40 MB event: 256
+        MiB at once)."""
+        with self.lock:
+            grow_to, self.grow_to = self.grow_to, None
+            if grow_to:
+                cur.execute("SET memory_limit = $m", {"m": grow_to})
 
     def drop(self, tables):
         cur = self.con.cursor()
@@ -571,14 +599,6 @@ def _temp_space_error(e: OSError, tmp: str, path: str) -> Exception:
                          "free space there, or set TMPDIR to a directory with room")
 
 
-# stage_events.sql's maximum_object_size. DuckDB's JSON reader parses a file
-# through a buffer of twice that size (an event may fill all of it), and
-# takes no value below its default, 16 MiB. Each chunk parsing at once holds
-# one buffer: at 16 MiB, 32 MiB (64 at 32 MiB), which is what a small load's
-# memory limit must leave room for (load_memory_limit); a chunk with an event
-# over 32 MiB is parsed again at _MAX_OBJECT.
-_MIN_OBJECT = 16 << 20
-_MAX_OBJECT = 32 << 20
 _TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
@@ -739,14 +759,16 @@ class Loader:
         tmp = temp_dir()
         threads = int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
         old_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-        grow_to = None
+        workers, grow_to = threads, None
         if self.memory_limit == AUTO_MEMORY:
-            self.memory_limit = load_memory_limit(sum(_json_bytes(f) for f in files), threads)
-            grow_to = UNSCALED_MEMORY
+            scaled = load_memory_limit(sum(_json_bytes(f) for f in files))
+            self.memory_limit = UNSCALED_MEMORY if scaled is None else f"{scaled}MB"
+            if scaled is not None:
+                workers, grow_to = parse_workers(scaled, threads), UNSCALED_MEMORY
         if self.memory_limit:
             con.execute("SET memory_limit = $m", {"m": self.memory_limit})
         con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE_DB}")
-        stager = _ChunkStager(con, threads, grow_to=grow_to)
+        stager = _ChunkStager(con, workers, grow_to=grow_to)
         done = False
         try:
             self._phase("reading")

@@ -21,15 +21,19 @@ MB = 10**6
 
 def test_the_limit_scales_with_the_json():
     """1 GB below 64 MB of JSON (as before); from there the rest of 2x the
-    JSON after the process's own 140 MB, at least 32 MiB per parsing thread,
-    at most 1 GB."""
+    JSON after the process's own 140 MB, at least 56MB (a parse buffer of
+    32 MiB and what the parse writes), at most 1 GB; as many chunks parse at
+    once as leave one buffer's worth free."""
     f = load.load_memory_limit
-    assert f(0, 2) == f(1 * MB, 2) == f(63 * MB, 2) == "1GB"
-    assert f(64 * MB, 2) == f(100 * MB, 2) == "68MB"   # 2 x 2 x 16 MiB
-    assert f(100 * MB, 8) == "269MB"                  # 8 parse buffers of 32 MiB
-    assert f(200 * MB, 2) == "260MB"
-    assert f(300 * MB, 2) == "460MB"
-    assert f(570 * MB, 2) == f(10_000 * MB, 2) == "1000MB"
+    assert f(0) is f(1 * MB) is f(63 * MB) is None
+    assert f(64 * MB) == f(90 * MB) == 56
+    assert f(100 * MB) == 60
+    assert f(200 * MB) == 260
+    assert f(300 * MB) == 460
+    assert f(570 * MB) == f(10_000 * MB) == 1000
+    w = load.parse_workers
+    assert w(68, 2) == w(68, 8) == w(101, 8) == 1
+    assert w(102, 8) == 2 and w(260, 2) == 2 and w(260, 8) == 6 and w(1000, 8) == 8
 
 
 def test_a_gz_file_counts_its_uncompressed_json(tmp_path):
@@ -59,11 +63,43 @@ def test_a_load_into_a_file_runs_under_the_scaled_limit(tmp_path, monkeypatch):
     monkeypatch.setattr(load, "SCALED_MEMORY_BYTES", 0)  # a small trace scales like a big one
     seen = _Limits()
     session.load_into(tmp_path / "a.duckdb", [str(NESTING3)], progress=seen, threads=2)
-    assert seen.seen == {"64.8 MiB"}  # 68MB: two parse buffers
+    assert seen.seen == {"53.4 MiB"}  # 56MB
     monkeypatch.setenv("DUCKPROF_LOAD_MEMORY", "200MB")  # set: it wins
     seen = _Limits()
     session.load_into(tmp_path / "b.duckdb", [str(NESTING3)], progress=seen, threads=2)
     assert seen.seen == {"190.7 MiB"}
+
+
+def test_two_big_files_parse_one_at_a_time_under_the_scaled_limit(tmp_path, monkeypatch):
+    """Two files of one chunk each, parsed side by side under 56MB, ran out of
+    memory (two 32 MiB buffers and the blocks they write): under a scaled
+    limit as many parse at once as it has room for."""
+    monkeypatch.delenv("DUCKPROF_LOAD_MEMORY", raising=False)
+    monkeypatch.setattr(load, "SCALED_MEMORY_BYTES", 0)  # the scaled limit, 56MB
+    grown = []
+    monkeypatch.setattr(load._ChunkStager, "_make_room", lambda self, cur: grown.append(1))
+    from duckprof import synth
+    files = [str(tmp_path / f"rank{seed}.json") for seed in range(2)]
+    for seed, f in enumerate(files):
+        synth.generate(f, events=135_000, seed=seed, rank=seed)  # 45 MB each
+    seen = _Limits()
+    report = session.load_into(tmp_path / "r.duckdb", files, progress=seen, threads=2)
+    assert len(report.loaded) == 2 and not grown
+    assert seen.seen == {"53.4 MiB"}
+
+
+def test_a_parse_out_of_memory_under_a_scaled_limit_goes_on_under_1gb(tmp_path, monkeypatch):
+    """Where the scaled limit is too tight after all (here 10MB: one buffer
+    does not fit beside the rest), the chunk is parsed again under the limit
+    of before instead of failing the load."""
+    monkeypatch.delenv("DUCKPROF_LOAD_MEMORY", raising=False)
+    monkeypatch.setattr(load, "SCALED_MEMORY_BYTES", 0)
+    monkeypatch.setattr(load, "load_memory_limit", lambda json_bytes: 10)
+    seen = _Limits()
+    session.load_into(tmp_path / "r.duckdb", [str(NESTING3)], progress=seen, threads=2)
+    assert seen.seen >= {"9.5 MiB", "953.6 MiB"}
+    with duckprof.connect(tmp_path / "r.duckdb", read_only=True) as s:
+        assert s.sql("SELECT count(*) FROM events").fetchall() == [(19,)]
 
 
 def test_a_load_fits_in_a_64mb_limit(cli_app, tmp_path, monkeypatch):
@@ -95,7 +131,7 @@ def test_an_event_over_the_parse_buffer_still_loads(tmp_path, monkeypatch, fract
     parsed again with the 64 MiB one, under the limit loads had before
     limits scaled (staging it takes 256 MiB at once), as it loaded before."""
     monkeypatch.delenv("DUCKPROF_LOAD_MEMORY", raising=False)
-    monkeypatch.setattr(load, "SCALED_MEMORY_BYTES", 0)  # the scaled limit, 68MB
+    monkeypatch.setattr(load, "SCALED_MEMORY_BYTES", 0)  # the scaled limit, 56MB
     trace = _big_event_trace(tmp_path / "big.json", 40 * MB, fractional)
     db = tmp_path / "r.duckdb"
     session.load_into(db, [str(trace)], threads=2)
