@@ -737,6 +737,7 @@ class Loader:
         self.memory_limit = memory_limit
         self.hash_name = CONTENT_HASH
         self.phase = ""
+        self.write_out_of_memory = False  # the last error of the load's transaction (_write_error)
 
     def _phase(self, name: str):
         interrupts.check()  # a signal whose interrupt DuckDB let pass: the load stops here
@@ -789,7 +790,19 @@ class Loader:
                 prepared = self._skip_known(prepared, known_now, run, stager)
                 stager.drop([b.nest for b in batches])  # exact timestamps belong to the staged files: kept
                 batches = self._nest_all(prepared, next_now, tmp)
-            self._write(batches, run, len(prepared), target, report)
+            notes = [list(fr.notes) for fr in report.files]
+            try:
+                self._write(batches, run, len(prepared), target, report)
+            except DuckprofError:
+                if not (grow_to and self.write_out_of_memory) or report.committed or report.commit_failed:
+                    raise
+                # the scaled limit too tight for the transaction after all (it
+                # rolled back): once more under the limit of before
+                for fr, kept in zip(report.files, notes):
+                    fr.notes = kept
+                self.memory_limit = grow_to
+                con.execute("SET memory_limit = $m", {"m": grow_to})
+                self._write(batches, run, len(prepared), target, report)
             self._phase("checkpoint")
             target.finish(con)
             done = True
@@ -995,6 +1008,7 @@ class Loader:
     def _write_error(self, e, target, p, together: str, report=None, step: str = "the load's commit") -> Exception:
         """What a DuckDB error inside the transaction means (rolled back);
         `step`: what failed when it was no insert of file p."""
+        self.write_out_of_memory = isinstance(e, duckdb.OutOfMemoryException)
         if report is not None and report.committed:
             return DuckprofError(f"{target.label}: the load's commit reported an error "
                                  f"({str(e).splitlines()[0]}), but run {target.run!r} was committed")

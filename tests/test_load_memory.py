@@ -152,3 +152,30 @@ def test_an_event_over_the_big_buffer_fails_as_before(cli_app, tmp_path):
     assert_one_line_error(r.stderr, [str(trace), "an event does not end where it should",
                                      "DuckDB read on past 32 MB"])
     assert not (tmp_path / "r.duckdb").exists()
+
+
+def test_a_transaction_out_of_memory_under_a_scaled_limit_runs_again_under_1gb(tmp_path, monkeypatch):
+    """The insert ran out of memory under the scaled limit (seen once in ~15
+    loads of 100 MB at 60MB, a 512 KiB allocation): the transaction rolls
+    back and runs once more under the limit of before; the run is loaded
+    once, its notes said once."""
+    import duckdb
+    monkeypatch.delenv("DUCKPROF_LOAD_MEMORY", raising=False)
+    monkeypatch.setattr(load, "SCALED_MEMORY_BYTES", 0)
+    real, calls = load.Loader._insert, []
+
+    def insert(self, b, run, say=lambda what: None):
+        calls.append(self.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+        if len(calls) == 1:
+            real(self, b, run, say)  # its rows are rolled back
+            raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate data of size 512.0 KiB")
+        return real(self, b, run, say)
+    monkeypatch.setattr(load.Loader, "_insert", insert)
+    salvaged = tmp_path / "cut.json"
+    salvaged.write_bytes(NESTING3.read_bytes()[:-40])  # truncated: loaded with a note
+    report = session.load_into(tmp_path / "r.duckdb", [str(NESTING3), str(salvaged)], threads=2, salvage=True)
+    assert calls == ["53.4 MiB", "953.6 MiB"]
+    assert [len(f.notes) for f in report.files] == [0, 1]
+    with duckprof.connect(tmp_path / "r.duckdb", read_only=True) as s:
+        assert s.sql("SELECT count(*), count(DISTINCT trace_id) FROM events").fetchall()[0][1] == 2
+        assert s.sql("SELECT count(*) FROM traces").fetchall() == [(2,)]
