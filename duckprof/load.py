@@ -307,9 +307,9 @@ def load_memory_limit(json_bytes: int) -> int | None:
     the JSON it loads: the process needs about 140 MB besides what DuckDB
     counts (Python, DuckDB's code, allocations its limit does not see), the
     limit is the rest of 2x, at most 1 GB (a bigger load spills) and at least
-    _MIN_LIMIT_MB. A smaller load gets 1 GB: its
-    peak (0.2-0.3 GB) is mostly the process's own, and squeezing DuckDB there
-    costs a quarter more CPU for ~0.1 GB."""
+    _MIN_LIMIT_MB. A smaller load gets 1 GB: its peak (0.2-0.3 GB) is mostly
+    the process's own, and squeezing DuckDB there costs a quarter more CPU
+    for ~0.1 GB."""
     if json_bytes < SCALED_MEMORY_BYTES:
         return None
     return min(1000, max(_MIN_LIMIT_MB, 2 * json_bytes // 10**6 - 140))
@@ -358,7 +358,7 @@ class _ChunkStager:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, workers: int, grow_to: str | None = None):
         self.con = con
-        self.grow_to = grow_to  # the memory limit for a load with a big event (_make_room)
+        self.grow_to = grow_to  # the limit for a big event or a parse out of memory (_make_room)
         self.pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="duckprof-stage")
         self.local = threading.local()
         self.cursors: list = []
