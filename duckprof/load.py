@@ -268,6 +268,60 @@ def _address_space_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
+# stage_events.sql's maximum_object_size. DuckDB's JSON reader parses a file
+# through a buffer of twice that size (an event may fill all of it), and
+# takes no value below its default, 16 MiB. Each chunk parsing at once holds
+# one buffer: at 16 MiB, 32 MiB (64 at 32 MiB), which is what a small load's
+# memory limit must leave room for (load_memory_limit); a chunk with an event
+# over 32 MiB is parsed again at _MAX_OBJECT.
+_MIN_OBJECT = 16 << 20
+_MAX_OBJECT = 32 << 20
+
+AUTO_MEMORY = "auto"  # Loader(memory_limit=...): load_memory_limit of the files loaded
+SCALED_MEMORY_BYTES = 64_000_000  # from this much JSON on, a load's memory limit scales with it
+UNSCALED_MEMORY = "1GB"  # below it (and for a load with an event over 32 MiB)
+_BUFFER_MB = -(-2 * _MIN_OBJECT // 10**6)  # one JSON parse buffer (_MIN_OBJECT), in DuckDB's MB
+# the smallest scaled limit: one chunk parsing (its buffer) and the blocks it
+# writes; a parse that runs out of memory goes on under 1 GB (_read)
+_MIN_LIMIT_MB = 56
+
+
+def _json_bytes(path: str) -> int:
+    """The JSON size of a trace file, as far as known before reading it: a
+    .gz file's trailer gives it modulo 4 GiB (at least the file's size)."""
+    size = _size(path)
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) == b"\x1f\x8b" and size >= 18:
+                f.seek(-4, os.SEEK_END)
+                return max(size, int.from_bytes(f.read(4), "little"))
+    except OSError:
+        pass
+    return size
+
+
+def load_memory_limit(json_bytes: int) -> int | None:
+    """DuckDB's memory limit (MB, DuckDB's: 10**6 bytes) for a load into a
+    file when DUCKPROF_LOAD_MEMORY is unset, None for UNSCALED_MEMORY. From
+    SCALED_MEMORY_BYTES of JSON on, what keeps the whole process near twice
+    the JSON it loads: the process needs about 140 MB besides what DuckDB
+    counts (Python, DuckDB's code, allocations its limit does not see), the
+    limit is the rest of 2x, at most 1 GB (a bigger load spills) and at least
+    _MIN_LIMIT_MB. A smaller load gets 1 GB: its peak (0.2-0.3 GB) is mostly
+    the process's own, and squeezing DuckDB there costs a quarter more CPU
+    for ~0.1 GB."""
+    if json_bytes < SCALED_MEMORY_BYTES:
+        return None
+    return min(1000, max(_MIN_LIMIT_MB, 2 * json_bytes // 10**6 - 140))
+
+
+def parse_workers(limit_mb: int, threads: int) -> int:
+    """How many chunks parse at once under a scaled limit: each holds a
+    parse buffer that DuckDB cannot spill, and one buffer's worth stays free
+    for the blocks they write and the checks that run meanwhile."""
+    return max(1, min(threads, limit_mb // _BUFFER_MB - 1))
+
+
 def _out_of_memory(path, doing: str, e: BaseException, memory_limit: str | None) -> DuckprofError:
     """DuckDB (or Python) ran out of memory. Under DuckDB's own memory_limit
     the cure is a higher limit or more free memory. Under a process limit
@@ -302,8 +356,9 @@ class _ChunkStager:
     as long as it first reads dp_stage after they exist (see Loader).
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, workers: int):
+    def __init__(self, con: duckdb.DuckDBPyConnection, workers: int, grow_to: str | None = None):
         self.con = con
+        self.grow_to = grow_to  # the limit for a big event or a parse out of memory (_make_room)
         self.pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="duckprof-stage")
         self.local = threading.local()
         self.cursors: list = []
@@ -341,8 +396,7 @@ class _ChunkStager:
         a group that fails is parsed again file by file, to name the file at
         fault."""
         cur = self._cursor()
-        cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=True,
-                                    long_args=STAGED_LONG_ARGS), {"files": [joined.path]})
+        self._read(cur, "load/stage_events.sql", joined.path, raw=table, grouped=True, long_args=STAGED_LONG_ARGS)
         markers = sorted(m for (m,) in cur.execute(sqlfiles.render("load/group_markers.sql", raw=table),
                                                    {"marker": self.marker_ph}).fetchall())
         if len(markers) != max(len(joined.segments) - 1, 0):
@@ -354,19 +408,50 @@ class _ChunkStager:
     def _stage(self, table: str, chunk: str) -> int:
         cur = self._cursor()
         # CREATE TABLE ... AS returns the number of rows it wrote
-        n = cur.execute(sqlfiles.render("load/stage_events.sql", raw=table, grouped=False,
-                                        long_args=STAGED_LONG_ARGS),
-                        {"files": [chunk]}).fetchall()[0][0]
+        n = self._read(cur, "load/stage_events.sql", chunk, raw=table, grouped=False,
+                       long_args=STAGED_LONG_ARGS)[0][0]
         # fractional absolute timestamps: their exact text, read from the chunk
         # while it is here (exact_ts.sql), in parallel like the parse
         if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall():
-            cur.execute(sqlfiles.render("load/exact_ts.sql", table=exact_table(table)), {"files": [chunk]})
+            self._read(cur, "load/exact_ts.sql", chunk, table=exact_table(table))
             with self.lock:
                 self.exact.add(table)
         # staged: the chunk file is not needed any more (a load of many big
         # files would otherwise hold a copy of all their JSON in the temp dir)
         os.remove(chunk)
         return n
+
+    def _read(self, cur, sql: str, chunk: str, **template) -> list:
+        """Run the statement `sql` (stage_events.sql, exact_ts.sql) on one
+        chunk file with DuckDB's smallest JSON buffer (events up to 32 MiB);
+        a chunk holding a bigger event is read again with _MAX_OBJECT's (up
+        to 64 MiB, as before). Under a scaled limit, either is read again
+        after running out of memory, under the limit of before. Returns its
+        rows."""
+        size, again = _MIN_OBJECT, bool(self.grow_to)
+        while True:
+            try:
+                return cur.execute(sqlfiles.render(sql, max_object=size, **template), {"files": [chunk]}).fetchall()
+            except duckdb.InvalidInputException as e:
+                if size == _MAX_OBJECT or "maximum_object_size" not in str(e):
+                    raise
+                size = _MAX_OBJECT
+            except duckdb.OutOfMemoryException:
+                if not again:
+                    raise
+                again = False
+            self._make_room(cur)
+
+    def _make_room(self, cur):
+        """Under a scaled memory limit (load_memory_limit), which leaves room
+        for the small buffers only: the load goes on under the limit of
+        before (the Loader restores the old one at the end). DuckDB needs
+        several times an event's size to stage a big one (a 40 MB event: 256
+        MiB at once)."""
+        with self.lock:
+            grow_to, self.grow_to = self.grow_to, None
+            if grow_to:
+                cur.execute("SET memory_limit = $m", {"m": grow_to})
 
     def drop(self, tables):
         cur = self.con.cursor()
@@ -517,7 +602,6 @@ def _temp_space_error(e: OSError, tmp: str, path: str) -> Exception:
                          "free space there, or set TMPDIR to a directory with room")
 
 
-_MAX_OBJECT = 32 << 20  # stage_events.sql's maximum_object_size
 _TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
@@ -652,10 +736,11 @@ class Loader:
         self.progress = progress or (lambda msg: None)
         # Loading into a database file: cap DuckDB's memory so a big trace spills
         # to disk instead of growing the process (at some cost in time; see
-        # benchmarks/README.md). None: no cap.
+        # benchmarks/README.md). None: no cap; AUTO_MEMORY: load_memory_limit.
         self.memory_limit = memory_limit
         self.hash_name = CONTENT_HASH
         self.phase = ""
+        self.write_out_of_memory = False  # the last error of the load's transaction (_write_error)
 
     def _phase(self, name: str):
         interrupts.check()  # a signal whose interrupt DuckDB let pass: the load stops here
@@ -678,10 +763,16 @@ class Loader:
         tmp = temp_dir()
         threads = int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
         old_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        workers, grow_to = threads, None
+        if self.memory_limit == AUTO_MEMORY:
+            scaled = load_memory_limit(sum(_json_bytes(f) for f in files))
+            self.memory_limit = UNSCALED_MEMORY if scaled is None else f"{scaled}MB"
+            if scaled is not None:
+                workers, grow_to = parse_workers(scaled, threads), UNSCALED_MEMORY
         if self.memory_limit:
             con.execute("SET memory_limit = $m", {"m": self.memory_limit})
         con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE_DB}")
-        stager = _ChunkStager(con, threads)
+        stager = _ChunkStager(con, workers, grow_to=grow_to)
         done = False
         try:
             self._phase("reading")
@@ -702,7 +793,19 @@ class Loader:
                 prepared = self._skip_known(prepared, known_now, run, stager)
                 stager.drop([b.nest for b in batches])  # exact timestamps belong to the staged files: kept
                 batches = self._nest_all(prepared, next_now, tmp)
-            self._write(batches, run, len(prepared), target, report)
+            notes = [list(fr.notes) for fr in report.files]
+            try:
+                self._write(batches, run, len(prepared), target, report)
+            except DuckprofError:
+                if not (grow_to and self.write_out_of_memory) or report.committed or report.commit_failed:
+                    raise
+                # the scaled limit too tight for the transaction after all (it
+                # rolled back): once more under the limit of before
+                for fr, kept in zip(report.files, notes):
+                    fr.notes = kept
+                self.memory_limit = grow_to
+                con.execute("SET memory_limit = $m", {"m": grow_to})
+                self._write(batches, run, len(prepared), target, report)
             self._phase("checkpoint")
             target.finish(con)
             done = True
@@ -908,6 +1011,7 @@ class Loader:
     def _write_error(self, e, target, p, together: str, report=None, step: str = "the load's commit") -> Exception:
         """What a DuckDB error inside the transaction means (rolled back);
         `step`: what failed when it was no insert of file p."""
+        self.write_out_of_memory = isinstance(e, duckdb.OutOfMemoryException)
         if report is not None and report.committed:
             return DuckprofError(f"{target.label}: the load's commit reported an error "
                                  f"({str(e).splitlines()[0]}), but run {target.run!r} was committed")

@@ -7,6 +7,7 @@
 -- (event_id BIGINT, exact_ns BIGINT: ns since the epoch), which normalize.sql
 -- uses instead of the double (when within 1 us of it: a "ts" key inside args
 -- written before the event's own is not taken).
+-- Template: table; max_object (as in stage_events.sql).
 -- Parameter: files (one chunk file of the trace's traceEvents: event_id =
 -- position in the chunk, shifted like the chunk's events by stage_view.sql).
 -- Run by the loader right after the chunk is parsed (the same file: no second
@@ -17,6 +18,6 @@ SELECT event_id, round(try_cast(txt AS DECIMAL(38, 9)) * 1000)::BIGINT AS exact_
 FROM (
     SELECT row_number() OVER () AS event_id,
            regexp_extract(json, '"ts"\s*:\s*(-?[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)', 1) AS txt
-    FROM read_json_objects($files, format = 'array', maximum_object_size = 33554432)
+    FROM read_json_objects($files, format = 'array', maximum_object_size = {{ max_object | int }})
 )
 WHERE txt <> ''

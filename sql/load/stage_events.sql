@@ -6,7 +6,9 @@
 -- ~2 ms less a trace than one file per trace), from which
 -- stage_group_view.sql tells each event's trace.
 -- Template: raw = the table's qualified name; grouped (boolean); long_args
--- (the length in bytes from which args go into args_long).
+-- (the length in bytes from which args go into args_long); max_object
+-- (DuckDB's maximum_object_size: its parse buffer is twice that, and an
+-- event must fit in the buffer; load._ChunkStager._parse).
 -- Parameter: files (VARCHAR[]: one chunk).
 -- Columns: event_id (BIGINT, position in the chunk from 1; grouped: pos, the
 -- position in the concatenated chunk, markers included); ph, cat, name, pid,
@@ -33,7 +35,7 @@ SELECT ordinality AS {{ 'pos' if grouped else 'event_id' }},
        ph, cat, name, pid, tid, ts, dur, id,
        CASE WHEN strlen(args) < {{ long_args | int }} THEN args END AS args,
        CASE WHEN strlen(args) >= {{ long_args | int }} THEN args END AS args_long
-FROM read_json($files, format = 'array', maximum_object_size = 33554432,
+FROM read_json($files, format = 'array', maximum_object_size = {{ max_object | int }},
                columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR',
                           pid: 'VARCHAR', tid: 'VARCHAR', ts: 'DOUBLE', dur: 'DOUBLE',
                           id: 'VARCHAR', args: 'JSON'}) WITH ORDINALITY
