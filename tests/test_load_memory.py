@@ -164,12 +164,12 @@ def test_a_transaction_out_of_memory_under_a_scaled_limit_runs_again_under_1gb(t
     monkeypatch.setattr(load, "SCALED_MEMORY_BYTES", 0)
     real, calls = load.Loader._insert, []
 
-    def insert(self, b, run, say=lambda what: None):
+    def insert(self, b, run, say=lambda what: None, **kw):
         calls.append(self.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
         if len(calls) == 1:
-            real(self, b, run, say)  # its rows are rolled back
+            real(self, b, run, say, **kw)  # its rows are rolled back
             raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate data of size 512.0 KiB")
-        return real(self, b, run, say)
+        return real(self, b, run, say, **kw)
     monkeypatch.setattr(load.Loader, "_insert", insert)
     salvaged = tmp_path / "cut.json"
     salvaged.write_bytes(NESTING3.read_bytes()[:-40])  # truncated: loaded with a note
