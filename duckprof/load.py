@@ -278,6 +278,10 @@ _MIN_OBJECT = 16 << 20
 _MAX_OBJECT = 32 << 20
 
 AUTO_MEMORY = "auto"  # Loader(memory_limit=...): load_memory_limit of the files loaded
+# a load into a file when DUCKPROF_LOAD_MEMORY is unset: the scaled limit
+# (AUTO_MEMORY) keeps a 100 MB load under 2x its JSON in memory but makes it
+# ~40% slower (its staged events spill): speed first, the scaled limit asked for
+DEFAULT_LOAD_MEMORY = "1GB"
 SCALED_MEMORY_BYTES = 64_000_000  # from this much JSON on, a load's memory limit scales with it
 UNSCALED_MEMORY = "1GB"  # below it (and for a load with an event over 32 MiB)
 _BUFFER_MB = -(-2 * _MIN_OBJECT // 10**6)  # one JSON parse buffer (_MIN_OBJECT), in DuckDB's MB
@@ -302,7 +306,7 @@ def _json_bytes(path: str) -> int:
 
 def load_memory_limit(json_bytes: int) -> int | None:
     """DuckDB's memory limit (MB, DuckDB's: 10**6 bytes) for a load into a
-    file when DUCKPROF_LOAD_MEMORY is unset, None for UNSCALED_MEMORY. From
+    file when DUCKPROF_LOAD_MEMORY is 'auto', None for UNSCALED_MEMORY. From
     SCALED_MEMORY_BYTES of JSON on, what keeps the whole process near twice
     the JSON it loads: the process needs about 140 MB besides what DuckDB
     counts (Python, DuckDB's code, allocations its limit does not see), the
@@ -764,7 +768,7 @@ class Loader:
         threads = int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
         old_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
         workers, grow_to = threads, None
-        if self.memory_limit == AUTO_MEMORY:
+        if str(self.memory_limit).lower() == AUTO_MEMORY:
             scaled = load_memory_limit(sum(_json_bytes(f) for f in files))
             self.memory_limit = UNSCALED_MEMORY if scaled is None else f"{scaled}MB"
             if scaled is not None:

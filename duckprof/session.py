@@ -24,7 +24,7 @@ import duckdb
 from . import dbfile, estimators, interrupts, sqlfiles
 from .estimators.store import estimates as op_estimates
 from .errors import DuckprofError
-from .load import AUTO_MEMORY, COMMIT_OUTCOME_PENDING as PENDING, Loader, LoadReport, Target
+from .load import DEFAULT_LOAD_MEMORY, COMMIT_OUTCOME_PENDING as PENDING, Loader, LoadReport, Target
 from .peaks import packaged_digest, seed_interconnects, seed_peaks
 
 
@@ -725,7 +725,7 @@ class Session:
                 if self.db:
                     checkpoint_without_vacuum(self._con, self.label, report.run)
         else:
-            limit = os.environ.get("DUCKPROF_LOAD_MEMORY", AUTO_MEMORY) if self.db else None
+            limit = os.environ.get("DUCKPROF_LOAD_MEMORY", DEFAULT_LOAD_MEMORY) if self.db else None
             loader = Loader(self._con, progress=progress, memory_limit=limit or None)
             report = loader.load(paths, run=run, salvage=salvage, target=_SessionTarget(self, tags), report=report)
         if tags and not report.tags_set:
@@ -1083,7 +1083,7 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
             con.execute("SET temp_directory = $t", {"t": db + ".tmp"})
             if hasattr(progress, "attach"):
                 progress.attach(con)
-            limit = os.environ.get("DUCKPROF_LOAD_MEMORY", AUTO_MEMORY)
+            limit = os.environ.get("DUCKPROF_LOAD_MEMORY", DEFAULT_LOAD_MEMORY)
             Loader(con, progress=progress, memory_limit=limit or None).load(
                 paths, run=run, salvage=salvage, target=target, report=report)
         finally:

@@ -59,8 +59,14 @@ class _Limits:
 
 
 def test_a_load_into_a_file_runs_under_the_scaled_limit(tmp_path, monkeypatch):
-    monkeypatch.delenv("DUCKPROF_LOAD_MEMORY", raising=False)
+    """DUCKPROF_LOAD_MEMORY=auto: the limit scales with the JSON loaded;
+    unset: 1 GB (the scaled limit makes a 100 MB load ~40% slower)."""
     monkeypatch.setattr(load, "SCALED_MEMORY_BYTES", 0)  # a small trace scales like a big one
+    monkeypatch.delenv("DUCKPROF_LOAD_MEMORY", raising=False)
+    seen = _Limits()
+    session.load_into(tmp_path / "unset.duckdb", [str(NESTING3)], progress=seen, threads=2)
+    assert seen.seen == {"953.6 MiB"}  # 1GB
+    monkeypatch.setenv("DUCKPROF_LOAD_MEMORY", "auto")
     seen = _Limits()
     session.load_into(tmp_path / "a.duckdb", [str(NESTING3)], progress=seen, threads=2)
     assert seen.seen == {"53.4 MiB"}  # 56MB
@@ -74,7 +80,7 @@ def test_two_big_files_parse_one_at_a_time_under_the_scaled_limit(tmp_path, monk
     """Two files of one chunk each, parsed side by side under 56MB, ran out of
     memory (two 32 MiB buffers and the blocks they write): under a scaled
     limit as many parse at once as it has room for."""
-    monkeypatch.delenv("DUCKPROF_LOAD_MEMORY", raising=False)
+    monkeypatch.setenv("DUCKPROF_LOAD_MEMORY", "auto")
     monkeypatch.setattr(load, "SCALED_MEMORY_BYTES", 0)  # the scaled limit, 56MB
     grown = []
     monkeypatch.setattr(load._ChunkStager, "_make_room", lambda self, cur: grown.append(1))
@@ -92,7 +98,7 @@ def test_a_parse_out_of_memory_under_a_scaled_limit_goes_on_under_1gb(tmp_path, 
     """Where the scaled limit is too tight after all (here 10MB: one buffer
     does not fit beside the rest), the chunk is parsed again under the limit
     of before instead of failing the load."""
-    monkeypatch.delenv("DUCKPROF_LOAD_MEMORY", raising=False)
+    monkeypatch.setenv("DUCKPROF_LOAD_MEMORY", "auto")
     monkeypatch.setattr(load, "SCALED_MEMORY_BYTES", 0)
     monkeypatch.setattr(load, "load_memory_limit", lambda json_bytes: 10)
     seen = _Limits()
@@ -130,7 +136,7 @@ def test_an_event_over_the_parse_buffer_still_loads(tmp_path, monkeypatch, fract
     """An event of 40 MB does not fit DuckDB's 32 MiB buffer: its chunk is
     parsed again with the 64 MiB one, under the limit loads had before
     limits scaled (staging it takes 256 MiB at once), as it loaded before."""
-    monkeypatch.delenv("DUCKPROF_LOAD_MEMORY", raising=False)
+    monkeypatch.setenv("DUCKPROF_LOAD_MEMORY", "auto")
     monkeypatch.setattr(load, "SCALED_MEMORY_BYTES", 0)  # the scaled limit, 56MB
     trace = _big_event_trace(tmp_path / "big.json", 40 * MB, fractional)
     db = tmp_path / "r.duckdb"
@@ -160,7 +166,7 @@ def test_a_transaction_out_of_memory_under_a_scaled_limit_runs_again_under_1gb(t
     back and runs once more under the limit of before; the run is loaded
     once, its notes said once."""
     import duckdb
-    monkeypatch.delenv("DUCKPROF_LOAD_MEMORY", raising=False)
+    monkeypatch.setenv("DUCKPROF_LOAD_MEMORY", "auto")
     monkeypatch.setattr(load, "SCALED_MEMORY_BYTES", 0)
     real, calls = load.Loader._insert, []
 
