@@ -156,3 +156,19 @@ def test_tensorboard_breakdown_from_a_database(tmp_path, cli_app):
     got = tb_rows(None, run="w4", db=db, cli_app=cli_app)
     golden = json.loads((TB / "v100_resnet50_workers4_2021.json").read_text())
     assert [float(r["total_us"]) for r in got] == [float(s["Total"]) for s in golden["steps"]]
+
+
+def test_the_notes_come_in_trace_order(tmp_path):
+    """report steps' notes, one per trace with steps, come in trace order
+    every time: they came from a GROUP BY, in whatever order its hash table
+    gave them (test_deferred saw two_streams.json's before memory.json's)."""
+    from duckprof import synth
+    files = []
+    for r in range(12):
+        files.append(str(tmp_path / f"rank{r:02d}.json"))
+        synth.generate(files[-1], events=600, seed=r, rank=r, world_size=12, steps=3)
+    with duckprof.connect() as s:
+        s.load(files, run="job")
+        outs = [s.report_result("steps").notes for _ in range(8)]
+    assert [n.split(":")[0] for n in outs[0]] == [f"rank{r:02d}.json" for r in range(12)]
+    assert all(o == outs[0] for o in outs)

@@ -61,20 +61,25 @@ JOIN trace_files f USING (trace_id)
 ORDER BY f.run, f.rank NULLS LAST, x.trace_id, x.ts_ns, x.step
 
 -- @notes
-SELECT f.file_name || ': no GPU activity in this trace: its device figures are 0' AS note
-FROM trace_files f
-WHERE NOT EXISTS (SELECT 1 FROM gpu_ops g WHERE g.trace_id = f.trace_id) {{ run_scope('f.') }}
-UNION ALL
-SELECT f.file_name || ': no ProfilerStep#N annotations in this trace: one row for the whole trace'
-FROM trace_files f
-WHERE NOT EXISTS (SELECT 1 FROM steps s WHERE s.trace_id = f.trace_id) {{ run_scope('f.') }}
-UNION ALL
-SELECT f.file_name || ': ' || count(*) || ' steps; step time mean ' || {{ rounded('avg(r.step_us) / 1e3', 3) }}
-       || ' ms, coefficient of variation ' || {{ rounded('100.0 * stddev_pop(r.step_us) / nullif(avg(r.step_us), 0)', 1) }}
-       || '%; outlier: step ' || arg_max(r.step, abs(r.vs_median_pct)) || ' ('
-       || CASE WHEN arg_max(r.vs_median_pct, abs(r.vs_median_pct)) >= 0 THEN '+' ELSE '' END
-       || {{ rounded('arg_max(r.vs_median_pct, abs(r.vs_median_pct))', 1) }} || '% vs the median)'
-FROM {{ result }} r JOIN trace_files f USING (trace_id)
-WHERE r.step IS NOT NULL
-GROUP BY f.trace_id, f.file_name
-HAVING count(*) >= 2
+SELECT note FROM (
+    SELECT 0 AS k, f.trace_id, f.file_name || ': no GPU activity in this trace: its device figures are 0' AS note
+    FROM trace_files f
+    WHERE NOT EXISTS (SELECT 1 FROM gpu_ops g WHERE g.trace_id = f.trace_id) {{ run_scope('f.') }}
+    UNION ALL
+    SELECT 1, f.trace_id, f.file_name || ': no ProfilerStep#N annotations in this trace: one row for the whole trace'
+    FROM trace_files f
+    WHERE NOT EXISTS (SELECT 1 FROM steps s WHERE s.trace_id = f.trace_id) {{ run_scope('f.') }}
+    UNION ALL
+    SELECT 2, f.trace_id,
+           f.file_name || ': ' || count(*) || ' steps; step time mean ' || {{ rounded('avg(r.step_us) / 1e3', 3) }}
+           || ' ms, coefficient of variation ' || {{ rounded('100.0 * stddev_pop(r.step_us) / nullif(avg(r.step_us), 0)', 1) }}
+           || '%; outlier: step ' || arg_max(r.step, abs(r.vs_median_pct)) || ' ('
+           || CASE WHEN arg_max(r.vs_median_pct, abs(r.vs_median_pct)) >= 0 THEN '+' ELSE '' END
+           || {{ rounded('arg_max(r.vs_median_pct, abs(r.vs_median_pct))', 1) }} || '% vs the median)'
+    FROM {{ result }} r JOIN trace_files f USING (trace_id)
+    WHERE r.step IS NOT NULL
+    GROUP BY f.trace_id, f.file_name
+    HAVING count(*) >= 2
+)
+-- in this order every time (a GROUP BY's rows come in any order)
+ORDER BY k, trace_id
