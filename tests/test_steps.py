@@ -158,6 +158,28 @@ def test_tensorboard_breakdown_from_a_database(tmp_path, cli_app):
     assert [float(r["total_us"]) for r in got] == [float(s["Total"]) for s in golden["steps"]]
 
 
+def test_the_summary_is_the_same_every_run(tmp_path):
+    """report steps --summary's means and coefficients of variation come from
+    exact sums: DuckDB's avg and stddev of doubles changed their last digits
+    from run to run (12 traces of 3 steps)."""
+    from duckprof import synth
+    files = []
+    for r in range(12):
+        files.append(str(tmp_path / f"rank{r:02d}.json"))
+        synth.generate(files[-1], events=1500, seed=r, rank=r, world_size=12, steps=3)
+    with duckprof.connect() as s:
+        s.load(files, run="job")
+        outs = {repr(s.report("steps", summary=True).fetchall()) for _ in range(6)}
+        step = s.sql("SELECT trace_id, list(dur_ns ORDER BY ts_ns) FROM steps WHERE trace_id = 1 GROUP BY 1").fetchall()
+        mean, cv = s.sql("SELECT mean, cv_pct FROM (" + s.report("steps", summary=True).sql_query()
+                         + ") WHERE trace_id = 1 AND figure = 'step_us'").fetchall()[0]
+    assert len(outs) == 1
+    durs = [d / 1e3 for d in step[0][1]]
+    m = sum(durs) / len(durs)
+    assert mean == pytest.approx(m, abs=1e-6)
+    assert cv == pytest.approx(100 * math.sqrt(sum((d - m) ** 2 for d in durs) / len(durs)) / m, rel=1e-9)
+
+
 def test_the_notes_come_in_trace_order(tmp_path):
     """report steps' notes, one per trace with steps, come in trace order
     every time: they came from a GROUP BY, in whatever order its hash table

@@ -107,14 +107,19 @@ cand AS (
     FROM measured
 ),
 stats AS (
-    -- each aggregate over a list in event order: a parallel avg or stddev of
-    -- doubles adds in an order that varies between runs, and so did the
-    -- scores' last digits (and the order of near ties)
-    SELECT trace_id, device,
-           list_aggregate(f, 'avg') AS idle_mean, list_aggregate(f, 'stddev_samp') AS idle_sd,
-           list_aggregate(s, 'avg') AS self_mean, list_aggregate(s, 'stddev_samp') AS self_sd
-    FROM (SELECT trace_id, device, list(idle_frac ORDER BY event_id) AS f, list(self_ns ORDER BY event_id) AS s
-          FROM cand WHERE candidate
+    -- mean and deviation from exact integer sums (idle fractions in units of
+    -- 1e-12): DuckDB's avg and stddev of doubles add in an order that varies
+    -- between runs, and so did the scores' last digits and the order of near
+    -- ties. n * sum(x^2) - sum(x)^2 is exact in HUGEINT up to about 1e7
+    -- candidates a device; past that (try: NULL) the double variance.
+    SELECT trace_id, device, q1 / n / 1e12 AS idle_mean, s1 / n AS self_mean,
+           CASE WHEN n > 1 THEN coalesce(try(n * q2 - q1 * q1) / (n * (n - 1.0)), q_var) ** 0.5 / 1e12 END AS idle_sd,
+           CASE WHEN n > 1 THEN coalesce(try(n * s2 - s1 * s1) / (n * (n - 1.0)), s_var) ** 0.5 END AS self_sd
+    FROM (SELECT trace_id, device, count(*) AS n,
+                 sum(q) AS q1, sum(q * q) AS q2, var_samp(q) AS q_var,
+                 sum(s) AS s1, sum(s * s) AS s2, var_samp(s) AS s_var
+          FROM (SELECT trace_id, device, round(idle_frac * 1e12)::HUGEINT AS q, self_ns::HUGEINT AS s
+                FROM cand WHERE candidate)
           GROUP BY trace_id, device)
 ),
 scored AS (

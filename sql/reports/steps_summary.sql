@@ -47,16 +47,31 @@ long AS (
 ),
 med AS (
     SELECT *, median(v) OVER (PARTITION BY trace_id, figure) AS med FROM long
+),
+-- mean and deviation from exact integer sums: DuckDB's avg and stddev of
+-- doubles add in an order that varies between runs, and so did their last
+-- digits. The times are whole ns (µs x 1e3: exact), the busy % in units of
+-- 1e-12; n * sum(x^2) - sum(x)^2 is exact in HUGEINT for any real run of
+-- steps, past that (try: NULL) the double variance.
+spread AS (
+    SELECT trace_id, figure, q1 / n / scale AS mean,
+           coalesce(try(n * q2 - q1 * q1) / (n * n * 1.0), q_var) ** 0.5 / scale AS sd
+    FROM (SELECT trace_id, figure, any_value(scale) AS scale, count(q) AS n, sum(q) AS q1, sum(q * q) AS q2,
+                 var_pop(q) AS q_var
+          FROM (SELECT trace_id, figure, scale, round(v * scale)::HUGEINT AS q
+                FROM (SELECT *, CASE WHEN figure = 'gpu_busy_pct' THEN 1e12 ELSE 1e3 END AS scale FROM long))
+          GROUP BY trace_id, figure)
 )
 SELECT f.run, f.rank, m.trace_id, m.figure, count(*) AS steps,
-       avg(m.v) AS mean, any_value(m.med) AS median, min(m.v) AS min, max(m.v) AS max,
-       100.0 * stddev_pop(m.v) / nullif(avg(m.v), 0) AS cv_pct,
+       any_value(sp.mean) AS mean, any_value(m.med) AS median, min(m.v) AS min, max(m.v) AS max,
+       100.0 * any_value(sp.sd) / nullif(any_value(sp.mean), 0) AS cv_pct,
        CASE WHEN max(m.v) > min(m.v) THEN arg_max(m.step, (abs(m.v - m.med), -m.ts_ns)) END AS outlier_step,
        CASE WHEN max(m.v) > min(m.v)
             THEN 100.0 * (arg_max(m.v, (abs(m.v - m.med), -m.ts_ns)) / nullif(any_value(m.med), 0) - 1)
        END AS outlier_vs_median_pct
 FROM med m
 JOIN trace_files f USING (trace_id)
+LEFT JOIN spread sp ON sp.trace_id = m.trace_id AND sp.figure = m.figure
 GROUP BY f.run, f.rank, m.trace_id, m.figure
 ORDER BY f.run, f.rank NULLS LAST, m.trace_id,
          list_position(['step_us', 'gpu_busy_pct', 'kernel_us', 'comm_us', 'memcpy_us', 'memset_us', 'dataloader_us',
