@@ -1,0 +1,33 @@
+"""Every report gives the same rows, notes and lines instead, to the last
+digit, every time it runs on the same data: a run of several traces (DuckDB
+adds doubles and emits GROUP BY rows in an order that varies with its
+threads; report idle's scores, report steps' notes and --summary did)."""
+
+from __future__ import annotations
+
+import pytest
+
+import duckprof
+from duckprof import synth
+from test_deferred import CASES
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    d = tmp_path_factory.mktemp("job")
+    files = []
+    for r in range(8):
+        files.append(str(d / f"rank{r}.json"))
+        synth.generate(files[-1], events=1500, seed=r, rank=r, world_size=8, steps=3)
+    with duckprof.connect() as s:
+        s.load(files, run="job")
+        yield s
+
+
+@pytest.mark.parametrize("name,options", CASES)
+def test_every_report_is_the_same_every_run(job, name, options):
+    outs = set()
+    for _ in range(4):
+        r = job.report_result(name, **options)
+        outs.add(repr((r.relation.fetchall(), r.notes, r.instead)))
+    assert len(outs) == 1
