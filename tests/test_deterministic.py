@@ -24,6 +24,8 @@ def job(tmp_path_factory):
         yield s
 
 
+@pytest.mark.slow  # ~10 CPU-s; the quick run has test_idle_scores_are_the_same_every_run,
+#                   test_steps' test_the_summary_is_the_same_every_run and test_the_notes_come_in_trace_order
 @pytest.mark.parametrize("name,options", CASES)
 def test_every_report_is_the_same_every_run(job, name, options):
     outs = set()
