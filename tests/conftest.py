@@ -175,6 +175,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+def synth_ranks(directory, ranks: int, events: int, **options) -> list[str]:
+    """`ranks` synthetic rank traces (duckprof.synth, seed = rank) written
+    into `directory` as rank00.json, rank01.json, ...; their paths."""
+    from duckprof import synth
+    files = []
+    for r in range(ranks):
+        files.append(str(Path(directory) / f"rank{r:02d}.json"))
+        synth.generate(files[-1], events=events, seed=r, rank=r, world_size=ranks, **options)
+    return files
+
+
 def group_sizes(monkeypatch) -> list:
     """The sizes of the groups the stager parses in one statement."""
     from duckprof import load

@@ -8,17 +8,13 @@ from __future__ import annotations
 import pytest
 
 import duckprof
-from duckprof import synth
+from conftest import synth_ranks
 from test_deferred import CASES
 
 
 @pytest.fixture(scope="module")
 def job(tmp_path_factory):
-    d = tmp_path_factory.mktemp("job")
-    files = []
-    for r in range(8):
-        files.append(str(d / f"rank{r}.json"))
-        synth.generate(files[-1], events=1500, seed=r, rank=r, world_size=8, steps=3)
+    files = synth_ranks(tmp_path_factory.mktemp("job"), 8, events=1500, steps=3)
     with duckprof.connect() as s:
         s.load(files, run="job")
         yield s

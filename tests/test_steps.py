@@ -28,7 +28,7 @@ import math
 
 import pytest
 
-from conftest import REPO, as_dicts, corpus_path, invoke, loaded, needs_corpus
+from conftest import REPO, as_dicts, corpus_path, invoke, loaded, needs_corpus, synth_ranks
 
 import duckprof
 
@@ -162,11 +162,7 @@ def test_the_summary_is_the_same_every_run(tmp_path):
     """report steps --summary's means and coefficients of variation come from
     exact sums: DuckDB's avg and stddev of doubles changed their last digits
     from run to run (12 traces of 3 steps)."""
-    from duckprof import synth
-    files = []
-    for r in range(12):
-        files.append(str(tmp_path / f"rank{r:02d}.json"))
-        synth.generate(files[-1], events=1500, seed=r, rank=r, world_size=12, steps=3)
+    files = synth_ranks(tmp_path, 12, events=1500, steps=3)
     with duckprof.connect() as s:
         s.load(files, run="job")
         outs = {repr(s.report("steps", summary=True).fetchall()) for _ in range(6)}
@@ -184,11 +180,7 @@ def test_the_notes_come_in_trace_order(tmp_path):
     """report steps' notes, one per trace with steps, come in trace order
     every time: they came from a GROUP BY, in whatever order its hash table
     gave them (test_deferred saw two_streams.json's before memory.json's)."""
-    from duckprof import synth
-    files = []
-    for r in range(12):
-        files.append(str(tmp_path / f"rank{r:02d}.json"))
-        synth.generate(files[-1], events=600, seed=r, rank=r, world_size=12, steps=3)
+    files = synth_ranks(tmp_path, 12, events=600, steps=3)
     with duckprof.connect() as s:
         s.load(files, run="job")
         outs = [s.report_result("steps").notes for _ in range(8)]
