@@ -1284,15 +1284,23 @@ class Loader:
         msg = str(e)
         if "maximum_object_size" in msg:
             where = self._find_malformed_event(p, split)
+            limit = (2 * _MAX_OBJECT) >> 20  # DuckDB's JSON reader holds an object in twice maximum_object_size
+            if where == "":
+                return (f"an event in traceEvents is longer than {limit} MiB, the most DuckDB's JSON reader "
+                        "takes in one object (the JSON itself is valid); such a trace cannot be loaded")
             return ("not valid JSON inside traceEvents: an event does not end where it should (a bracket, "
-                    f"comma or quote is missing or extra, so DuckDB read on past {_MAX_OBJECT >> 20} MB "
-                    "looking for its end)" + (f"; the JSON breaks in {where}" if where else ""))
+                    f"comma or quote is missing or extra, so DuckDB read on past {limit} MiB "
+                    "looking for its end)" + (f"; the JSON breaks in {where}" if where else
+                                              f", or an event is longer than {limit} MiB"))
         if "Malformed JSON" in msg and _count_trace_events_keys(p.path) > 1:
             return ("not a trace: 'traceEvents' appears twice at the top level (a trace has one array of "
                     "events; was the file written twice, or two traces joined?)")
         return self._describe(e, split)
 
     def _find_malformed_event(self, p: _Prepared, split) -> str | None:
+        """Where the JSON of p's events breaks, read whole in one object; ""
+        when it does not (valid JSON: an event is too long for the chunked
+        read); None when not known (too big to read so, or no position)."""
         if split.json_bytes > self.DIAGNOSE_BYTES:
             return None
         tmp = temp_dir()
@@ -1302,6 +1310,7 @@ class Loader:
             size = sum(os.path.getsize(c) for c in again.chunks)
             self.con.execute(sqlfiles.read("load/find_malformed_event.sql"),
                              {"files": again.chunks, "max_bytes": size + 1}).fetchall()
+            return ""
         except duckdb.Error as e:
             m = re.search(r"at byte (\d+) in record/value (\d+): ([^.]*)", str(e))
             if m:
