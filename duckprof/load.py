@@ -56,6 +56,11 @@ class LoadReport:
     def loaded(self):
         return [f for f in self.files if not f.skipped]
 
+    @property
+    def trace_ids(self) -> list[int]:
+        """The trace_ids the loaded files were inserted as."""
+        return [f.trace_id for f in self.loaded if f.trace_id is not None]
+
     def summary(self) -> str:
         n = len(self.loaded)
         ev = sum(f.events for f in self.loaded)
@@ -278,12 +283,12 @@ _MIN_OBJECT = 16 << 20
 _MAX_OBJECT = 32 << 20
 
 AUTO_MEMORY = "auto"  # Loader(memory_limit=...): load_memory_limit of the files loaded
+SCALED_MEMORY_BYTES = 64_000_000  # from this much JSON on, a load's memory limit scales with it
+UNSCALED_MEMORY = "1GB"  # below it (and for a load with an event over 32 MiB)
 # a load into a file when DUCKPROF_LOAD_MEMORY is unset: the scaled limit
 # (AUTO_MEMORY) keeps a 100 MB load under 2x its JSON in memory but makes it
 # ~40% slower (its staged events spill): speed first, the scaled limit asked for
-DEFAULT_LOAD_MEMORY = "1GB"
-SCALED_MEMORY_BYTES = 64_000_000  # from this much JSON on, a load's memory limit scales with it
-UNSCALED_MEMORY = "1GB"  # below it (and for a load with an event over 32 MiB)
+DEFAULT_LOAD_MEMORY = UNSCALED_MEMORY
 _BUFFER_MB = -(-2 * _MIN_OBJECT // 10**6)  # one JSON parse buffer (_MIN_OBJECT), in DuckDB's MB
 # the smallest scaled limit: one chunk parsing (its buffer) and the blocks it
 # writes; a parse that runs out of memory goes on under 1 GB (_read)
@@ -1003,7 +1008,7 @@ class Loader:
         connection (the write lock is still held). Unknown when DuckDB has
         invalidated the database: report.commit_failed stays set."""
         _quietly(lambda: con.execute("ROLLBACK"))
-        ids = [f.trace_id for f in report.files if f.trace_id is not None]
+        ids = report.trace_ids
         try:
             n = con.execute("SELECT count(*) FROM traces WHERE list_contains($ids, trace_id)",
                             {"ids": ids}).fetchall()[0][0]

@@ -411,11 +411,11 @@ def _fill_derived_table(table, con, trace_ids) -> None:
 DEFERRED = {"op_estimates": _fill_estimates,
             "trace_facts": _fill_facts,
             **{t: functools.partial(_fill_derived_table, t) for t in DERIVED}}
-#: the tables a table's fill reads (besides the views): the kernel estimates
-#: read the launches and op_estimates; the call totals the memory events, and
-#: the launches to know when there are none (DERIVED_FROM)
-DEFERRED_NEEDS = {"derived_kernel_estimates": ("derived_launches", "op_estimates"),
-                  "derived_call_totals": ("derived_launches", "derived_memory_events")}
+#: the tables a table's fill reads (besides the views): those of DERIVED_FROM
+#: (the call totals read the memory events, and the launches to know when
+#: there are none), and the kernel estimates op_estimates too
+DEFERRED_NEEDS = {**DERIVED_FROM,
+                  "derived_kernel_estimates": (*DERIVED_FROM["derived_kernel_estimates"], "op_estimates")}
 
 
 def deferred_tables(tables) -> set[str]:
@@ -887,7 +887,7 @@ def complete_load(con, report: LoadReport, tags: dict | None, defer: bool = Fals
     if not defer:
         fill_trace_facts(con)
     con.execute("SET max_vacuum_tasks = 0")
-    ids = [f.trace_id for f in report.files if f.trace_id is not None and not f.skipped]
+    ids = report.trace_ids
     found = {t: (r, w) for t, r, w in con.execute(
         "SELECT trace_id, rank, world_size FROM trace_files WHERE list_contains($ids, trace_id)",
         {"ids": ids}).fetchall()}
@@ -924,7 +924,7 @@ class _SessionTarget(Target):
             # before the COMMIT, so that no loaded trace goes without: the ids of
             # a load that does not commit have no rows to fill (and are the next
             # load's, which defers them too)
-            self.session._defer(f.trace_id for f in report.files if f.trace_id is not None and not f.skipped)
+            self.session._defer(report.trace_ids)
 
     def finish(self, con):
         if self.session.db:
@@ -1109,7 +1109,7 @@ def _was_committed(db: str, report: LoadReport, target: DatabaseTarget) -> bool 
     process has it meanwhile, and look. Not committed: the files are put back
     as they were (DatabaseTarget.restore_files). None when it cannot be
     opened."""
-    ids = [f.trace_id for f in report.files if f.trace_id is not None]
+    ids = report.trace_ids
     for read_only in (False, True):
         try:
             con = duckdb.connect(db, read_only=read_only)
