@@ -1,8 +1,8 @@
 """The memory a load into a database file may use (issue 19: 100 MB at peak
-RSS <= 2x the JSON): DuckDB's memory limit scales with the JSON loaded
-(load.load_memory_limit), chunks are parsed with DuckDB's smallest JSON
-buffer, and an event too big for that buffer still loads (or fails with the
-same message as before)."""
+RSS <= 2x the JSON): with DUCKPROF_LOAD_MEMORY=auto DuckDB's memory limit
+scales with the JSON loaded (load.load_memory_limit; unset: 1 GB), chunks are
+parsed with DuckDB's smallest JSON buffer, and an event too big for that
+buffer still loads (or, over 64 MiB, fails saying so)."""
 
 from __future__ import annotations
 

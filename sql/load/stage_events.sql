@@ -8,7 +8,7 @@
 -- Template: raw = the table's qualified name; grouped (boolean); long_args
 -- (the length in bytes from which args go into args_long); max_object
 -- (DuckDB's maximum_object_size: its parse buffer is twice that, and an
--- event must fit in the buffer; load._ChunkStager._parse).
+-- event must fit in the buffer; load._ChunkStager._read).
 -- Parameter: files (VARCHAR[]: one chunk).
 -- Columns: event_id (BIGINT, position in the chunk from 1; grouped: pos, the
 -- position in the concatenated chunk, markers included); ph, cat, name, pid,
