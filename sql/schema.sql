@@ -229,8 +229,8 @@ CREATE TABLE IF NOT EXISTS derived_call_totals (
     trace_id          INTEGER,
     event_id          BIGINT,   -- a host call (cpu_op, user annotation, Python function, runtime call)
     device_ns         BIGINT,   -- device time launched by the calls on its thread starting inside it
-    cpu_mem_bytes     BIGINT,   -- bytes of the CPU [memory] events during it, any thread
-    device_mem_bytes  BIGINT    -- bytes of the device [memory] events during it, any thread
+    cpu_mem_bytes     BIGINT,   -- bytes of the CPU [memory] events during it, any thread of its process
+    device_mem_bytes  BIGINT    -- bytes of the device [memory] events during it, any thread of its process
 );
 
 -- report_results: the results of the reports a `duckprof html` page shows,

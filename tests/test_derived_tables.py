@@ -87,11 +87,13 @@ def s():
 
 
 def test_call_memory_is_the_memory_events_inside_the_call(s):
-    # every [memory] event at a time in [start, end] of the call, any thread; rows only for calls with some
+    # every [memory] event at a time in [start, end] of the call, any thread of its process; rows only for
+    # calls with some
     naive = s.sql("""
         SELECT c.trace_id, c.event_id, coalesce(sum(m.bytes) FILTER (WHERE m.device_type = 0), 0),
                coalesce(sum(m.bytes) FILTER (WHERE m.device_type = 1), 0)
-        FROM host_events c JOIN memory_events m ON m.trace_id = c.trace_id AND m.ts_ns BETWEEN c.ts_ns AND c.end_ns
+        FROM host_events c JOIN memory_events m ON m.trace_id = c.trace_id AND m.pid = c.pid
+         AND m.ts_ns BETWEEN c.ts_ns AND c.end_ns
         GROUP BY ALL ORDER BY ALL""").fetchall()
     got = s.sql("SELECT trace_id, event_id, cpu_mem_bytes, device_mem_bytes FROM call_totals "
                 "WHERE cpu_mem_bytes <> 0 OR device_mem_bytes <> 0 ORDER BY ALL").fetchall()

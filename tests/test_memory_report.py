@@ -11,7 +11,7 @@ By step: step 1 CPU: 3 events, +150 / -100, peak 150, end 50, grown 50 - 0 = 50;
 step 2 CPU: the event at t=160 (no operator spans it): +30, level 80, grown 30;
 step 2 CUDA: peak 1500 (aten::mm), end 500, grown 500. The free at t=250 is in no step.
 Operators, as torch counts them (bytes of the [memory] events in [start, end], any
-thread; self = minus the children's): aten::empty: 100 + 50 = 150 (self 150);
+thread of the process; self = minus the children's): aten::empty: 100 + 50 = 150 (self 150);
 aten::add [30,60]: +50 - 100 = -50, its child aten::empty 50 -> self -100; aten::mm:
 device +1000 + 500 - 1000 = 500; ProfilerStep*: CPU 50 (step 1) + 30 (step 2) = 80;
 step 1's children (aten::empty 100, aten::add -50) hold all its 50, step 2's child
@@ -97,6 +97,23 @@ def test_memory_ops_equal_torchs_columns():
         assert (r["cpu_mem_bytes"], r["self_cpu_mem_bytes"]) == (g["cpu_memory_usage"], g["self_cpu_memory_usage"]), \
             r["name"]
         assert r["calls"] == g["count"]
+
+
+def test_ops_of_ranks_merged_into_one_file_count_their_own_process(tmp_path):
+    """Two ranks' processes merged into one file (pid 1 and pid 2, the same
+    events at the same times): a call counts the [memory] events of its own
+    process only, so every operator has twice its calls and twice its bytes
+    of the one-process trace, not four times."""
+    events = json.loads(MEM.read_text())["traceEvents"]
+    merged = tmp_path / "merged.json"
+    merged.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events + [dict(e, pid=2) for e in events]}))
+    with loaded(merged) as s:
+        got = [(r["name"], r["calls"], r["self_device_mem_bytes"], r["device_mem_bytes"], r["self_cpu_mem_bytes"],
+                r["cpu_mem_bytes"]) for r in rows(s, ops=True)]
+    assert got == [("aten::mm", 2, 1000, 1000, 0, 0),
+                   ("aten::empty", 4, 0, 0, 300, 300),
+                   ("ProfilerStep*", 4, 0, 1000, 60, 160),
+                   ("aten::add", 2, 0, 0, -200, -100)]
 
 
 def test_traces_without_memory_say_so(cli_app):

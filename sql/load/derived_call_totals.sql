@@ -8,13 +8,13 @@
 --   annotation or operator that is the runtime call's parent (the
 --   RecordFunction whose External id Kineto gives the launch);
 -- cpu_mem_bytes, device_mem_bytes: the bytes of the [memory] events in
---   [start, end], any thread (templates/memory.sql call_bytes).
+--   [start, end], any thread of the call's process (templates/memory.sql call_bytes).
 -- Only calls with some device time or memory get a row.
 {% from "templates/memory.sql" import call_bytes, memory_bytes %}
 {%- set in_ids = "trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, trace_id)" %}
 INSERT INTO derived_call_totals
 WITH calls AS (
-    SELECT trace_id, event_id, ts_ns, end_ns,
+    SELECT trace_id, event_id, pid, ts_ns, end_ns,
            -- the thread, one key for the ASOF joins (no thread: no device time)
            CASE WHEN pid IS NOT NULL AND tid IS NOT NULL THEN hash(pid, tid) END AS th
     FROM (SELECT trace_id, event_id, pid, tid, ts_ns, end_ns FROM cpu_ops
@@ -53,7 +53,7 @@ dev AS (
     WHERE dh.cum IS DISTINCT FROM dl.cum
 ),
 mem_raw AS (
-    SELECT trace_id, ts_ns, {{ memory_bytes() }}
+    SELECT trace_id, pid, ts_ns, {{ memory_bytes() }}
     FROM memory_events
     WHERE {{ in_ids }} AND bytes IS NOT NULL
 ),

@@ -7,9 +7,9 @@
 -- events count as children, not as rows), as torch's
 -- key_averages counts them (sql/templates/memory.sql call_bytes): a call's
 -- bytes are those of the [memory] events at times in [its start, its end], on
--- any thread, net (allocations minus frees), CPU and device apart; self = that
--- minus its children's. Ordered by self device bytes, then self CPU bytes;
--- --limit names per trace. `report ops --sort self_device_mem` lists every
+-- any thread of its process, net (allocations minus frees), CPU and device
+-- apart; self = that minus its children's. Ordered by self device bytes, then
+-- self CPU bytes; --limit names per trace. `report ops --sort self_device_mem` lists every
 -- event kind (Python functions, runtime calls) with torch's other columns.
 --
 -- requires: memory_events, call_totals, cpu_ops, user_annotations, python_functions, trace_files

@@ -2,12 +2,15 @@
 -- written once for report ops and report memory --ops.
 -- call_bytes(calls, mem, keys): a SELECT of (trace_id, keys..., cpu_mem, dev_mem),
 --   one row per call that has some: the bytes of the [memory] events at times in
---   [start, end] of the call, on any thread (torch's _parse_kineto_results:
---   MemRecordsAcc.in_interval), CPU and device apart. calls: a relation with
---   trace_id, ts_ns, end_ns and the columns `keys` (passed through; default the
---   call's row key kh and its parent's pkh); mem: a relation of trace_id, ts_ns,
---   cpu_b, dev_b (the [memory] events' bytes). Cumulative sums looked up by two
---   ASOF joins. Computed per call at load (sql/load/derived_call_totals.sql).
+--   [start, end] of the call, on any thread of its process (torch's
+--   _parse_kineto_results: MemRecordsAcc.in_interval, over the one process a
+--   profiler records; a file merging several ranks' processes keeps them apart),
+--   CPU and device apart. calls: a relation with trace_id, pid, ts_ns, end_ns and
+--   the columns `keys` (passed through; default the call's row key kh and its
+--   parent's pkh); mem: a relation of trace_id, pid, ts_ns, cpu_b, dev_b (the
+--   [memory] events' bytes). A NULL pid is a process of its own. Cumulative sums
+--   looked up by two ASOF joins. Computed per call at load
+--   (sql/load/derived_call_totals.sql).
 -- memory_bytes(alias): cpu_b and dev_b of memory_events: the bytes of CPU
 --   (and MKLDNN, IDEEP) and of device (CUDA, HIP, XPU, PrivateUse1) events,
 --   as torch's _cpu_memory_usage / _device_memory_usage (c10::DeviceType).
@@ -36,19 +39,19 @@ CASE WHEN {{ alias }}device_type IN (1, 6, 12, 20) THEN {{ alias }}bytes ELSE 0 
 {% macro call_bytes(calls, mem, keys=['kh', 'pkh']) -%}
 SELECT c.trace_id, {% for k in keys %}c.{{ k }}, {% endfor %}
        hi.cpu_cum - coalesce(lo.cpu_cum, 0) AS cpu_mem, hi.dev_cum - coalesce(lo.dev_cum, 0) AS dev_mem
-FROM {{ calls }} c
+FROM (SELECT *, coalesce(pid, -1) AS process FROM {{ calls }}) c
 ASOF JOIN (
-    SELECT trace_id, ts_ns, sum(sum(cpu_b)) OVER w AS cpu_cum, sum(sum(dev_b)) OVER w AS dev_cum
-    FROM {{ mem }}
-    GROUP BY trace_id, ts_ns
-    WINDOW w AS (PARTITION BY trace_id ORDER BY ts_ns ROWS UNBOUNDED PRECEDING)
-) hi ON hi.trace_id = c.trace_id AND c.end_ns >= hi.ts_ns
+    SELECT trace_id, process, ts_ns, sum(sum(cpu_b)) OVER w AS cpu_cum, sum(sum(dev_b)) OVER w AS dev_cum
+    FROM (SELECT *, coalesce(pid, -1) AS process FROM {{ mem }})
+    GROUP BY trace_id, process, ts_ns
+    WINDOW w AS (PARTITION BY trace_id, process ORDER BY ts_ns ROWS UNBOUNDED PRECEDING)
+) hi ON hi.trace_id = c.trace_id AND hi.process = c.process AND c.end_ns >= hi.ts_ns
 ASOF LEFT JOIN (
-    SELECT trace_id, ts_ns, sum(sum(cpu_b)) OVER w AS cpu_cum, sum(sum(dev_b)) OVER w AS dev_cum
-    FROM {{ mem }}
-    GROUP BY trace_id, ts_ns
-    WINDOW w AS (PARTITION BY trace_id ORDER BY ts_ns ROWS UNBOUNDED PRECEDING)
-) lo ON lo.trace_id = c.trace_id AND c.ts_ns > lo.ts_ns
+    SELECT trace_id, process, ts_ns, sum(sum(cpu_b)) OVER w AS cpu_cum, sum(sum(dev_b)) OVER w AS dev_cum
+    FROM (SELECT *, coalesce(pid, -1) AS process FROM {{ mem }})
+    GROUP BY trace_id, process, ts_ns
+    WINDOW w AS (PARTITION BY trace_id, process ORDER BY ts_ns ROWS UNBOUNDED PRECEDING)
+) lo ON lo.trace_id = c.trace_id AND lo.process = c.process AND c.ts_ns > lo.ts_ns
 WHERE hi.cpu_cum IS DISTINCT FROM lo.cpu_cum OR hi.dev_cum IS DISTINCT FROM lo.dev_cum
 {%- endmacro %}
 
