@@ -26,15 +26,16 @@ WITH calls AS (
           SELECT trace_id, event_id, pid, tid, ts_ns, end_ns FROM runtime)
     WHERE {{ in_ids }} AND ts_ns IS NOT NULL AND end_ns IS NOT NULL
 ),
-owner AS (  -- the device time each host call launched itself
+owner AS (  -- the device time each host call launched itself; a device event's launch call is the
+           -- one derived_launches links it to (one per event, even when runtime calls share a correlation)
     SELECT trace_id, owner_id AS event_id, sum(dur_ns) AS dev_ns
-    FROM (SELECT r.trace_id, g.dur_ns,
+    FROM (SELECT r.trace_id, l.dur_ns,
                  CASE WHEN r.parent_event_id = r.op_event_id OR a.event_id IS NOT NULL THEN r.parent_event_id
                       ELSE r.op_event_id END AS owner_id
-          FROM (SELECT * FROM gpu_ops WHERE {{ in_ids }}) g
-          JOIN (SELECT * FROM runtime WHERE {{ in_ids }}) r ON r.trace_id = g.trace_id AND r.correlation = g.correlation
+          FROM (SELECT * FROM derived_launches WHERE {{ in_ids }}) l
+          JOIN (SELECT * FROM runtime WHERE {{ in_ids }}) r ON r.trace_id = l.trace_id AND r.event_id = l.launch_event_id
           LEFT JOIN user_annotations a ON a.trace_id = r.trace_id AND a.event_id = r.parent_event_id
-          WHERE g.kind IN ('kernel', 'memcpy', 'memset') AND g.dur_ns IS NOT NULL)
+          WHERE l.dur_ns IS NOT NULL)
     WHERE owner_id IS NOT NULL
     GROUP BY trace_id, owner_id
 ),
