@@ -97,10 +97,14 @@ class Progress:
         self._thread = None
 
     def attach(self, con):
-        """Start drawing; `con` is the loading connection (polled for progress)."""
+        """Start drawing; `con` is the loading connection (polled for progress).
+        Again after done(): a later phase of the same command (an in-memory
+        load's tables filled at first use), drawn after the same delay."""
         if not self.enabled:
             return
         self.con = con
+        self.t0 = time.monotonic()
+        self._stop.clear()
         con.execute("SET enable_progress_bar = true")  # track progress ...
         con.execute("SET enable_progress_bar_print = false")  # ... without DuckDB's own bar
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -130,9 +134,11 @@ class Progress:
         self._stop.set()
         if self._thread:
             self._thread.join()
+        self._thread = None
         if self.shown:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
+            self.shown = False
 
 
 def check_format(fmt: str, output: Optional[str]):
@@ -167,6 +173,7 @@ def open_data(traces=None, db=None, run=None, salvage=False, progress=None, wait
             if progress is not None and hasattr(progress, "attach"):
                 s.attach_progress(progress)
             s.load(list(traces), run=run or "default", salvage=salvage, progress=progress)
+            s.fill_progress = progress  # what the load left to first use takes seconds on big traces
         except BaseException:
             s.close()
             raise

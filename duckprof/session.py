@@ -568,6 +568,8 @@ class Session:
     _con_taken = False
     #: sql() ran a statement that may have made views or macros of the user's
     _user_objects = False
+    #: a progress display (cli_common.Progress) drawn while deferred tables fill
+    fill_progress = None
 
     def __init__(self, db: str | os.PathLike | None = None, read_only: bool = False,
                  threads: int | None = None, wait: float = 0):
@@ -618,9 +620,18 @@ class Session:
             return
 
         def fill():
-            for t in todo:
+            for k, t in enumerate(todo, 1):
+                if self.fill_progress is not None:
+                    self.fill_progress(f"[{k}/{len(todo)}] first use: computing {t}")
                 DEFERRED[t](self._con, sorted(self._deferred[t]))
-        self._transaction(fill)
+        shown = self.fill_progress is not None and hasattr(self.fill_progress, "attach")
+        if shown:
+            self.fill_progress.attach(self._con)
+        try:
+            self._transaction(fill)
+        finally:
+            if shown:
+                self.fill_progress.done()
         self._deferred = {t: ids for t, ids in self._deferred.items() if t not in todo}
 
     def _fill_for(self, text: str):

@@ -7,12 +7,16 @@ database file's load (which computes everything at load) gives."""
 
 from __future__ import annotations
 
+import time
+
+import duckdb
 import pytest
 
 from conftest import CORPUS, REPO, corpus_files, invoke, slow_when
 
 import duckprof
 from duckprof import session as session_mod
+from duckprof.cli_common import Progress
 
 GPU_TRACE = REPO / "fixtures" / "gpu_time" / "two_streams.json"
 MEMORY_TRACE = REPO / "fixtures" / "memory" / "memory.json"
@@ -205,3 +209,55 @@ def test_cli_query_and_report_fill_before_reading(cli_app, eager):
     got = invoke(cli_app, "report", "kernels", str(GPU_TRACE), str(MEMORY_TRACE), "--format", "csv")
     want = invoke(cli_app, "report", "kernels", "--db", eager.db, "--format", "csv")
     assert got.exit_code == 0 and got.stdout == want.stdout and got.stdout.count("\n") > 1
+
+
+class _Progress:
+    """What cli_common.Progress is told: phase messages, attach and done."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, msg):
+        self.calls.append(msg)
+
+    def attach(self, con):
+        self.calls.append("attach")
+
+    def done(self):
+        self.calls.append("done")
+
+
+def test_first_use_fill_is_shown_on_the_progress_line():
+    """A report on an in-memory load: the tables it fills are named on the
+    progress line (a 1 GB trace fills for seconds), drawn from attach to done;
+    a second report that fills nothing more draws nothing."""
+    with duckprof.connect() as s:
+        s.load([str(MEMORY_TRACE)], run="r")
+        s.fill_progress = p = _Progress()
+        s.report("memory", ops=True).fetchall()
+        first = list(p.calls)
+        s.report("memory", ops=True).fetchall()
+    assert first[0] == "attach" and first[-1] == "done"
+    assert first[1:-1] == [f"[{k}/{len(first) - 2}] first use: computing {t}"
+                           for k, t in enumerate([t for t in session_mod.DEFERRED
+                                                  if any(t in m for m in first)], 1)]
+    assert "first use: computing derived_call_totals" in " ".join(first)
+    assert p.calls == first
+
+
+def test_progress_line_can_be_drawn_again_after_done(capsys):
+    """cli_common.Progress restarts after done(): the load's bar, then the
+    first-use fill's, each cleared when it ends."""
+    p = Progress(quiet=True)
+    p.enabled = True
+    con = duckdb.connect()
+    for phase in ("loading", "first use"):
+        p.attach(con)
+        p(phase)
+        p.t0 -= 1  # past the delay before the first draw
+        con.execute("SELECT count(*) FROM range(20000000) a, range(3) b").fetchall()
+        time.sleep(0.5)
+        p.done()
+        assert p._thread is None and not p.shown
+    err = capsys.readouterr().err
+    assert "loading" in err and "first use" in err and err.endswith("\r\033[K")
