@@ -40,13 +40,24 @@ def test_merged_intervals_touching_merge_and_partitions_stay_apart():
     assert got == [(1, 1, 10, 60, 50), (1, 2, 70, 80, 10), (2, 1, 5, 6, 1)]
 
 
-def test_merged_intervals_aggregates_see_the_opening_row():
+def test_merged_intervals_firsts_are_the_opening_rows_and_count_counts():
     got = sql("""{% from 'templates/intervals.sql' import merged_intervals %}
         WITH src(trace_id, id, ts_ns, end_ns) AS (VALUES (1, 'a', 10, 20), (1, 'b', 15, 30), (1, 'c', 40, 41))
-        SELECT * FROM ({{ merged_intervals('src', ['trace_id'], order=['id'],
-                          aggregates="count(*) AS n, any_value(id) FILTER (WHERE opens) AS first") }})
+        SELECT * FROM ({{ merged_intervals('src', ['trace_id'], order=['id'], firsts={'first': 'id'}, count='n') }})
         ORDER BY start_ns""")
-    assert got == [(1, 1, 10, 30, 20, 2, "a"), (1, 2, 40, 41, 1, 1, "c")]
+    assert got == [(1, 1, 10, 30, 20, "a", 2), (1, 2, 40, 41, 1, "c", 1)]
+
+
+def test_merged_intervals_odd_rows_end_as_the_merge_of_their_rows():
+    # sorted by start: [10,50] holds [20,30] (2 rows); [60,55] ends before it starts (alone,
+    # ends at 55 though 50 ended before it); [70,80] holds [75,NULL] (2 rows, ends at 80);
+    # [90,NULL] opens with no end (alone, no end); [NULL,5]: no start (alone, sorted last)
+    got = sql("""{% from 'templates/intervals.sql' import merged_intervals %}
+        WITH src(trace_id, ts_ns, end_ns) AS (VALUES (1, 10, 50), (1, 20, 30), (1, 60, 55), (1, 70, 80),
+                                                     (1, 75, NULL), (1, 90, NULL), (1, NULL, 5))
+        SELECT * FROM ({{ merged_intervals('src', ['trace_id'], count='n') }}) ORDER BY interval_no""")
+    assert got == [(1, 1, 10, 50, 40, 2), (1, 2, 60, 55, -5, 1), (1, 3, 70, 80, 10, 2),
+                   (1, 4, 90, None, None, 1), (1, 5, None, 5, None, 1)]
 
 
 def test_merged_intervals_null_key_is_a_partition():

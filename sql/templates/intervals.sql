@@ -5,13 +5,18 @@
 -- (NULL keys form a partition of their own); s, e: the start and end columns.
 -- Tested alone on inline data in tests/test_sql_macros.py.
 --
--- merged_intervals(src, keys, s, e, order, aggregates): the union of the
+-- merged_intervals(src, keys, s, e, order, firsts, count): the union of the
 --   intervals of each partition as rows: keys, interval_no (1, 2, ... in time
---   order), start_ns, end_ns, dur_ns, plus `aggregates` (SQL text: more
---   aggregate columns over the merged rows; the flag `opens` is true on the
---   row that opens an interval). Sorted by start (then `order`), an interval
---   starts a new merged interval when it starts strictly after every earlier
---   one ended, so touching intervals merge (HTA's merge_kernel_intervals).
+--   order), start_ns, end_ns, dur_ns, plus `firsts` (a dict: column name ->
+--   SQL text over src's columns, taken from the row that opens the merged
+--   interval) and, when `count` names it, a column counting its rows. Sorted
+--   by start (then `order`), an interval starts a new merged interval when it
+--   starts strictly after every earlier one ended, so touching intervals merge
+--   (HTA's merge_kernel_intervals). One sort and no GROUP BY: the opening rows
+--   alone, each ending where the running maximum of the ends stands at the
+--   next opening row (or at the partition's last row); an opening row that
+--   ends before it starts (or has no start or end) is alone in its interval
+--   and ends where it ends.
 -- union_lengths(src, keys, sets, s, e, order, open_negative): the length of
 --   the union of each partition's intervals, one column per named subset:
 --   sets maps a column name to a predicate on src's rows (none: every row).
@@ -68,21 +73,28 @@
 PARTITION BY {{ keys | join(', ') }}
 {%- endmacro %}
 
-{% macro merged_intervals(src, keys, s='ts_ns', e='end_ns', order=[], aggregates='') -%}
-SELECT {{ keys | join(', ') }}, interval_no,
-       min({{ s }}) AS start_ns, max({{ e }}) AS end_ns, max({{ e }}) - min({{ s }}) AS dur_ns
-       {%- if aggregates %}, {{ aggregates }}{% endif %}
+{% macro merged_intervals(src, keys, s='ts_ns', e='end_ns', order=[], firsts={}, count='') -%}
+SELECT {{ keys | join(', ') }}, interval_no, start_ns, end_ns, end_ns - start_ns AS dur_ns
+       {%- for col in firsts %}, {{ col }}{% endfor %}{% if count %}, {{ count }}{% endif %}
 FROM (
-    SELECT *, sum(opens::INTEGER) OVER ({{ _partition(keys) }} ORDER BY {{ ([s] + order) | join(', ') }}
-                                        ROWS UNBOUNDED PRECEDING) AS interval_no
+    SELECT {{ keys | join(', ') }}, row_number() OVER mi_opens AS interval_no, {{ s }} AS start_ns,
+           CASE WHEN {{ s }} IS NULL OR {{ e }} IS NULL OR {{ e }} < {{ s }} THEN {{ e }}
+                ELSE coalesce(lead(mi_before) OVER mi_opens, mi_last) END AS end_ns
+           {%- for col, expr in firsts.items() %}, {{ expr }} AS {{ col }}{% endfor %}
+           {%- if count %}, coalesce(lead(mi_row) OVER mi_opens, mi_rows + 1) - mi_row AS {{ count }}{% endif %}
     FROM (
-        SELECT *, coalesce({{ s }} > max({{ e }}) OVER ({{ _partition(keys) }} ORDER BY {{ ([s] + order) | join(', ') }}
-                                                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
-                           true) AS opens
+        SELECT *, max({{ e }}) OVER (mi_w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS mi_before,
+               max({{ e }}) OVER (mi_w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS mi_last,
+               row_number() OVER mi_w AS mi_row
+               {%- if count %},
+               count(*) OVER (mi_w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS mi_rows
+               {%- endif %}
         FROM {{ src }}
+        WINDOW mi_w AS ({{ _partition(keys) }} ORDER BY {{ ([s] + order) | join(', ') }})
     )
+    WHERE coalesce({{ s }} > mi_before, true)
+    WINDOW mi_opens AS ({{ _partition(keys) }} ORDER BY mi_row)
 )
-GROUP BY {{ keys | join(', ') }}, interval_no
 {%- endmacro %}
 
 {% macro union_lengths(src, keys, sets={'busy_ns': none}, s='ts_ns', e='end_ns', order=[], open_negative=false) -%}

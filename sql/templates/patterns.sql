@@ -177,8 +177,7 @@ FROM (
     {%- else %}
     FROM ({{ merged_intervals('(SELECT * FROM gpu_activity WHERE TRUE ' ~ run_scope() ~ ')', ['trace_id', 'device'],
                               order=['launch_ts_ns NULLS LAST', 'event_id'],
-                              aggregates='any_value(event_id) FILTER (WHERE opens) AS next_event_id, '
-                                         'any_value(launch_ts_ns) FILTER (WHERE opens) AS next_launch_ts_ns') }})
+                              firsts={'next_event_id': 'event_id', 'next_launch_ts_ns': 'launch_ts_ns'}) }})
     {%- endif %}
 )
 {%- endif %}

@@ -44,7 +44,7 @@ SELECT trace_id, device, scope, stream, interval_no::BIGINT AS interval_no, star
        ops, first_event_id, first_launch_ts_ns
 FROM ({{ merged_intervals('both_scopes', ['trace_id', 'device', 'scope', 'stream'],
                           order=['launch_ts_ns NULLS LAST', 'event_id'],
-                          aggregates='count(*) AS ops, any_value(event_id) FILTER (WHERE opens) AS first_event_id, '
-                                     'any_value(launch_ts_ns) FILTER (WHERE opens) AS first_launch_ts_ns') }});
+                          firsts={'first_event_id': 'event_id', 'first_launch_ts_ns': 'launch_ts_ns'},
+                          count='ops') }});
 
 CREATE OR REPLACE VIEW gpu_busy_intervals AS SELECT * FROM gpu_busy_intervals();

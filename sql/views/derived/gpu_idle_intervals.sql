@@ -85,8 +85,7 @@ gaps AS (
                               'AND b.scope = x.scope AND b.stream IS NOT DISTINCT FROM x.stream)',
                               ['trace_id', 'device', 'scope', 'stream'],
                               order=['launch_ts_ns NULLS LAST', 'event_id'],
-                              aggregates='any_value(event_id) FILTER (WHERE opens) AS first_event_id, '
-                                         'any_value(launch_ts_ns) FILTER (WHERE opens) AS first_launch_ts_ns') | indent(10) }})
+                              firsts={'first_event_id': 'event_id', 'first_launch_ts_ns': 'launch_ts_ns'}) | indent(10) }})
 ),
 hta_gaps AS (  -- HTA's idle-time breakdown: every event's gap to the previous one on its stream
     SELECT trace_id, device, 'stream' AS scope, stream,

@@ -54,10 +54,10 @@ periods AS (
     FROM opened
 ),
 -- the queue_depth(per_device := true) series, period by period
-changes AS (
-    SELECT trace_id, device, period, event_id, launch_ts_ns AS ts_ns, 2 AS ord, 1 AS d FROM periods
-    UNION ALL SELECT trace_id, device, period, event_id, ts_ns, 1, 0 FROM periods
-    UNION ALL SELECT trace_id, device, period, event_id, end_ns, 0, -1 FROM periods
+changes AS (  -- launch, start and end of each event (one read of periods, not three)
+    SELECT trace_id, device, period, event_id, unnest([launch_ts_ns, ts_ns, end_ns]) AS ts_ns,
+           unnest([2, 1, 0]) AS ord, unnest([1, 0, -1]) AS d
+    FROM periods
 ),
 series AS (  -- the depth after each change: every period ends at depth 0, so the running sum
              -- over the device in (period, time) order equals the sum within the period
@@ -68,7 +68,7 @@ series AS (  -- the depth after each change: every period ends at depth 0, so th
 ),
 stretches AS (  -- the peak: the last change (in time order) at the highest depth of the period
     SELECT trace_id, device, period - 1 AS c, max(ts_ns) AS zero_ts_ns,
-           max(queue_depth) AS peak, arg_max(ts_ns, (queue_depth, ts_ns, ord, event_id)) AS peak_ts_ns
+           max(queue_depth) AS peak, arg_max(ts_ns, (queue_depth, ts_ns)) AS peak_ts_ns
     FROM series
     GROUP BY trace_id, device, period
 ),
