@@ -24,7 +24,8 @@ import duckdb
 from . import dbfile, estimators, interrupts, sqlfiles
 from .estimators.store import estimates as op_estimates
 from .errors import DuckprofError
-from .load import DEFAULT_LOAD_MEMORY, COMMIT_OUTCOME_PENDING as PENDING, Loader, LoadReport, Target
+from .load import DEFAULT_LOAD_MEMORY, COMMIT_OUTCOME_PENDING as PENDING, Loader, LoadReport, Target, \
+    nest_host_events
 from .peaks import packaged_digest, seed_interconnects, seed_peaks
 
 
@@ -403,29 +404,85 @@ def _fill_derived_table(table, con, trace_ids) -> None:
     fill_derived(con, trace_ids, (table,))
 
 
+#: the nesting columns of events (nesting.sql), and the DEFERRED entry that
+#: stands for them: an in-memory load inserts its events without them
+NESTING_COLUMNS = ("parent_event_id", "depth", "self_ns", "op_event_id")
+NESTING = "nesting"
+#: the temporary table the nesting of a deferred fill is computed into
+_DEFERRED_NEST = "dp_deferred_nest"
+
+
+def _nest_deferred(con, trace_ids) -> None:
+    """Before the fill's transaction: the nesting of the stored events of
+    trace_ids into _DEFERRED_NEST (nest_host_events may run a statement that
+    fails, which would abort a transaction)."""
+    nest_host_events(con, _DEFERRED_NEST, None, {}, {"trace_ids": trace_ids}, temp=True)
+
+
+def _fill_nesting(con, trace_ids) -> None:
+    """In the fill's transaction: the nesting columns from _DEFERRED_NEST."""
+    con.execute(sqlfiles.render("load/nesting_update.sql", nest=_DEFERRED_NEST), {"trace_ids": trace_ids})
+
+
 #: what a load into a session in memory leaves to first use (Session.con,
 #: Session.sql, Session.report_result: a statement fills the tables it reads,
-#: once): table -> the function that fills it for a list of trace_ids, in the
-#: order they are filled. A database file's load computes them all, as the
-#: file must stand alone.
-DEFERRED = {"op_estimates": _fill_estimates,
+#: once): table (NESTING: the nesting columns of events) -> the function that
+#: fills it for a list of trace_ids, in the order they are filled. A database
+#: file's load computes them all, as the file must stand alone.
+DEFERRED = {NESTING: _fill_nesting,
+            "op_estimates": _fill_estimates,
             "trace_facts": _fill_facts,
             **{t: functools.partial(_fill_derived_table, t) for t in DERIVED}}
-#: the tables a table's fill reads (besides the views): those of DERIVED_FROM
-#: (the call totals read the memory events, and the launches to know when
-#: there are none), and the kernel estimates op_estimates too
-DEFERRED_NEEDS = {**DERIVED_FROM,
-                  "derived_kernel_estimates": (*DERIVED_FROM["derived_kernel_estimates"], "op_estimates")}
+#: the SQL each DEFERRED table's fill runs (whether it reads the nesting)
+_FILL_SQL = {"op_estimates": "load/op_signatures.sql", "trace_facts": "load/trace_facts.sql",
+             **{t: f"load/{t}.sql" for t in DERIVED}}
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)}
+
+
+@functools.lru_cache(maxsize=1)
+def nesting_views() -> frozenset:
+    """The packaged views and macros that read the nesting columns of events:
+    those reading events whose SQL names one (the others list their columns
+    of events: none selects them all)."""
+    return frozenset(name for name, h in sqlfiles.view_headers().items()
+                     if "events" in h.requires and _words(sqlfiles.view_sql(h)) & set(NESTING_COLUMNS))
+
+
+def reads_nesting(names) -> bool:
+    """Whether reading the packaged views, macros and tables `names` reads the
+    nesting columns of events (through the views' `requires:`)."""
+    return bool(sqlfiles.relations_read(names) & nesting_views())
+
+
+@functools.lru_cache(maxsize=1)
+def deferred_needs() -> dict:
+    """The DEFERRED tables each table's fill reads (besides the views): those
+    of DERIVED_FROM (the call totals read the memory events, and the launches
+    to know when there are none), the kernel estimates op_estimates too, and
+    NESTING for every fill whose SQL names a view that reads it or a nesting
+    column."""
+    needs = {**DERIVED_FROM,
+             "derived_kernel_estimates": (*DERIVED_FROM["derived_kernel_estimates"], "op_estimates")}
+    for table, rel in _FILL_SQL.items():
+        words = _words(sqlfiles.read(rel))
+        if words & set(NESTING_COLUMNS) or reads_nesting(words & set(sqlfiles.view_headers())):
+            needs[table] = (*needs.get(table, ()), NESTING)
+    return needs
 
 
 def deferred_tables(tables) -> set[str]:
-    """The DEFERRED tables that reading `tables` needs filled."""
+    """The DEFERRED tables that reading `tables` (NESTING among them: the
+    nesting columns) needs filled."""
     want, todo = set(), [t for t in tables if t in DEFERRED]
+    needs = deferred_needs()
     while todo:
         t = todo.pop()
         if t not in want:
             want.add(t)
-            todo.extend(DEFERRED_NEEDS.get(t, ()))
+            todo.extend(needs.get(t, ()))
     return want
 
 
@@ -620,10 +677,16 @@ class Session:
         def fill():
             for t in todo:
                 DEFERRED[t](self._con, sorted(self._deferred[t]))
-        self._transaction(fill)
+        try:
+            if NESTING in todo:
+                _nest_deferred(self._con, sorted(self._deferred[NESTING]))
+            self._transaction(fill)
+        finally:
+            if NESTING in todo:
+                self._con.execute(f"DROP TABLE IF EXISTS temp.main.{_DEFERRED_NEST}")
         self._deferred = {t: ids for t, ids in self._deferred.items() if t not in todo}
 
-    def _fill_for(self, text: str):
+    def _fill_for(self, text: str, params=None):
         """Fill the deferred tables that the statements of `text` read: those
         of the packaged views, macros and tables it names, through their
         `requires:` (any word of it counts, strings too: query_table('launches')).
@@ -642,7 +705,7 @@ class Session:
             return self._fill()
         if not self._deferred:
             return
-        words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)}
+        words = _words(text)
         views = sqlfiles.view_headers()
         if self._user_objects:  # (listing the macros costs 8 ms: only then)
             own = {n for (n,) in self._con.execute(
@@ -651,7 +714,29 @@ class Session:
                 "WHERE function_type IN ('macro', 'table_macro') AND NOT internal").fetchall()} - set(views)
             if words & own:
                 return self._fill()
-        self._fill(sqlfiles.tables_read(words & (set(views) | set(sqlfiles.TABLES))))
+        names = words & (set(views) | set(sqlfiles.TABLES))
+        tables = sqlfiles.tables_read(names)
+        if self._deferred.get(NESTING) and "events" in tables and self._reads_nesting(names, text, params):
+            tables.add(NESTING)
+        self._fill(tables)
+
+    def _reads_nesting(self, names, text: str, params) -> bool:
+        """Whether a query naming the packaged `names` reads the nesting
+        columns of events: through a view that reads them, or from events
+        itself, where DuckDB's plan of it says which columns it reads (a
+        plan that cannot be made, or names a nesting column anywhere: yes).
+        Only events read through the other views: no."""
+        if reads_nesting(names):
+            return True
+        if "events" not in names:
+            return False
+        try:
+            if len(self._con.extract_statements(text)) != 1:
+                return True
+            plan = self._con.execute("EXPLAIN (FORMAT JSON) " + text, params).fetchall()
+        except duckdb.Error:
+            return True
+        return any(_words(str(row)) & set(NESTING_COLUMNS) for row in plan)
 
     @property
     def label(self) -> str:
@@ -759,7 +844,7 @@ class Session:
     def sql(self, text: str, params=None) -> duckdb.DuckDBPyRelation:
         """Run SQL over the tables and views; returns a DuckDB relation
         (.fetchall(), .df(), .show(), .columns ...)."""
-        self._fill_for(text)
+        self._fill_for(text, params)
         return self._con.sql(text, params=params)
 
     def report(self, name: str, /, **options) -> duckdb.DuckDBPyRelation:
@@ -774,7 +859,8 @@ class Session:
         notes, instead: the lines shown instead of an empty table, columns)."""
         from . import reports
         if self._deferred:
-            self._fill(sqlfiles.tables_read(reports.requires(name, **options)))
+            names = reports.requires(name, **options)
+            self._fill(sqlfiles.tables_read(names) | ({NESTING} if reads_nesting(names) else set()))
         return reports.run(self._con, name, **options)
 
     def html(self, run: str | None = None, *, diff: tuple | None = None, top: int = 25):
@@ -912,7 +998,7 @@ class _SessionTarget(Target):
         self.label = session.label
         self.tags = tags
         # a connection taken from the session (session.con) reads past it
-        self.defer = self.defer_estimates = not session.db and not session._con_taken
+        self.defer = self.defer_estimates = self.defer_nesting = not session.db and not session._con_taken
 
     def prepare(self, con):
         if self.session.db:
