@@ -457,6 +457,41 @@ def reads_nesting(names) -> bool:
     return bool(sqlfiles.relations_read(names) & nesting_views())
 
 
+def reads_nesting_columns(con, text: str) -> bool:
+    """Whether the query `text` may read a nesting column of a table it
+    names, as DuckDB parses it (json_serialize_sql: no binding, so no plan
+    that depends on the rows, which would drop `depth > 0` while the column
+    is NULL): a column of that name, the table as a whole row (`SELECT e
+    FROM events e`), or what reads columns it does not name (a star,
+    COLUMNS(), a positional reference, a NATURAL join, a table function, a
+    PIVOT, SUMMARIZE, columns renamed by position). Whatever it cannot
+    parse so, or several statements: yes."""
+    try:
+        tree = json.loads(con.execute("SELECT json_serialize_sql($q::VARCHAR)", {"q": text}).fetchall()[0][0])
+    except (duckdb.Error, ValueError):
+        return True
+    if tree.get("error") or len(tree.get("statements") or ()) != 1:
+        return True
+    tables, refs, todo = set(), [], [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        if (node.get("class") in ("STAR", "POSITIONAL_REFERENCE") or node.get("ref_type") == "NATURAL"
+                or node.get("type") in ("TABLE_FUNCTION", "PIVOT", "SHOW_REF")
+                or (node.get("type") == "BASE_TABLE" and node.get("column_name_alias"))):
+            return True
+        if node.get("type") == "BASE_TABLE":
+            tables |= {str(node.get("table_name", "")).lower(), str(node.get("alias", "")).lower()}
+        if node.get("class") == "COLUMN_REF":
+            refs.append([str(c).lower() for c in node.get("column_names") or ()])
+        todo.extend(v for v in node.values() if isinstance(v, (dict, list)))
+    return any(r and (r[-1] in NESTING_COLUMNS or (len(r) == 1 and r[0] in tables)) for r in refs)
+
+
 @functools.lru_cache(maxsize=1)
 def deferred_needs() -> dict:
     """The DEFERRED tables each table's fill reads (besides the views): those
@@ -686,7 +721,7 @@ class Session:
                 self._con.execute(f"DROP TABLE IF EXISTS temp.main.{_DEFERRED_NEST}")
         self._deferred = {t: ids for t, ids in self._deferred.items() if t not in todo}
 
-    def _fill_for(self, text: str, params=None):
+    def _fill_for(self, text: str):
         """Fill the deferred tables that the statements of `text` read: those
         of the packaged views, macros and tables it names, through their
         `requires:` (any word of it counts, strings too: query_table('launches')).
@@ -716,27 +751,18 @@ class Session:
                 return self._fill()
         names = words & (set(views) | set(sqlfiles.TABLES))
         tables = sqlfiles.tables_read(names)
-        if self._deferred.get(NESTING) and "events" in tables and self._reads_nesting(names, text, params):
+        if self._deferred.get(NESTING) and "events" in tables and self._reads_nesting(names, text):
             tables.add(NESTING)
         self._fill(tables)
 
-    def _reads_nesting(self, names, text: str, params) -> bool:
+    def _reads_nesting(self, names, text: str) -> bool:
         """Whether a query naming the packaged `names` reads the nesting
         columns of events: through a view that reads them, or from events
-        itself, where DuckDB's plan of it says which columns it reads (a
-        plan that cannot be made, or names a nesting column anywhere: yes).
-        Only events read through the other views: no."""
+        itself (reads_nesting_columns). Only events read through the other
+        views: no."""
         if reads_nesting(names):
             return True
-        if "events" not in names:
-            return False
-        try:
-            if len(self._con.extract_statements(text)) != 1:
-                return True
-            plan = self._con.execute("EXPLAIN (FORMAT JSON) " + text, params).fetchall()
-        except duckdb.Error:
-            return True
-        return any(_words(str(row)) & set(NESTING_COLUMNS) for row in plan)
+        return "events" in names and reads_nesting_columns(self._con, text)
 
     @property
     def label(self) -> str:
@@ -844,7 +870,7 @@ class Session:
     def sql(self, text: str, params=None) -> duckdb.DuckDBPyRelation:
         """Run SQL over the tables and views; returns a DuckDB relation
         (.fetchall(), .df(), .show(), .columns ...)."""
-        self._fill_for(text, params)
+        self._fill_for(text)
         return self._con.sql(text, params=params)
 
     def report(self, name: str, /, **options) -> duckdb.DuckDBPyRelation:
