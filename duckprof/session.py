@@ -262,7 +262,7 @@ def schema_template() -> str | None:
         old = sorted((f for f in os.listdir(folder) if f.startswith("schema-") and f.endswith(".duckdb")),
                      key=lambda f: os.path.getmtime(os.path.join(folder, f)), reverse=True)
         for f in old[_TEMPLATES_KEPT:]:
-            os.remove(os.path.join(folder, f))
+            _discard(os.path.join(folder, f))
     except OSError:
         pass
     return path
@@ -272,19 +272,67 @@ def _discard(template: str):
     """Remove a schema template that cannot be used (damaged, or not what its
     name says), so that the next session makes it again instead of every
     session creating its schema itself."""
+    for path in (template, _checked_mark(template)):
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+def _checked_mark(template: str) -> str:
+    """The file beside a schema template that says its copy passed the checks
+    (copy_schema): the hash of the template's bytes and of the checking code,
+    so that another process need not check it again (0.04 CPU-s of every
+    command on traces). A template whose bytes changed is checked again."""
+    return template + ".checked"
+
+
+def _template_digest(template: str) -> str | None:
     try:
-        os.remove(template)
+        with open(template, "rb") as f:
+            content = f.read()
+        code = Path(dbfile.__file__).read_bytes()
     except OSError:
-        pass
+        return None
+    return hashlib.blake2b(content + b"\0" + code, digest_size=16).hexdigest()
+
+
+def _checked_before(template: str) -> bool:
+    """Whether a process checked a copy of the template as its bytes are now."""
+    try:
+        with open(_checked_mark(template), encoding="utf-8") as f:
+            mark = f.read().strip()
+    except OSError:
+        return False
+    return bool(mark) and mark == _template_digest(template)
+
+
+def _mark_checked(template: str):
+    """Best effort: without it, the next process checks the template again."""
+    digest = _template_digest(template)
+    if digest is None:
+        return
+    mark = _checked_mark(template)
+    tmp = f"{mark}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(digest + "\n")
+        os.replace(tmp, mark)
+    except OSError:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
 
 
 def copy_schema(con, label: str) -> bool:
     """Fill the new, empty database of `con` (in memory, or a new file that
     can use zstd) from schema_template() (one COPY FROM DATABASE: 0.2 CPU-s
     less per session than create_schema).
-    The first copy of a template in a process is checked as a database file
-    is on open (read_version, verify_tables, views_current). False, with
-    nothing written, when there is no usable template: then create_schema."""
+    The first copy of a template is checked as a database file is on open
+    (read_version, verify_tables, views_current); once in a process, and
+    once for its bytes across processes (_checked_mark). False, with nothing
+    written, when there is no usable template: then create_schema."""
     path = schema_template()
     if path is None:
         return False
@@ -299,16 +347,18 @@ def copy_schema(con, label: str) -> bool:
         _discard(path)
         return False
     stamp = (path, st.st_ino, st.st_size, st.st_mtime_ns)
+    if stamp not in _TEMPLATES_CHECKED and _checked_before(path):
+        _TEMPLATES_CHECKED.add(stamp)
+    check = stamp not in _TEMPLATES_CHECKED
 
     def copy():
         con.execute(f"COPY FROM DATABASE dp_schema_template TO {_ident(catalog)}")
-        if stamp not in _TEMPLATES_CHECKED:
+        if check:
             macros = dbfile.file_macros(con, catalog)
             if not (read_version(con, catalog, label, macros) == SCHEMA_VERSION
                     and views_current(con, catalog, macros)):
                 raise DuckprofError(f"{path}: not this duckprof's schema")
             dbfile.verify_tables(con, catalog, label)
-            _TEMPLATES_CHECKED.add(stamp)
 
     try:
         dbfile.in_transaction(con, copy)
@@ -320,6 +370,9 @@ def copy_schema(con, label: str) -> bool:
             con.execute("DETACH dp_schema_template")
         except duckdb.Error:
             pass
+    if check:
+        _TEMPLATES_CHECKED.add(stamp)
+        _mark_checked(path)
     return True
 
 
