@@ -282,8 +282,8 @@ def _discard(template: str):
 def _checked_mark(template: str) -> str:
     """The file beside a schema template that says its copy passed the checks
     (copy_schema): the hash of the template's bytes and of the checking code,
-    so that another process need not check it again (0.04 CPU-s of every
-    command on traces). A template whose bytes changed is checked again."""
+    so that another process need not check it again (every command on
+    traces connects once). A template whose bytes changed is checked again."""
     return template + ".checked"
 
 
