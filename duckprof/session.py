@@ -701,10 +701,11 @@ class Session:
     process can read it meanwhile); `duckprof load --db` locks it only while
     it inserts. wait: seconds to wait for another process's lock.
 
-    A load into memory leaves the op estimates, trace_facts and derived
-    tables of its traces to first use (DEFERRED): sql() and report() fill
-    those their statement reads; taking `con` fills them all, and then the
-    session's later loads compute them at load.
+    A load into memory leaves the nesting columns of events, the op
+    estimates, trace_facts and derived tables of its traces to first use
+    (DEFERRED): sql() and report() fill those their statement reads; taking
+    `con` fills them all, and then the session's later loads compute them at
+    load.
     """
 
     #: DEFERRED table -> the trace_ids it is still to be filled for
@@ -771,7 +772,10 @@ class Session:
             self._transaction(fill)
         finally:
             if NESTING in todo:
-                self._con.execute(f"DROP TABLE IF EXISTS temp.main.{_DEFERRED_NEST}")
+                try:
+                    self._con.execute(f"DROP TABLE IF EXISTS temp.main.{_DEFERRED_NEST}")
+                except duckdb.Error:
+                    pass  # the connection is unusable after a fatal error: the error raised says so
         self._deferred = {t: ids for t, ids in self._deferred.items() if t not in todo}
 
     def _fill_for(self, text: str):
@@ -1069,8 +1073,8 @@ def complete_load(con, report: LoadReport, tags: dict | None, defer: bool = Fals
 class _SessionTarget(Target):
     """A load into the session's own database: write access is held already;
     the stored views are refreshed in the load's transaction; a file is
-    checkpointed after it. In memory, the estimates, trace_facts and derived
-    tables are left to first use (DEFERRED)."""
+    checkpointed after it. In memory, the nesting, the estimates, trace_facts
+    and derived tables are left to first use (DEFERRED)."""
 
     def __init__(self, session: Session, tags: dict | None = None):
         self.session = session
