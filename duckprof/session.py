@@ -757,25 +757,29 @@ class Session:
 
     def _fill(self, tables=None):
         """Fill the DEFERRED tables (all when None) still to be filled, and
-        those their fill reads, in one transaction."""
+        those their fill reads: the nesting first, in a transaction of its
+        own (the old values an UPDATE keeps until its COMMIT would sit beside
+        what the derived tables' statements hold), then the others in one."""
         want = deferred_tables(DEFERRED if tables is None else tables)
         todo = [t for t in DEFERRED if t in want and self._deferred.get(t)]
+        if NESTING in todo:
+            try:
+                _nest_deferred(self._con, sorted(self._deferred[NESTING]))
+                self._transaction(lambda: DEFERRED[NESTING](self._con, sorted(self._deferred[NESTING])))
+            finally:
+                try:
+                    self._con.execute(f"DROP TABLE IF EXISTS temp.main.{_DEFERRED_NEST}")
+                except duckdb.Error:
+                    pass  # the connection is unusable after a fatal error: the error raised says so
+            self._deferred = {t: ids for t, ids in self._deferred.items() if t != NESTING}
+            todo.remove(NESTING)
         if not todo:
             return
 
         def fill():
             for t in todo:
                 DEFERRED[t](self._con, sorted(self._deferred[t]))
-        try:
-            if NESTING in todo:
-                _nest_deferred(self._con, sorted(self._deferred[NESTING]))
-            self._transaction(fill)
-        finally:
-            if NESTING in todo:
-                try:
-                    self._con.execute(f"DROP TABLE IF EXISTS temp.main.{_DEFERRED_NEST}")
-                except duckdb.Error:
-                    pass  # the connection is unusable after a fatal error: the error raised says so
+        self._transaction(fill)
         self._deferred = {t: ids for t, ids in self._deferred.items() if t not in todo}
 
     def _fill_for(self, text: str):
