@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import datetime
 
+import duckdb
+
 import pytest
 
 from conftest import CORPUS, REPO, corpus_files, invoke, slow_when
@@ -278,3 +280,20 @@ def test_cli_query_and_report_fill_before_reading(cli_app, eager):
     got = invoke(cli_app, "report", "kernels", str(GPU_TRACE), str(MEMORY_TRACE), "--format", "csv")
     want = invoke(cli_app, "report", "kernels", "--db", eager.db, "--format", "csv")
     assert got.exit_code == 0 and got.stdout == want.stdout and got.stdout.count("\n") > 1
+
+
+def test_the_nesting_is_committed_before_the_other_fills(eager, monkeypatch):
+    """The nesting's fill commits on its own, before the tables that read it
+    (the old values its UPDATE keeps until then would sit beside their
+    statements): a fill that fails after it leaves the nesting filled, and
+    itself still to fill."""
+    def broken(con, trace_ids):
+        raise duckdb.InvalidInputException("a fill that fails")
+    with lazy(GPU_TRACE, MEMORY_TRACE) as s:
+        monkeypatch.setitem(session_mod.DEFERRED, "derived_launches", broken)
+        with pytest.raises(duckdb.InvalidInputException):
+            s.sql("SELECT count(*) FROM launches")
+        assert filled(s)["nesting"] == nested(eager) > 0
+        assert session_mod.NESTING not in s._deferred and "derived_launches" in s._deferred
+        monkeypatch.undo()
+        assert _cells(s.sql("SELECT * FROM launches")) == _cells(eager.sql("SELECT * FROM launches")) != []
