@@ -23,7 +23,8 @@ session.fill_derived: the sum of derived_launches, derived_kernel_estimates,
 derived_memory_events and derived_call_totals, each also shown), commit,
 checkpoint (and close). In memory (--memory) the estimates, trace_facts and
 derived tables are left to first use since issue 19 (session.DEFERRED): 0 here
-unless the query reads them. CPU is
+unless the query reads them; so is the nesting (its phase then counts the
+fill: the nesting of the stored events and the UPDATE of their columns). CPU is
 the process's CPU seconds during the phase (every thread). `load+count` is
 what the issue's targets measure: connect, load, `select count(*) from
 events`. Each tool runs in a fresh subprocess, --repeat times; the median is
@@ -71,6 +72,9 @@ if hasattr(L.Loader, '_finish_group'):  # small files parsed in groups (issue 17
 if hasattr(L.Loader, '_exact_ts'):  # before: a second read of the file at nesting
     L.Loader._exact_ts = timed('exact_ts', L.Loader._exact_ts)
 L.Loader._nest = timed('nesting', L.Loader._nest)
+if hasattr(S, '_nest_deferred'):  # an in-memory load's nesting, at first use (issue 19)
+    S._nest_deferred = timed('nesting', S._nest_deferred)
+    S.DEFERRED[S.NESTING] = timed('nesting', S.DEFERRED[S.NESTING])
 L.Loader._insert = timed('insert', L.Loader._insert)
 E.add_estimates = timed('estimates', E.add_estimates)
 S.fill_trace_facts = timed('trace_facts', S.fill_trace_facts)

@@ -62,7 +62,7 @@ def main() -> None:
     con.execute("CREATE TABLE host AS " + sqlfiles._env().from_string(HOST).render())
     con.execute("DETACH db")
     print(f"{con.execute('SELECT count(*) FROM host').fetchone()[0]:,} host events")
-    con.execute(sqlfiles.render("load/nesting_table.sql", nest="nest"))
+    con.execute(sqlfiles.render("load/nesting_table.sql", nest="nest", temp=False))
     variants = a.variants.split(",")
     cpu = {v: [] for v in variants}
     hashes = {}

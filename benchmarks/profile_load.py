@@ -3,6 +3,7 @@ statement the loader's connection runs (every thread), and DuckDB's JSON
 profile of each, with its costliest operators.
 
     python benchmarks/profile_load.py TRACE --db /tmp/me_prof.duckdb --out /tmp/prof [--top 8]
+    python benchmarks/profile_load.py TRACE --out /tmp/prof     # into memory, as `duckprof query TRACE`
 
 The database file is replaced. Statements on the stagers' cursors (the
 parses of the chunks, which run beside the split) are not wrapped: the
@@ -64,7 +65,7 @@ def operators(node, acc, depth=0):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("trace")
-    ap.add_argument("--db", required=True)
+    ap.add_argument("--db", default=None, help="the database file (default: in memory)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--top", type=int, default=8, help="statements whose operators are listed")
     a = ap.parse_args()
@@ -76,7 +77,7 @@ def main() -> None:
         init(self, Profiled(con, a.out, stats), *args, **kw)
 
     L.Loader.__init__ = profiled_init
-    if os.path.exists(a.db):
+    if a.db and os.path.exists(a.db):
         os.remove(a.db)
     c0, w0 = cpu(), time.perf_counter()
     with duckprof.connect(a.db) as s:

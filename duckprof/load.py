@@ -352,6 +352,40 @@ def _out_of_memory(path, doing: str, e: BaseException, memory_limit: str | None)
                          f"(now {memory_limit or 'unset'}) or free memory")
 
 
+def nest_host_events(con, nest: str, raws, exact: dict, params: dict, temp: bool = False):
+    """The nesting of host events (nesting.sql) into the new table `nest`
+    (nesting_table.sql): of the staged relations `raws` of a batch (exact,
+    params: see normalize.sql), or, raws None, of the stored events of the
+    traces params['trace_ids']; temp: `nest` is a temporary table. Runs
+    statements that may fail (the packed key): not in a transaction that
+    must go on."""
+    con.execute(sqlfiles.render("load/nesting_table.sql", nest=nest, temp=temp))
+    structure = dict(raws=raws, exact=exact, nest=nest, block=NESTING_BLOCK)
+
+    def run(crossing, params):
+        try:
+            con.execute(sqlfiles.render("load/nesting.sql", crossing=crossing, packed=True, **structure), params)
+        except duckdb.InvalidInputException as e:
+            # the time span, durations and ids of the batch too wide for one
+            # 128-bit sort key (nesting.sql): the six keys
+            if "packed key does not fit" not in str(e):
+                raise
+            con.execute(sqlfiles.render("load/nesting.sql", crossing=crossing, packed=False, **structure), params)
+
+    # events that start inside another and outlive it (see nesting.sql):
+    # looked for at once where they are expected, else the threads that
+    # have them are redone
+    ids = {"trace_ids": params["trace_ids"]} if raws is None else None
+    if con.execute(sqlfiles.render("load/nesting_crossing.sql", raws=raws), ids).fetchall()[0][0]:
+        run("all", params)
+        return
+    run("check", params)
+    crossing = [t for (t,) in con.execute(sqlfiles.render("load/nesting_check.sql", nest=nest)).fetchall()]
+    if crossing:
+        con.execute(sqlfiles.render("load/nesting_clear.sql", nest=nest), {"threads": crossing})
+        run("threads", {**params, "crossing_threads": crossing})
+
+
 class _ChunkStager:
     """Parses chunk files into tables of the in-memory database dp_stage
     (stage_events.sql), several at once, each on its own cursor.
@@ -520,7 +554,7 @@ class _Batch:
     """Staged files inserted together (see _batches) as traces first, first + 1, ..."""
     files: list            # [(_Prepared, FileReport)]
     first: int             # trace_id of the first file
-    nest: str              # its nesting staging table (nesting_table.sql)
+    nest: str | None       # its nesting staging table (nesting_table.sql); None: nesting deferred
     base: list             # baseTimeNanoseconds per file (0: absolute ts)
     exact: dict = field(default_factory=dict)  # position -> exact timestamp table (exact_ts.sql)
     seconds: float = 0.0   # time spent before the transaction
@@ -547,9 +581,11 @@ class Target:
 
     label = "in-memory database"
     run = None  # the run being loaded (set by Loader.load)
-    # True: the load does not compute the op estimates of its traces; the
-    # target computes them when first read (a session in memory: session.DEFERRED)
+    # True: the load does not compute the op estimates (the nesting columns
+    # of events) of its traces; the target computes them when first read (a
+    # session in memory: session.DEFERRED)
     defer_estimates = False
+    defer_nesting = False
 
     def snapshot(self, con, run: str) -> tuple[set, int]:
         known = {h for (h,) in con.execute(sqlfiles.read("load/known_hashes.sql"), {"run": run}).fetchall()}
@@ -750,6 +786,7 @@ class Loader:
         self.hash_name = CONTENT_HASH
         self.phase = ""
         self.write_out_of_memory = False  # the last error of the load's transaction (_write_error)
+        self.defer_nesting = False  # the target's (Target.defer_nesting), during a load
 
     def _phase(self, name: str):
         interrupts.check()  # a signal whose interrupt DuckDB let pass: the load stops here
@@ -765,6 +802,7 @@ class Loader:
         check_run_name(run)
         target = target or Target()
         target.run = run
+        self.defer_nesting = target.defer_nesting
         files = expand_paths(paths)
         report = report if report is not None else LoadReport(run=run)
         report.run = run
@@ -800,7 +838,7 @@ class Loader:
             if next_now != next_id or known_now != known:
                 # another process loaded into the database while this one parsed
                 prepared = self._skip_known(prepared, known_now, run, stager)
-                stager.drop([b.nest for b in batches])  # exact timestamps belong to the staged files: kept
+                stager.drop([b.nest for b in batches if b.nest])  # exact timestamps belong to the staged files: kept
                 batches = self._nest_all(prepared, next_now, tmp)
             notes = [list(fr.notes) for fr in report.files]
             try:
@@ -1217,37 +1255,16 @@ class Loader:
 
     def _nest(self, b, tmp, say=lambda what: None):
         """Exact timestamps where needed (exact_ts.sql) and the nesting of the
-        host events (nesting.sql) of batch b, into staging tables."""
-        con = self.con
-        raws = self._sources(b.files)
-        params = {"first_trace_id": b.first, "base_ns": b.base}
+        host events (nesting.sql) of batch b, into staging tables; unless the
+        target leaves the nesting to first use (b.nest becomes None)."""
         # exact timestamps (read while staging) replace the doubles of absolute ones
         b.exact = {src: p.exact for src, (p, _) in enumerate(b.files) if p.exact and not b.base[src]}
-        say("nesting")
-        con.execute(sqlfiles.render("load/nesting_table.sql", nest=b.nest))
-        structure = dict(raws=raws, exact=b.exact, nest=b.nest, block=NESTING_BLOCK)
-
-        def nest(crossing, params):
-            try:
-                con.execute(sqlfiles.render("load/nesting.sql", crossing=crossing, packed=True, **structure), params)
-            except duckdb.InvalidInputException as e:
-                # the time span, durations and ids of the batch too wide for one
-                # 128-bit sort key (nesting.sql): the six keys
-                if "packed key does not fit" not in str(e):
-                    raise
-                con.execute(sqlfiles.render("load/nesting.sql", crossing=crossing, packed=False, **structure), params)
-
-        # events that start inside another and outlive it (see nesting.sql):
-        # looked for at once where they are expected, else the threads that
-        # have them are redone
-        if con.execute(sqlfiles.render("load/nesting_crossing.sql", raws=raws)).fetchall()[0][0]:
-            nest("all", params)
+        if self.defer_nesting:
+            b.nest = None
             return
-        nest("check", params)
-        crossing = [t for (t,) in con.execute(sqlfiles.render("load/nesting_check.sql", nest=b.nest)).fetchall()]
-        if crossing:
-            con.execute(sqlfiles.render("load/nesting_clear.sql", nest=b.nest), {"threads": crossing})
-            nest("threads", {**params, "crossing_threads": crossing})
+        say("nesting")
+        nest_host_events(self.con, b.nest, self._sources(b.files), b.exact,
+                         {"first_trace_id": b.first, "base_ns": b.base})
 
     def _insert(self, b, run, say=lambda what: None, estimate: bool = True):
         """Insert the staged, nested files of batch b as the traces b.first,

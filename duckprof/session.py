@@ -24,7 +24,8 @@ import duckdb
 from . import dbfile, estimators, interrupts, sqlfiles
 from .estimators.store import estimates as op_estimates
 from .errors import DuckprofError
-from .load import DEFAULT_LOAD_MEMORY, COMMIT_OUTCOME_PENDING as PENDING, Loader, LoadReport, Target
+from .load import DEFAULT_LOAD_MEMORY, COMMIT_OUTCOME_PENDING as PENDING, Loader, LoadReport, Target, \
+    nest_host_events
 from .peaks import packaged_digest, seed_interconnects, seed_peaks
 
 
@@ -261,7 +262,7 @@ def schema_template() -> str | None:
         old = sorted((f for f in os.listdir(folder) if f.startswith("schema-") and f.endswith(".duckdb")),
                      key=lambda f: os.path.getmtime(os.path.join(folder, f)), reverse=True)
         for f in old[_TEMPLATES_KEPT:]:
-            os.remove(os.path.join(folder, f))
+            _discard(os.path.join(folder, f))
     except OSError:
         pass
     return path
@@ -271,19 +272,67 @@ def _discard(template: str):
     """Remove a schema template that cannot be used (damaged, or not what its
     name says), so that the next session makes it again instead of every
     session creating its schema itself."""
+    for path in (template, _checked_mark(template)):
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+def _checked_mark(template: str) -> str:
+    """The file beside a schema template that says its copy passed the checks
+    (copy_schema): the hash of the template's bytes and of the checking code,
+    so that another process need not check it again (every command on
+    traces connects once). A template whose bytes changed is checked again."""
+    return template + ".checked"
+
+
+def _template_digest(template: str) -> str | None:
     try:
-        os.remove(template)
+        with open(template, "rb") as f:
+            content = f.read()
+        code = Path(dbfile.__file__).read_bytes()
     except OSError:
-        pass
+        return None
+    return hashlib.blake2b(content + b"\0" + code, digest_size=16).hexdigest()
+
+
+def _checked_before(template: str) -> bool:
+    """Whether a process checked a copy of the template as its bytes are now."""
+    try:
+        with open(_checked_mark(template), encoding="utf-8") as f:
+            mark = f.read().strip()
+    except OSError:
+        return False
+    return bool(mark) and mark == _template_digest(template)
+
+
+def _mark_checked(template: str):
+    """Best effort: without it, the next process checks the template again."""
+    digest = _template_digest(template)
+    if digest is None:
+        return
+    mark = _checked_mark(template)
+    tmp = f"{mark}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(digest + "\n")
+        os.replace(tmp, mark)
+    except OSError:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
 
 
 def copy_schema(con, label: str) -> bool:
     """Fill the new, empty database of `con` (in memory, or a new file that
     can use zstd) from schema_template() (one COPY FROM DATABASE: 0.2 CPU-s
     less per session than create_schema).
-    The first copy of a template in a process is checked as a database file
-    is on open (read_version, verify_tables, views_current). False, with
-    nothing written, when there is no usable template: then create_schema."""
+    The first copy of a template is checked as a database file is on open
+    (read_version, verify_tables, views_current); once in a process, and
+    once for its bytes across processes (_checked_mark). False, with nothing
+    written, when there is no usable template: then create_schema."""
     path = schema_template()
     if path is None:
         return False
@@ -298,16 +347,18 @@ def copy_schema(con, label: str) -> bool:
         _discard(path)
         return False
     stamp = (path, st.st_ino, st.st_size, st.st_mtime_ns)
+    if stamp not in _TEMPLATES_CHECKED and _checked_before(path):
+        _TEMPLATES_CHECKED.add(stamp)
+    check = stamp not in _TEMPLATES_CHECKED
 
     def copy():
         con.execute(f"COPY FROM DATABASE dp_schema_template TO {_ident(catalog)}")
-        if stamp not in _TEMPLATES_CHECKED:
+        if check:
             macros = dbfile.file_macros(con, catalog)
             if not (read_version(con, catalog, label, macros) == SCHEMA_VERSION
                     and views_current(con, catalog, macros)):
                 raise DuckprofError(f"{path}: not this duckprof's schema")
             dbfile.verify_tables(con, catalog, label)
-            _TEMPLATES_CHECKED.add(stamp)
 
     try:
         dbfile.in_transaction(con, copy)
@@ -319,6 +370,9 @@ def copy_schema(con, label: str) -> bool:
             con.execute("DETACH dp_schema_template")
         except duckdb.Error:
             pass
+    if check:
+        _TEMPLATES_CHECKED.add(stamp)
+        _mark_checked(path)
     return True
 
 
@@ -403,29 +457,120 @@ def _fill_derived_table(table, con, trace_ids) -> None:
     fill_derived(con, trace_ids, (table,))
 
 
+#: the nesting columns of events (nesting.sql), and the DEFERRED entry that
+#: stands for them: an in-memory load inserts its events without them
+NESTING_COLUMNS = ("parent_event_id", "depth", "self_ns", "op_event_id")
+NESTING = "nesting"
+#: the temporary table the nesting of a deferred fill is computed into
+_DEFERRED_NEST = "dp_deferred_nest"
+
+
+def _nest_deferred(con, trace_ids) -> None:
+    """Before the fill's transaction: the nesting of the stored events of
+    trace_ids into _DEFERRED_NEST (nest_host_events may run a statement that
+    fails, which would abort a transaction)."""
+    nest_host_events(con, _DEFERRED_NEST, None, {}, {"trace_ids": trace_ids}, temp=True)
+
+
+def _fill_nesting(con, trace_ids) -> None:
+    """In the fill's transaction: the nesting columns from _DEFERRED_NEST."""
+    con.execute(sqlfiles.render("load/nesting_update.sql", nest=_DEFERRED_NEST), {"trace_ids": trace_ids})
+
+
 #: what a load into a session in memory leaves to first use (Session.con,
 #: Session.sql, Session.report_result: a statement fills the tables it reads,
-#: once): table -> the function that fills it for a list of trace_ids, in the
-#: order they are filled. A database file's load computes them all, as the
-#: file must stand alone.
-DEFERRED = {"op_estimates": _fill_estimates,
+#: once): table (NESTING: the nesting columns of events) -> the function that
+#: fills it for a list of trace_ids, in the order they are filled. A database
+#: file's load computes them all, as the file must stand alone.
+DEFERRED = {NESTING: _fill_nesting,
+            "op_estimates": _fill_estimates,
             "trace_facts": _fill_facts,
             **{t: functools.partial(_fill_derived_table, t) for t in DERIVED}}
-#: the tables a table's fill reads (besides the views): those of DERIVED_FROM
-#: (the call totals read the memory events, and the launches to know when
-#: there are none), and the kernel estimates op_estimates too
-DEFERRED_NEEDS = {**DERIVED_FROM,
-                  "derived_kernel_estimates": (*DERIVED_FROM["derived_kernel_estimates"], "op_estimates")}
+#: the SQL each DEFERRED table's fill runs (whether it reads the nesting)
+_FILL_SQL = {"op_estimates": "load/op_signatures.sql", "trace_facts": "load/trace_facts.sql",
+             **{t: f"load/{t}.sql" for t in DERIVED}}
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)}
+
+
+@functools.lru_cache(maxsize=1)
+def nesting_views() -> frozenset:
+    """The packaged views and macros that read the nesting columns of events:
+    those reading events whose SQL names one (the others list their columns
+    of events: none selects them all)."""
+    return frozenset(name for name, h in sqlfiles.view_headers().items()
+                     if "events" in h.requires and _words(sqlfiles.view_sql(h)) & set(NESTING_COLUMNS))
+
+
+def reads_nesting(names) -> bool:
+    """Whether reading the packaged views, macros and tables `names` reads the
+    nesting columns of events (through the views' `requires:`)."""
+    return bool(sqlfiles.relations_read(names) & nesting_views())
+
+
+def reads_nesting_columns(con, text: str) -> bool:
+    """Whether the query `text` may read a nesting column of a table it
+    names, as DuckDB parses it (json_serialize_sql: no binding, so no plan
+    that depends on the rows, which would drop `depth > 0` while the column
+    is NULL): a column of that name, the table as a whole row (`SELECT e
+    FROM events e`), or what reads columns it does not name (a star,
+    COLUMNS(), a positional reference, a NATURAL join, a table function, a
+    PIVOT, SUMMARIZE, columns renamed by position). Whatever it cannot
+    parse so, or several statements: yes."""
+    try:
+        tree = json.loads(con.execute("SELECT json_serialize_sql($q::VARCHAR)", {"q": text}).fetchall()[0][0])
+    except (duckdb.Error, ValueError):
+        return True
+    if tree.get("error") or len(tree.get("statements") or ()) != 1:
+        return True
+    tables, refs, todo = set(), [], [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        if (node.get("class") in ("STAR", "POSITIONAL_REFERENCE") or node.get("ref_type") == "NATURAL"
+                or node.get("type") in ("TABLE_FUNCTION", "PIVOT", "SHOW_REF")
+                or (node.get("type") == "BASE_TABLE" and node.get("column_name_alias"))):
+            return True
+        if node.get("type") == "BASE_TABLE":
+            tables |= {str(node.get("table_name", "")).lower(), str(node.get("alias", "")).lower()}
+        if node.get("class") == "COLUMN_REF":
+            refs.append([str(c).lower() for c in node.get("column_names") or ()])
+        todo.extend(v for v in node.values() if isinstance(v, (dict, list)))
+    return any(r and (r[-1] in NESTING_COLUMNS or (len(r) == 1 and r[0] in tables)) for r in refs)
+
+
+@functools.lru_cache(maxsize=1)
+def deferred_needs() -> dict:
+    """The DEFERRED tables each table's fill reads (besides the views): those
+    of DERIVED_FROM (the call totals read the memory events, and the launches
+    to know when there are none), the kernel estimates op_estimates too, and
+    NESTING for every fill whose SQL names a view that reads it or a nesting
+    column."""
+    needs = {**DERIVED_FROM,
+             "derived_kernel_estimates": (*DERIVED_FROM["derived_kernel_estimates"], "op_estimates")}
+    for table, rel in _FILL_SQL.items():
+        words = _words(sqlfiles.read(rel))
+        if words & set(NESTING_COLUMNS) or reads_nesting(words & set(sqlfiles.view_headers())):
+            needs[table] = (*needs.get(table, ()), NESTING)
+    return needs
 
 
 def deferred_tables(tables) -> set[str]:
-    """The DEFERRED tables that reading `tables` needs filled."""
+    """The DEFERRED tables that reading `tables` (NESTING among them: the
+    nesting columns) needs filled."""
     want, todo = set(), [t for t in tables if t in DEFERRED]
+    needs = deferred_needs()
     while todo:
         t = todo.pop()
         if t not in want:
             want.add(t)
-            todo.extend(DEFERRED_NEEDS.get(t, ()))
+            todo.extend(needs.get(t, ()))
     return want
 
 
@@ -556,10 +701,11 @@ class Session:
     process can read it meanwhile); `duckprof load --db` locks it only while
     it inserts. wait: seconds to wait for another process's lock.
 
-    A load into memory leaves the op estimates, trace_facts and derived
-    tables of its traces to first use (DEFERRED): sql() and report() fill
-    those their statement reads; taking `con` fills them all, and then the
-    session's later loads compute them at load.
+    A load into memory leaves the nesting columns of events, the op
+    estimates, trace_facts and derived tables of its traces to first use
+    (DEFERRED): sql() and report() fill those their statement reads; taking
+    `con` fills them all, and then the session's later loads compute them at
+    load.
     """
 
     #: DEFERRED table -> the trace_ids it is still to be filled for
@@ -613,26 +759,49 @@ class Session:
 
     def _fill(self, tables=None):
         """Fill the DEFERRED tables (all when None) still to be filled, and
-        those their fill reads, in one transaction."""
+        those their fill reads: the nesting first, in a transaction of its
+        own (the old values an UPDATE keeps until its COMMIT would sit beside
+        what the derived tables' statements hold), then the others in one."""
         want = deferred_tables(DEFERRED if tables is None else tables)
         todo = [t for t in DEFERRED if t in want and self._deferred.get(t)]
         if not todo:
             return
-
-        def fill():
-            for k, t in enumerate(todo, 1):
-                if self.fill_progress is not None:
-                    self.fill_progress(f"[{k}/{len(todo)}] first use: computing {t}")
-                DEFERRED[t](self._con, sorted(self._deferred[t]))
         shown = self.fill_progress is not None and hasattr(self.fill_progress, "attach")
         if shown:
             self.fill_progress.attach(self._con)
         try:
-            self._transaction(fill)
+            self._fill_tables(todo)
         finally:
             if shown:
                 self.fill_progress.done()
-        self._deferred = {t: ids for t, ids in self._deferred.items() if t not in todo}
+
+    def _fill_tables(self, todo: list):
+        step = iter(range(1, len(todo) + 1))
+
+        def say(table):
+            if self.fill_progress is not None:
+                self.fill_progress(f"[{next(step)}/{len(todo)}] first use: computing {table}")
+        if NESTING in todo:
+            say(NESTING)
+            try:
+                _nest_deferred(self._con, sorted(self._deferred[NESTING]))
+                self._transaction(lambda: DEFERRED[NESTING](self._con, sorted(self._deferred[NESTING])))
+            finally:
+                try:
+                    self._con.execute(f"DROP TABLE IF EXISTS temp.main.{_DEFERRED_NEST}")
+                except duckdb.Error:
+                    pass  # the connection is unusable after a fatal error: the error raised says so
+            self._deferred = {t: ids for t, ids in self._deferred.items() if t != NESTING}
+        rest = [t for t in todo if t != NESTING]
+        if not rest:
+            return
+
+        def fill():
+            for t in rest:
+                say(t)
+                DEFERRED[t](self._con, sorted(self._deferred[t]))
+        self._transaction(fill)
+        self._deferred = {t: ids for t, ids in self._deferred.items() if t not in rest}
 
     def _fill_for(self, text: str):
         """Fill the deferred tables that the statements of `text` read: those
@@ -653,7 +822,7 @@ class Session:
             return self._fill()
         if not self._deferred:
             return
-        words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)}
+        words = _words(text)
         views = sqlfiles.view_headers()
         if self._user_objects:  # (listing the macros costs 8 ms: only then)
             own = {n for (n,) in self._con.execute(
@@ -662,7 +831,20 @@ class Session:
                 "WHERE function_type IN ('macro', 'table_macro') AND NOT internal").fetchall()} - set(views)
             if words & own:
                 return self._fill()
-        self._fill(sqlfiles.tables_read(words & (set(views) | set(sqlfiles.TABLES))))
+        names = words & (set(views) | set(sqlfiles.TABLES))
+        tables = sqlfiles.tables_read(names)
+        if self._deferred.get(NESTING) and "events" in tables and self._reads_nesting(names, text):
+            tables.add(NESTING)
+        self._fill(tables)
+
+    def _reads_nesting(self, names, text: str) -> bool:
+        """Whether a query naming the packaged `names` reads the nesting
+        columns of events: through a view that reads them, or from events
+        itself (reads_nesting_columns). Only events read through the other
+        views: no."""
+        if reads_nesting(names):
+            return True
+        return "events" in names and reads_nesting_columns(self._con, text)
 
     @property
     def label(self) -> str:
@@ -785,7 +967,8 @@ class Session:
         notes, instead: the lines shown instead of an empty table, columns)."""
         from . import reports
         if self._deferred:
-            self._fill(sqlfiles.tables_read(reports.requires(name, **options)))
+            names = reports.requires(name, **options)
+            self._fill(sqlfiles.tables_read(names) | ({NESTING} if reads_nesting(names) else set()))
         return reports.run(self._con, name, **options)
 
     def html(self, run: str | None = None, *, diff: tuple | None = None, top: int = 25):
@@ -915,15 +1098,15 @@ def complete_load(con, report: LoadReport, tags: dict | None, defer: bool = Fals
 class _SessionTarget(Target):
     """A load into the session's own database: write access is held already;
     the stored views are refreshed in the load's transaction; a file is
-    checkpointed after it. In memory, the estimates, trace_facts and derived
-    tables are left to first use (DEFERRED)."""
+    checkpointed after it. In memory, the nesting, the estimates, trace_facts
+    and derived tables are left to first use (DEFERRED)."""
 
     def __init__(self, session: Session, tags: dict | None = None):
         self.session = session
         self.label = session.label
         self.tags = tags
         # a connection taken from the session (session.con) reads past it
-        self.defer = self.defer_estimates = not session.db and not session._con_taken
+        self.defer = self.defer_estimates = self.defer_nesting = not session.db and not session._con_taken
 
     def prepare(self, con):
         if self.session.db:

@@ -217,16 +217,23 @@ def views_in_order() -> list[Header]:
     return ordered
 
 
-def tables_read(names) -> set[str]:
-    """The tables that reading the views and tables `names` reads, through
-    the views' `requires:` (names that are neither stay as they are)."""
+def relations_read(names) -> set[str]:
+    """`names` and the views and tables that reading them reads, through the
+    views' `requires:`."""
     views, out, todo = view_headers(), set(), list(names)
     while todo:
         name = todo.pop()
         if name not in out:
             out.add(name)
             todo.extend(views[name].requires if name in views else ())
-    return {n for n in out if n not in views}
+    return out
+
+
+def tables_read(names) -> set[str]:
+    """The tables that reading the views and tables `names` reads, through
+    the views' `requires:` (names that are neither stay as they are)."""
+    views = view_headers()
+    return {n for n in relations_read(names) if n not in views}
 
 
 def view_sql(h: Header) -> str:

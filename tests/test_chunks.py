@@ -243,6 +243,7 @@ def test_traces_inserted_together_equal_traces_inserted_one_by_one(monkeypatch, 
         monkeypatch.setattr(load, "BATCH_BYTES", batch_bytes)
         said = []
         with duckprof.connect() as s:
+            s.con  # the session's loads then nest at load, batch by batch (not at first use)
             report = s.load(files, run="r", progress=said.append)
             return ([f.trace_id for f in report.files], [m for m in said if m.split()[1] == "nesting"],
                     {k: sorted(rows(s, q), key=repr) for k, q in queries.items()})

@@ -1,12 +1,15 @@
-"""A load into an in-memory session (trace files without --db) leaves the op
-estimates, trace_facts and derived tables to first use (session.DEFERRED):
-a query fills the tables its packaged views and macros read, a report those
-it declares; another statement, a view of the user's and taking
-`session.con` fill them all. Every report and query then gives the rows a
-database file's load (which computes everything at load) gives."""
+"""A load into an in-memory session (trace files without --db) leaves the
+nesting columns of events, the op estimates, trace_facts and derived tables
+to first use (session.DEFERRED): a query fills the tables its packaged views
+and macros read (the nesting when a view it reads reads it, or DuckDB's plan
+of a query of events names a nesting column), a report those it declares;
+another statement, a view of the user's and taking `session.con` fill them
+all. Every report and query then gives the rows a database file's load
+(which computes everything at load) gives."""
 
 from __future__ import annotations
 
+import datetime
 import time
 
 import duckdb
@@ -15,7 +18,7 @@ import pytest
 from conftest import CORPUS, REPO, corpus_files, invoke, slow_when
 
 import duckprof
-from duckprof import session as session_mod
+from duckprof import session as session_mod, sqlfiles
 from duckprof.cli_common import Progress
 
 GPU_TRACE = REPO / "fixtures" / "gpu_time" / "two_streams.json"
@@ -36,8 +39,15 @@ CASES = [("kernels", {"limit": 0}), ("kernels", {"group_by_launch": True, "limit
 
 
 def filled(s) -> dict:
-    """How many rows each deferred table holds (read past the session)."""
-    return {t: s._con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in DEFERRED_TABLES}
+    """How many rows each deferred table holds, and how many events have their
+    nesting ('nesting') (read past the session)."""
+    got = {t: s._con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in DEFERRED_TABLES}
+    return {**got, "nesting": nested(s)}
+
+
+def nested(s) -> int:
+    """How many events have their nesting columns (read past the session)."""
+    return s._con.execute("SELECT count(depth) FROM events").fetchall()[0][0]
 
 
 @pytest.fixture(scope="module")
@@ -59,18 +69,80 @@ def lazy(*paths, run="default"):
 def test_a_query_of_the_events_fills_nothing(eager):
     with lazy(GPU_TRACE, MEMORY_TRACE) as s:
         assert s.sql("SELECT count(*) FROM events").fetchall() == eager.sql("SELECT count(*) FROM events").fetchall()
-        assert filled(s) == dict.fromkeys(DEFERRED_TABLES, 0)
+        assert filled(s) == dict.fromkeys([*DEFERRED_TABLES, "nesting"], 0)
         assert all(n > 0 for n in filled(eager).values())
+
+
+# queries of events, and of views of events, that read no nesting column
+NOT_NESTED = ["SELECT count(*) FROM events WHERE ph = 'X'",
+              "SELECT name, count(*) AS n, sum(e.dur_ns) FROM events e GROUP BY 1 ORDER BY n",
+              "WITH x AS (SELECT trace_id, pid FROM events) SELECT count(*) FROM x JOIN kernels USING (trace_id)",
+              "SELECT count(*) FROM kernels", "SELECT * FROM gpu_ops", "SELECT * FROM steps",
+              "SELECT * FROM hta_events"]
+# ... and that read one (or may: a star) from events, or a view that reads one. (A
+# plan of `depth > 0` would not say: its statistics say the column is NULL.)
+NESTED = ["SELECT count(*) FROM events WHERE depth > 0", "SELECT * FROM events", "SELECT e FROM events e",
+          "SELECT count(*) FROM events WHERE to_json(events) LIKE '%\"depth\":1%'",
+          "SELECT * EXCLUDE (args) FROM events", "SELECT count(*) FROM events NATURAL JOIN events",
+          "SELECT max(\"DEPTH\") FROM events", "SELECT x FROM events e(a, b, c, d, e, f, g, h, i, j, k, l, m, n, "
+          "o, p, q, r, s, t, u, v, w, x, y, z) WHERE x IS NOT NULL",
+          "SELECT count(*) FROM (SELECT * FROM events) WHERE self_ns > 1000",
+          "SELECT count(*) FROM events WHERE event_id IN (SELECT parent_event_id FROM events)",
+          "SELECT columns('.*_event_id') FROM events", "SELECT * FROM cpu_ops",
+          "SELECT name, sum(self_ns) FROM runtime GROUP BY 1", "SELECT * FROM host_events WHERE depth = $d"]
+
+
+def test_a_query_of_events_leaves_the_nesting_unless_it_reads_it(eager):
+    with lazy(GPU_TRACE, MEMORY_TRACE) as s:
+        for sql in NOT_NESTED:
+            assert _cells(s.sql(sql)) == _cells(eager.sql(sql)) != [], sql
+        assert filled(s) == dict.fromkeys([*DEFERRED_TABLES, "nesting"], 0)
+    for sql in NESTED:
+        params = {"d": 1} if "$d" in sql else None
+        with lazy(GPU_TRACE, MEMORY_TRACE) as s:
+            assert _cells(s.sql(sql, params)) == _cells(eager.sql(sql, params)) != [], sql
+            assert filled(s) == {**dict.fromkeys(DEFERRED_TABLES, 0), "nesting": nested(eager)}, sql
+
+
+def test_the_views_that_read_the_nesting():
+    """session.nesting_views (what a view's SQL names) against what the
+    headers document: the views of events with a nesting column."""
+    headers = sqlfiles.view_headers()
+    assert session_mod.nesting_views() == {
+        name for name, h in headers.items()
+        if "events" in h.requires and {c.name for c in h.columns} & set(session_mod.NESTING_COLUMNS)} == {
+        "cpu_ops", "host_events", "python_functions", "runtime", "user_annotations"}
+
+
+def test_every_view_gives_the_rows_of_a_database_file(eager):
+    """Every packaged view, first thing after the load: those that read
+    neither the nesting nor a table whose fill reads it leave it to a later
+    use, and give the eager rows without it."""
+    views = sorted(sqlfiles.view_headers())
+    needs = {v for v in views
+             if session_mod.NESTING in session_mod.deferred_tables(sqlfiles.tables_read([v]))
+             or session_mod.reads_nesting([v])}
+    assert {"kernels", "gpu_ops", "steps", "runs", "memory_events"} <= set(views) - needs
+    def cells(rel):  # but the load times (runs, trace_files)
+        return [tuple(None if isinstance(c, datetime.datetime) else c for c in r) for r in _cells(rel)]
+
+    with lazy(GPU_TRACE, MEMORY_TRACE) as s:
+        for v in [v for v in views if v not in needs] + [v for v in views if v in needs]:
+            assert cells(s.sql(f"SELECT * FROM {v}")) == cells(eager.sql(f"SELECT * FROM {v}")), v
+            if v not in needs:
+                assert filled(s)["nesting"] == 0, v
 
 
 def test_a_query_fills_the_tables_its_views_read(eager):
     """gpu_idle_intervals reads gpu_activity, which reads launches, which reads
-    derived_launches: that table alone is filled; the kernel estimates read
+    derived_launches: that table alone is filled, and the nesting its fill
+    reads (the runtime calls' enclosing ops); the kernel estimates read
     the launches and op_estimates; the call totals the memory events; runs
     reads trace_facts."""
     with lazy(GPU_TRACE, MEMORY_TRACE) as s:
         want = dict.fromkeys(DEFERRED_TABLES, 0)
-        for sql, tables in [("SELECT * FROM gpu_idle_intervals", ["derived_launches"]),
+        want["nesting"] = 0
+        for sql, tables in [("SELECT * FROM gpu_idle_intervals", ["derived_launches", "nesting"]),
                             ("SELECT * FROM kernel_estimates", ["derived_kernel_estimates", "op_estimates"]),
                             ("SELECT steps, busy_pct FROM runs", ["trace_facts"]),
                             ("SELECT * FROM call_totals", ["derived_call_totals", "derived_memory_events"])]:
@@ -261,3 +333,20 @@ def test_progress_line_can_be_drawn_again_after_done(capsys):
         assert p._thread is None and not p.shown
     err = capsys.readouterr().err
     assert "loading" in err and "first use" in err and err.endswith("\r\033[K")
+
+
+def test_the_nesting_is_committed_before_the_other_fills(eager, monkeypatch):
+    """The nesting's fill commits on its own, before the tables that read it
+    (the old values its UPDATE keeps until then would sit beside their
+    statements): a fill that fails after it leaves the nesting filled, and
+    itself still to fill."""
+    def broken(con, trace_ids):
+        raise duckdb.InvalidInputException("a fill that fails")
+    with lazy(GPU_TRACE, MEMORY_TRACE) as s:
+        monkeypatch.setitem(session_mod.DEFERRED, "derived_launches", broken)
+        with pytest.raises(duckdb.InvalidInputException):
+            s.sql("SELECT count(*) FROM launches")
+        assert filled(s)["nesting"] == nested(eager) > 0
+        assert session_mod.NESTING not in s._deferred and "derived_launches" in s._deferred
+        monkeypatch.undo()
+        assert _cells(s.sql("SELECT * FROM launches")) == _cells(eager.sql("SELECT * FROM launches")) != []

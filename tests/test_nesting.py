@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import duckprof
-from duckprof import load
+from duckprof import load, session
 from conftest import HANDMADE, canonical_cat, corpus_files, group_sizes, corpus_path, needs_corpus, read_trace, rows, trace_events
 
 # device-side categories: not nested on host threads
@@ -210,12 +210,16 @@ def test_profiler_step_self_time_with_stack(corpus_session):
                                      pytest.param(dict(serving=True, epoch_ts=True), marks=pytest.mark.slow)],
                          ids=["with_stack", "serving_epoch_ts"])
 @pytest.mark.parametrize("block", [None, 3], ids=["", "blocks_of_3"])
-def test_synthetic_stack_traces_match_stack_walk(tmp_path, monkeypatch, options, block):
+@pytest.mark.parametrize("deferred", [True, False], ids=["deferred", "at_load"])
+def test_synthetic_stack_traces_match_stack_walk(tmp_path, monkeypatch, options, block, deferred):
     """Synthetic with_stack traces (duckprof.synth: python frames around the
     ops, a frame crossing every ProfilerStep#N; with epoch_ts, fractional
     absolute timestamps that need exact_ts.sql) nest as the reference stack
     walk says, over exact Decimal times. With blocks of 3 positions, each
-    step's crossed frame is closed by a search over many blocks."""
+    step's crossed frame is closed by a search over many blocks. deferred:
+    the in-memory load leaves the nesting to first use, which nests the
+    stored events; at_load: the session's connection taken before the load,
+    which then nests the staged events."""
     from duckprof.synth import generate
 
     if block:
@@ -227,7 +231,10 @@ def test_synthetic_stack_traces_match_stack_walk(tmp_path, monkeypatch, options,
     tree = stack_nesting(events)
     expected = {i: v + (op_ancestor(events, tree, i),) for i, v in tree.items()}
     with duckprof.connect() as s:
+        if not deferred:
+            s.con
         s.load([path])
+        assert (session.NESTING in s._deferred) == deferred
         got = {eid - 1: (None if p is None else p - 1, d, self_ns, None if o is None else o - 1)
                for eid, p, d, self_ns, o in rows(
                    s, "SELECT event_id, parent_event_id, depth, self_ns, op_event_id FROM events "
@@ -365,7 +372,8 @@ def test_crossing_found_at_any_user_annotation(tmp_path, monkeypatch):
 
 @pytest.mark.slow  # four loads
 @pytest.mark.parametrize("with_stack", [False, True])
-def test_packed_sort_key_and_its_fallback(tmp_path, monkeypatch, with_stack):
+@pytest.mark.parametrize("deferred", [True, False], ids=["deferred", "at_load"])
+def test_packed_sort_key_and_its_fallback(tmp_path, monkeypatch, with_stack, deferred):
     """nesting.sql's walk sorts by one packed HUGEINT key when the batch's time
     span, durations and event ids fit in it; a trace spanning 8e15 us (an
     event of that length, as a broken clock writes) does not fit, and is
@@ -373,7 +381,8 @@ def test_packed_sort_key_and_its_fallback(tmp_path, monkeypatch, with_stack):
     zero-length event at its parent's end outside it). with_stack: a python
     frame F crosses a label L on a second thread, so the batch is nested in
     one pass that looks for crossings (its key has a field more), F closed
-    where L starts."""
+    where L starts. deferred: nested at first use (the statement that fails
+    runs before the fill's transaction), or at load."""
     modes = nesting_renders(monkeypatch, "packed")
     events = [("A", "cpu_op", 0, 8e15, 1), ("B", "cpu_op", 1, 2, 1), ("C", "user_annotation", 1, 2, 1),
               ("D", "cpu_op", 3, 0, 1)]
@@ -389,6 +398,8 @@ def test_packed_sort_key_and_its_fallback(tmp_path, monkeypatch, with_stack):
                                         "dur": span if n == "A" else dur} for n, c, ts, dur, tid in events]}, f)
         modes.clear()
         with duckprof.connect() as s:
+            if not deferred:
+                s.con
             s.load([path])
             got = rows(s, "SELECT e.name, p.name, e.depth, e.self_ns, o.name FROM events e "
                           "LEFT JOIN events p ON p.event_id = e.parent_event_id "

@@ -139,3 +139,24 @@ def test_a_new_database_file_is_exactly_what_create_schema_writes(own_cache, tmp
     assert [p.name for p in own_cache.glob("schema-*.duckdb")]  # it was copied
     for key in want.keys() - {"databases", "settings"}:  # (their names and temp_directory differ)
         assert got[key] == want[key], key
+
+
+def test_a_checked_template_is_not_checked_again_by_the_next_process(own_cache, created, monkeypatch):
+    """The first copy of a template is checked once for its bytes: a mark
+    beside it (the hash of its bytes and of the checking code) spares the
+    next process the checks; a template whose bytes changed since is checked
+    again (and dropped when it fails)."""
+    checks = []
+    real = session.views_current
+    monkeypatch.setattr(session, "views_current", lambda *a, **k: checks.append(1) or real(*a, **k))
+    session_catalog()
+    (path,) = own_cache.glob("schema-*.duckdb")
+    assert len(checks) == 1 and path.with_name(path.name + ".checked").exists()
+    session._TEMPLATES_CHECKED.clear()  # as in a new process
+    assert session_catalog() == created and len(checks) == 1
+    con = duckdb.connect(str(path))
+    con.execute("CREATE OR REPLACE VIEW kernels AS SELECT 42 AS planted")
+    con.close()
+    session._TEMPLATES_CHECKED.clear()
+    assert session_catalog() == created and len(checks) == 2
+    assert not path.exists() and not path.with_name(path.name + ".checked").exists()

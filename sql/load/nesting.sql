@@ -5,8 +5,11 @@
 -- which insert_events.sql joins to the events. Template: raws, exact (see
 -- normalize.sql), nest, crossing, packed, block (see below). Parameters: first_trace_id,
 -- base_ns (normalize.sql), and with crossing = 'threads' crossing_threads
--- (UBIGINT[]). A thread is hash(trace_id, pid_label, tid_label): pid and tid
--- as written.
+-- (UBIGINT[]). raws none: the rows of `events` of the traces in the
+-- parameter trace_ids (INTEGER[]) instead, the same columns stored (an
+-- in-memory load leaves the nesting to first use: session.DEFERRED); then
+-- first_trace_id and base_ns are not parameters. A thread is hash(trace_id,
+-- pid_label, tid_label): pid and tid as written.
 --
 -- Quadratic interval joins die on big traces, so nesting comes from sorted
 -- passes instead. Per thread, every event contributes a start point (+1) and
@@ -51,8 +54,14 @@ INSERT INTO {{ nest }}
 WITH host AS (
     SELECT trace_id, event_id, hash(trace_id, pid_label, tid_label) AS thread,
            (cat = 'cpu_op')::INTEGER AS op, ts_ns, end_ns, dur_ns
+    {%- if raws is none %}
+    FROM events
+    WHERE trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, trace_id)
+      AND ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
+    {%- else %}
     FROM ({{ normalized_events(raws, exact) }})
     WHERE ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
+    {%- endif %}
       AND cat NOT IN {{ sql_list(not_host_cats) }}
       {%- if crossing == 'threads' %}
       AND list_contains(CAST($crossing_threads AS UBIGINT[]), hash(trace_id, pid_label, tid_label))

@@ -18,11 +18,18 @@
 -- for a trace that has no crossing.)
 -- Template: raws (the batch's staged relations, see normalize.sql), looked
 -- at in one join, each trace's rows told apart by src (one join per relation
--- cost ~20 ms each, 1.2 CPU-s for a job of 1,000 small traces).
+-- cost ~20 ms each, 1.2 CPU-s for a job of 1,000 small traces); raws none:
+-- the stored events of the traces in the parameter trace_ids (INTEGER[]),
+-- their canonical categories and times in ns (nesting.sql reads them so too).
 -- Returns stack BOOLEAN.
 {% from "load/normalize.sql" import staged_source %}
 WITH staged AS (
-{%- for raw in raws %}
+{%- if raws is none %}
+    SELECT trace_id AS src, ph, cat, name, pid_label AS pid, tid_label AS tid, ts_ns AS ts, dur_ns AS dur
+    FROM events
+    WHERE trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, trace_id)
+{%- endif %}
+{%- for raw in raws or [] %}
     {% if not loop.first %}UNION ALL {% endif %}SELECT src, ph, cat, name, pid, tid, ts, dur FROM ({{ staged_source(raw) }})
 {%- endfor %}
 )
