@@ -222,8 +222,9 @@ def exact_table(table: str) -> str:
 # bytes and files at once: per statement, not per event, costs dominate small
 # traces, and a job may have thousands of rank files. A batch of files that
 # were all parsed in groups (small ones) may hold GROUPED_BATCH times as many
-# bytes: a few whole groups. (Bigger traces keep smaller batches: a batch of
-# several traces is inserted without keeping file order, see _insert.)
+# bytes: a few whole groups (its last group is not cut: up to one group
+# more). (Bigger traces keep smaller batches: a batch of several traces is
+# inserted without keeping file order, see _insert.)
 BATCH_BYTES = 64 << 20
 BATCH_FILES = 1024
 GROUPED_BATCH = 3
