@@ -222,8 +222,9 @@ def exact_table(table: str) -> str:
 # bytes and files at once: per statement, not per event, costs dominate small
 # traces, and a job may have thousands of rank files. A batch of files that
 # were all parsed in groups (small ones) may hold GROUPED_BATCH times as many
-# bytes: a few whole groups. (Bigger traces keep smaller batches: a batch of
-# several traces is inserted without keeping file order, see _insert.)
+# bytes: a few whole groups (its last group is not cut: up to one group
+# more). (Bigger traces keep smaller batches: a batch of several traces is
+# inserted without keeping file order, see _insert.)
 BATCH_BYTES = 64 << 20
 BATCH_FILES = 1024
 GROUPED_BATCH = 3
@@ -247,18 +248,22 @@ NESTING_BLOCK = 2048
 
 
 def _batches(prepared):
-    """Consecutive runs of prepared files to insert with one set of statements."""
+    """Consecutive runs of prepared files to insert with one set of statements.
+    The byte cap does not cut a group (only BATCH_FILES does): the nesting and
+    the insert of each batch read all of a group's staged rows, so a group in
+    two batches would be read twice by each."""
     batch, size, grouped = [], 0, True  # grouped: every file of the batch was parsed in a group
     for item in prepared:
         n = item[0].split.json_bytes
-        in_group = item[0].group is not None
-        cap = BATCH_BYTES * (GROUPED_BATCH if grouped and in_group else 1)
-        if batch and (size + n > cap or len(batch) >= BATCH_FILES):
+        group = item[0].group
+        cap = BATCH_BYTES * (GROUPED_BATCH if grouped and group is not None else 1)
+        inside = group is not None and bool(batch) and batch[-1][0].group is group
+        if batch and ((size + n > cap and not inside) or len(batch) >= BATCH_FILES):
             yield batch
             batch, size, grouped = [], 0, True
         batch.append(item)
         size += n
-        grouped = grouped and in_group
+        grouped = grouped and group is not None
     if batch:
         yield batch
 

@@ -287,6 +287,33 @@ def _renders(monkeypatch) -> list:
     return rendered
 
 
+def test_a_group_is_not_cut_between_batches_by_their_bytes(monkeypatch, tmp_path):
+    """A batch of grouped files ends at the end of a group even past its
+    byte cap (BATCH_BYTES x GROUPED_BATCH): the nesting and the insert of a
+    batch read all of a group's staged rows, so a group in two batches was
+    read twice by each. Five ranks in groups of three and two, a cap of two
+    files: two batches of whole groups (they were three, each group in two),
+    the same rows as one load call per file."""
+    files = _five_ranks(tmp_path)
+    size = max(len(open(f, "rb").read()) for f in files)
+    monkeypatch.setattr(load, "GROUP_FILES", 3)
+    monkeypatch.setattr(load, "GROUPED_BATCH", 1)
+    monkeypatch.setattr(load, "BATCH_BYTES", 2 * size)
+    inserts = []
+    real = sqlfiles.render
+
+    def render(name, **kw):
+        if name == "load/insert_events.sql":
+            inserts.append([(raw["view"], raw.get("positions")) for raw in kw["raws"]])
+        return real(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", render)
+    grouped, single, groups = _grouped_and_alone(monkeypatch, files)
+    assert groups == [3, 2]
+    assert inserts[:2] == [[("dp_stage.grp_0", [0, 1, 2])], [("dp_stage.grp_1", [0, 1])]]
+    for k in TABLES:
+        assert grouped[k] == single[k], k
+
+
 @pytest.mark.slow  # the quick run has test_grouped_load_equals_one_by_one_quick
 def test_derived_tables_filled_once_per_load(monkeypatch, tmp_path):
     """A job's derived tables (schema 4, sql/load/derived_*.sql) are filled
