@@ -155,3 +155,25 @@ def test_absolute_fractional_ts_key_inside_args(tmp_path):
         got = dict(rows(s, "SELECT name, ts_ns FROM events"))
     assert got["plain"] == 1700000000000000130
     assert abs(got["args_first"] - 1700000000000002130) <= LIMIT_NS
+
+
+def test_absolute_fractional_text_forms(tmp_path):
+    """exact_ts.sql turns the usual text (3 decimals, no exponent) into ns by
+    its digits, every other one by a DECIMAL: each form gives the ns of its
+    text (rounded half away from zero below 1 ns)."""
+    forms = {"three": "1700000000000000.130", "three_zeros": "1700000000000001.000",
+             "two": "1700000000000002.13", "one": "1700000000000003.1",
+             "four": "1700000000000005.1305", "six": "1700000000000006.123456",
+             "exponent": "1.7000000000000071e15", "exponent_3": "170000000000000.812e1",
+             "upper_exponent": "1.700000000000009130E15"}
+    events = ", ".join(f'{{"ph": "X", "cat": "cpu_op", "name": "{n}", "pid": 1, "tid": 1, "ts": {t}, "dur": 0.5}}'
+                       for n, t in forms.items())
+    path = tmp_path / "forms.json"
+    path.write_text('{"traceEvents": [' + events + ']}')
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        got = dict(rows(s, "SELECT name, ts_ns FROM events"))
+    expected = {n: int((decimal.Decimal(t) * 1000).to_integral_value(decimal.ROUND_HALF_UP)) for n, t in forms.items()}
+    assert got == expected
+    assert got["three"] == 1700000000000000130 and got["four"] == 1700000000000005131
+    assert got["exponent_3"] == 1700000000000008120 and got["upper_exponent"] == 1700000000000009130
