@@ -182,30 +182,6 @@ def test_statements_left_out_would_store_nothing(tmp_path, monkeypatch):
 
 @pytest.mark.slow  # 20 loads
 @pytest.mark.skipif(not corpus_files(), reason="no corpus")
-def test_device_time_of_runtime_calls_sharing_a_correlation_counts_once(tmp_path):
-    """Two runtime calls with one correlation (MTIA traces pair them) and one
-    5 us kernel of it, both inside op A: the kernel is A's device time once,
-    launched by the earlier call as the launches view links it, not once per
-    call that shares its correlation."""
-    events = [
-        {"ph": "X", "cat": "cpu_op", "name": "A", "pid": 1, "tid": 1, "ts": 1000000, "dur": 100, "args": {}},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1000010,
-         "dur": 10, "args": {"correlation": 7}},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1000030,
-         "dur": 10, "args": {"correlation": 7}},
-        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1000050, "dur": 5,
-         "args": {"correlation": 7, "device": 0, "stream": 7}}]
-    path = tmp_path / "shared_correlation.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
-    with duckprof.connect() as s:
-        s.load([str(path)], run="r")
-        got = s.sql("SELECT c.name, c.ts_ns - 1000000000, t.device_ns FROM call_totals t "
-                    "JOIN host_events c USING (trace_id, event_id) ORDER BY ALL").fetchall()
-        launches = s.sql("SELECT launch_ts_ns - 1000000000, dur_ns FROM launches").fetchall()
-    assert got == [("A", 0, 5000)]  # the runtime calls own no launch: their op does
-    assert launches == [(10000, 5000)]
-
-
 def test_statements_left_out_would_store_nothing_on_the_corpus(monkeypatch):
     """Every corpus trace loaded alone: the same tables as every statement
     stores (CPU-only, MTIA, pre-Kineto and ROCm traces among them)."""
