@@ -44,11 +44,12 @@ calls AS (  -- merged: a call that is its parent's only child and has its name (
     FROM calls0 c
     LEFT JOIN calls0 p ON p.trace_id = c.trace_id AND p.event_id = c.parent_event_id
 ),
-bytes AS (  -- each call's [memory] bytes, computed at load (call_totals; templates/memory.sql call_bytes)
+bytes AS (  -- each call's [memory] bytes, computed at load (call_totals; templates/memory.sql call_bytes);
+            -- a merged call is not one (its bytes are its parent's; its children's parent has the same key)
     SELECT c.trace_id, c.kh, c.pkh, t.cpu_mem_bytes AS cpu_mem, t.device_mem_bytes AS dev_mem
     FROM calls c
     JOIN call_totals t ON t.trace_id = c.trace_id AND t.event_id = c.event_id
-    WHERE t.cpu_mem_bytes <> 0 OR t.device_mem_bytes <> 0
+    WHERE (t.cpu_mem_bytes <> 0 OR t.device_mem_bytes <> 0) AND NOT c.merged
 ),
 own AS (SELECT trace_id, kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem FROM bytes GROUP BY ALL),
 kids AS (SELECT trace_id, pkh AS kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem
