@@ -82,16 +82,19 @@ def test_live_by_hand(mem):
     assert got == [("CPU", 30, 160.0, 2, None, 3), ("CUDA", 500, 130.0, 2, "aten::mm", 11)]
 
 
-def test_memory_ops_equal_torchs_columns():
+@pytest.mark.parametrize("name", ["train", "threads", "bwd_thread", "intraop"])
+def test_memory_ops_equal_torchs_columns(name):
     """On a torch-recorded profile_memory trace, report memory --ops holds torch's
     own CPU Mem / Self CPU Mem for every operator and annotation
-    (fixtures/golden/ops, key_averages of the same run)."""
-    with gzip.open(REPO / "fixtures" / "golden" / "ops" / "train.key_averages.json.gz", "rt") as f:
+    (fixtures/golden/ops, key_averages of the same run). In threads, bwd_thread and
+    intraop aten::sum holds an aten::sum (merged into it, as torch does) that
+    allocates: its bytes count once, in its parent's."""
+    with gzip.open(REPO / "fixtures" / "golden" / "ops" / f"{name}.key_averages.json.gz", "rt") as f:
         gold = {(r["key"]): r for r in json.load(f)["plain"]}
     with duckprof.connect() as s:
-        s.load([str(REPO / "fixtures" / "golden" / "ops" / "train.json.gz")], run="r")
+        s.load([str(REPO / "fixtures" / "golden" / "ops" / f"{name}.json.gz")], run="r")
         got = rows(s, ops=True, limit=0)
-    assert len(got) >= 30
+    assert len(got) >= 5
     for r in got:
         g = gold[r["name"]]
         assert (r["cpu_mem_bytes"], r["self_cpu_mem_bytes"]) == (g["cpu_memory_usage"], g["self_cpu_memory_usage"]), \
