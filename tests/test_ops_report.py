@@ -1,11 +1,11 @@
 """`report ops`: torch's key_averages().table() from a trace file.
 
-Parity: seven CPU traces recorded with torch 2.13 (fixtures/golden/ops/record_ops.py:
+Parity: eight CPU traces recorded with torch 2.13 (fixtures/golden/ops/record_ops.py:
 record_shapes, with_stack (verbose), with_flops, profile_memory; a training loop
 with a DataLoader and Adam, an op-heavy program (mm, bmm, addmm, conv2d, SDPA fp32
 and bf16), nested record_function labels with and without with_stack, four Python
 threads running ops under labels, backward() on a thread of its own, intra-op
-parallelism with two threads), and torch's
+parallelism with two threads, a TorchScript function run directly and forked), and torch's
 own key_averages() of the same profiling run, plain, group_by_input_shape=True and
 group_by_stack_n=5. Every row torch has, duckprof has, with the same count, self and
 total CPU time (within 1 ns per call: the trace holds times to the ns), CPU memory
@@ -30,7 +30,7 @@ from conftest import REPO, corpus_path, invoke, needs_corpus, slow_when
 import duckprof
 
 GOLD = REPO / "fixtures" / "golden" / "ops"
-TRACES = ["train", "ops", "labels", "labels_nostack", "threads", "bwd_thread", "intraop"]
+TRACES = ["train", "ops", "labels", "labels_nostack", "threads", "bwd_thread", "intraop", "jit_fork"]
 GROUPINGS = {"plain": {}, "by_shape": {"group_by_input_shape": True}, "by_stack": {"group_by_stack": 5}}
 
 
@@ -99,7 +99,7 @@ def assert_same_row(mine, theirs, where):
 def test_rows_equal_torchs_key_averages(sessions, name, grouping):
     theirs = {torch_key(r, grouping): r for r in golden(name)[grouping]}
     mine = {our_key(r, grouping): r for r in ours(sessions[name], **GROUPINGS[grouping])}
-    if grouping == "by_shape" and name == "train":  # explained below
+    if grouping == "by_shape":  # TensorList arguments (train, jit_fork): explained below
         mine = {k: r for k, r in mine.items() if tensorlist_as_torch(k[2]) == k[2]}
         theirs = {k: r for k, r in theirs.items() if "[]" not in (k[2] or "") or k[0] not in TENSORLIST_OPS}
     assert set(mine) == set(theirs)

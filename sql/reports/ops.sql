@@ -409,10 +409,12 @@ flops_key AS (
     {%- if group_by_stack %}
     SELECT trace_id, kh, flops FROM base
     {%- else %}
-    -- per name (and shapes): the row key of a cpu_op
+    -- per name (and shapes): the row key of a cpu_op; a merged call's FLOPs are not counted (torch
+    -- drops the call: its parent's, e.g. the aten::add a TorchScript aten::add calls, count once)
     SELECT f.trace_id, hash(f.name, false{% if group_by_input_shape %}, f.input_dims::VARCHAR{% endif %}) AS kh,
            sum(f.flops) AS flops
     FROM call_flops f
+    ANTI JOIN dup x ON x.trace_id = f.trace_id AND x.event_id = f.event_id
     GROUP BY ALL
     {%- endif %}
 ),
