@@ -82,7 +82,7 @@ def test_live_by_hand(mem):
     assert got == [("CPU", 30, 160.0, 2, None, 3), ("CUDA", 500, 130.0, 2, "aten::mm", 11)]
 
 
-@pytest.mark.parametrize("name", ["train", "threads", "bwd_thread", "intraop"])
+@pytest.mark.parametrize("name", ["train", "ops", "labels", "labels_nostack", "threads", "bwd_thread", "intraop", "jit_fork"])
 def test_memory_ops_equal_torchs_columns(name):
     """On a torch-recorded profile_memory trace, report memory --ops holds torch's
     own CPU Mem / Self CPU Mem for every operator and annotation
@@ -94,7 +94,7 @@ def test_memory_ops_equal_torchs_columns(name):
     with duckprof.connect() as s:
         s.load([str(REPO / "fixtures" / "golden" / "ops" / f"{name}.json.gz")], run="r")
         got = rows(s, ops=True, limit=0)
-    assert len(got) >= 5
+    assert len(got) >= 1
     for r in got:
         g = gold[r["name"]]
         assert (r["cpu_mem_bytes"], r["self_cpu_mem_bytes"]) == (g["cpu_memory_usage"], g["self_cpu_memory_usage"]), \
