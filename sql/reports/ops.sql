@@ -82,10 +82,8 @@
 -- self_device_mem_bytes  BIGINT   device_mem_bytes less its children's
 {% from "templates/scope.sql" import run_scope with context %}
 {% from "templates/intervals.sql" import merged_intervals %}
-{% from "templates/memory.sql" import memory_bytes %}
-{%- set dropped = "('[memory]', '[OutOfMemory]', 'profiler::_record_function_enter', "
-                  "'profiler::_record_function_enter_new', 'profiler::_record_function_exit', "
-                  "'aten::is_leaf', 'aten::output_nr', 'aten::_version')" %}
+{% from "templates/memory.sql" import memory_bytes, dropped_names %}
+{%- set dropped = dropped_names() %}
 {%- set orders = {
     'self_cpu': 'self_cpu_us DESC', 'cpu_total': 'cpu_total_us DESC', 'self_device': 'self_device_us DESC',
     'device_total': 'device_total_us DESC', 'count': 'count DESC', 'cpu_mem': 'cpu_mem_bytes DESC',
