@@ -391,9 +391,11 @@ def test_add_and_mul_flops_as_torchs_profiler(tmp_path):
     """torch's profiler (with_flops) counts aten::add and aten::mul as the elements of
     their first input, whatever the other's shape (torch 2.13: [1,8] + [16,8] -> 8,
     0-dim * [16,8] -> 1, [16,8] + 3 -> 128); in-place add_ and mul_, sub and div get
-    none. flop_counter, which duckprof's estimates follow elsewhere, has no formula."""
+    none, and so does a call without shapes or with no input. flop_counter, which
+    duckprof's estimates follow elsewhere, has no formula."""
     calls = [("aten::add", [[1, 8], [16, 8], []]), ("aten::add", [[16, 8], [], []]), ("aten::mul", [[], [16, 8]]),
-             ("aten::add_", [[16, 8], [16, 8], []]), ("aten::sub", [[16, 8], [16, 8], []]), ("aten::mul", None)]
+             ("aten::add_", [[16, 8], [16, 8], []]), ("aten::sub", [[16, 8], [16, 8], []]), ("aten::mul", None),
+             ("aten::add", [])]
     ev = [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": 1000 + 10 * i, "dur": 5,
            "args": {"Input Dims": d} if d is not None else {}} for i, (n, d) in enumerate(calls)]
     p = tmp_path / "addmul.json"
@@ -403,6 +405,6 @@ def test_add_and_mul_flops_as_torchs_profiler(tmp_path):
         by_shape = {(r["name"], r["input_shapes"]): r["flops"] for r in ours(s, group_by_input_shape=True)}
         plain = {r["name"]: r["flops"] for r in ours(s)}
     assert by_shape == {("aten::add", "[[1,8],[16,8],[]]"): 8, ("aten::add", "[[16,8],[],[]]"): 128,
-                        ("aten::mul", "[[],[16,8]]"): 1, ("aten::mul", None): None,
+                        ("aten::mul", "[[],[16,8]]"): 1, ("aten::mul", None): None, ("aten::add", "[]"): None,
                         ("aten::add_", "[[16,8],[16,8],[]]"): None, ("aten::sub", "[[16,8],[16,8],[]]"): None}
     assert plain == {"aten::add": 136, "aten::mul": 1, "aten::add_": None, "aten::sub": None}

@@ -102,7 +102,8 @@ call_flops AS (  -- each call's FLOPs: duckprof's estimate; for aten::add and at
     WHERE TRUE {{ run_scope() }} AND name NOT IN ('aten::add', 'aten::mul')
     UNION ALL
     SELECT trace_id, event_id, name, input_dims,
-           coalesce(list_product(try_cast(input_dims->'$[0]' AS BIGINT[])), 1)::BIGINT
+           CASE WHEN json_type(input_dims, '$[0]') = 'ARRAY'
+                THEN coalesce(list_product(try_cast(input_dims->'$[0]' AS BIGINT[])), 1)::BIGINT END
     FROM cpu_ops
     WHERE TRUE {{ run_scope() }} AND name IN ('aten::add', 'aten::mul') AND input_dims IS NOT NULL
 ),
