@@ -1,9 +1,11 @@
 """`report ops`: torch's key_averages().table() from a trace file.
 
-Parity: four CPU traces recorded with torch 2.13 (fixtures/golden/ops/record_ops.py:
+Parity: eight CPU traces recorded with torch 2.13 (fixtures/golden/ops/record_ops.py:
 record_shapes, with_stack (verbose), with_flops, profile_memory; a training loop
 with a DataLoader and Adam, an op-heavy program (mm, bmm, addmm, conv2d, SDPA fp32
-and bf16), nested record_function labels with and without with_stack), and torch's
+and bf16), nested record_function labels with and without with_stack, four Python
+threads running ops under labels, backward() on a thread of its own, intra-op
+parallelism with two threads, a TorchScript function run directly and forked), and torch's
 own key_averages() of the same profiling run, plain, group_by_input_shape=True and
 group_by_stack_n=5. Every row torch has, duckprof has, with the same count, self and
 total CPU time (within 1 ns per call: the trace holds times to the ns), CPU memory
@@ -28,7 +30,7 @@ from conftest import REPO, corpus_path, invoke, needs_corpus, slow_when
 import duckprof
 
 GOLD = REPO / "fixtures" / "golden" / "ops"
-TRACES = ["train", "ops", "labels", "labels_nostack"]
+TRACES = ["train", "ops", "labels", "labels_nostack", "threads", "bwd_thread", "intraop", "jit_fork"]
 GROUPINGS = {"plain": {}, "by_shape": {"group_by_input_shape": True}, "by_stack": {"group_by_stack": 5}}
 
 
@@ -97,7 +99,7 @@ def assert_same_row(mine, theirs, where):
 def test_rows_equal_torchs_key_averages(sessions, name, grouping):
     theirs = {torch_key(r, grouping): r for r in golden(name)[grouping]}
     mine = {our_key(r, grouping): r for r in ours(sessions[name], **GROUPINGS[grouping])}
-    if grouping == "by_shape" and name == "train":  # explained below
+    if grouping == "by_shape":  # TensorList arguments (train, jit_fork): explained below
         mine = {k: r for k, r in mine.items() if tensorlist_as_torch(k[2]) == k[2]}
         theirs = {k: r for k, r in theirs.items() if "[]" not in (k[2] or "") or k[0] not in TENSORLIST_OPS}
     assert set(mine) == set(theirs)
@@ -383,3 +385,26 @@ def test_group_by_stack_backward_functions_per_thread(tmp_path):
                    "MulBackward0": f"{fwd}; {main}", "aten::add_": f"{fwd}; {main}", "aten::relu": main,
                    "aten::zeros": "", "AddmmBackward0": f"{fwd}; {main}", "aten::mm": f"{fwd}; {main}",
                    "aten::copy_": ""}
+
+
+def test_add_and_mul_flops_as_torchs_profiler(tmp_path):
+    """torch's profiler (with_flops) counts aten::add and aten::mul as the elements of
+    their first input, whatever the other's shape (torch 2.13: [1,8] + [16,8] -> 8,
+    0-dim * [16,8] -> 1, [16,8] + 3 -> 128); in-place add_ and mul_, sub and div get
+    none, and so does a call without shapes or with no input. flop_counter, which
+    duckprof's estimates follow elsewhere, has no formula."""
+    calls = [("aten::add", [[1, 8], [16, 8], []]), ("aten::add", [[16, 8], [], []]), ("aten::mul", [[], [16, 8]]),
+             ("aten::add_", [[16, 8], [16, 8], []]), ("aten::sub", [[16, 8], [16, 8], []]), ("aten::mul", None),
+             ("aten::add", [])]
+    ev = [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": 1000 + 10 * i, "dur": 5,
+           "args": {"Input Dims": d} if d is not None else {}} for i, (n, d) in enumerate(calls)]
+    p = tmp_path / "addmul.json"
+    p.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev}))
+    with duckprof.connect() as s:
+        s.load([str(p)], run="r")
+        by_shape = {(r["name"], r["input_shapes"]): r["flops"] for r in ours(s, group_by_input_shape=True)}
+        plain = {r["name"]: r["flops"] for r in ours(s)}
+    assert by_shape == {("aten::add", "[[1,8],[16,8],[]]"): 8, ("aten::add", "[[16,8],[],[]]"): 128,
+                        ("aten::mul", "[[],[16,8]]"): 1, ("aten::mul", None): None, ("aten::add", "[]"): None,
+                        ("aten::add_", "[[16,8],[16,8],[]]"): None, ("aten::sub", "[[16,8],[16,8],[]]"): None}
+    assert plain == {"aten::add": 136, "aten::mul": 1, "aten::add_": None, "aten::sub": None}

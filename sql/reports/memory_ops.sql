@@ -25,8 +25,9 @@
 -- self_cpu_mem_bytes     BIGINT   CPU bytes allocated (net) by its calls, not by their children
 -- cpu_mem_bytes          BIGINT   CPU bytes allocated (net) during its calls
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/memory.sql" import memory_notes with context %}
-WITH calls0 AS (  -- Python function events are calls too (their children's bytes are not their parent's self)
+{% from "templates/memory.sql" import memory_notes, dropped_names with context %}
+WITH calls0 AS (  -- Python function events are calls too (their children's bytes are not their parent's self);
+                  -- the names torch drops are none (nor a sibling that keeps a call from being merged)
     SELECT trace_id, event_id, parent_event_id, ts_ns, end_ns,
            CASE WHEN starts_with(name, 'ProfilerStep#') THEN 'ProfilerStep*' ELSE name END AS key, annotation, python
     FROM (SELECT trace_id, event_id, parent_event_id, ts_ns, end_ns, name, false AS annotation, false AS python
@@ -35,7 +36,7 @@ WITH calls0 AS (  -- Python function events are calls too (their children's byte
           SELECT trace_id, event_id, parent_event_id, ts_ns, end_ns, name, true, false FROM user_annotations
           UNION ALL
           SELECT trace_id, event_id, parent_event_id, ts_ns, end_ns, name, false, true FROM python_functions)
-    WHERE trace_id IN (SELECT trace_id FROM memory_events) {{ run_scope() }}
+    WHERE trace_id IN (SELECT trace_id FROM memory_events) {{ run_scope() }} AND name NOT IN {{ dropped_names() }}
 ),
 calls AS (  -- merged: a call that is its parent's only child and has its name (torch's _remove_dup_nodes)
     SELECT c.*, hash(c.key, c.annotation) AS kh, hash(p.key, p.annotation) AS pkh,
@@ -44,11 +45,12 @@ calls AS (  -- merged: a call that is its parent's only child and has its name (
     FROM calls0 c
     LEFT JOIN calls0 p ON p.trace_id = c.trace_id AND p.event_id = c.parent_event_id
 ),
-bytes AS (  -- each call's [memory] bytes, computed at load (call_totals; templates/memory.sql call_bytes)
+bytes AS (  -- each call's [memory] bytes, computed at load (call_totals; templates/memory.sql call_bytes);
+            -- a merged call is not one (its bytes are its parent's; its children's parent has the same key)
     SELECT c.trace_id, c.kh, c.pkh, t.cpu_mem_bytes AS cpu_mem, t.device_mem_bytes AS dev_mem
     FROM calls c
     JOIN call_totals t ON t.trace_id = c.trace_id AND t.event_id = c.event_id
-    WHERE t.cpu_mem_bytes <> 0 OR t.device_mem_bytes <> 0
+    WHERE (t.cpu_mem_bytes <> 0 OR t.device_mem_bytes <> 0) AND NOT c.merged
 ),
 own AS (SELECT trace_id, kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem FROM bytes GROUP BY ALL),
 kids AS (SELECT trace_id, pkh AS kh, sum(cpu_mem) AS cpu_mem, sum(dev_mem) AS dev_mem

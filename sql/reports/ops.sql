@@ -33,7 +33,9 @@
 -- children's; [memory] events during no call at all are one more row,
 -- '[memory]', as in torch. FLOPs: duckprof's estimate of each call (cpu_op_estimates; torch
 -- counts only mm, addmm, bmm, baddbmm, conv2d, mul and add, and only at that
--- level: duckprof also at convolution, _convolution, ...).
+-- level: duckprof also at convolution, _convolution, ...); aten::add and aten::mul
+-- as torch's profiler counts them (not flop_counter, which has none): the number
+-- of elements of the first input, whatever the other's shape.
 -- --group-by-input-shape: one row per name and Input Dims. --group-by-stack N:
 -- one row per name and the first N frames of its Python stack (the Call stack
 -- arg of verbose with_stack traces, else its enclosing Python function events;
@@ -80,10 +82,8 @@
 -- self_device_mem_bytes  BIGINT   device_mem_bytes less its children's
 {% from "templates/scope.sql" import run_scope with context %}
 {% from "templates/intervals.sql" import merged_intervals %}
-{% from "templates/memory.sql" import memory_bytes %}
-{%- set dropped = "('[memory]', '[OutOfMemory]', 'profiler::_record_function_enter', "
-                  "'profiler::_record_function_enter_new', 'profiler::_record_function_exit', "
-                  "'aten::is_leaf', 'aten::output_nr', 'aten::_version')" %}
+{% from "templates/memory.sql" import memory_bytes, dropped_names %}
+{%- set dropped = dropped_names() %}
 {%- set orders = {
     'self_cpu': 'self_cpu_us DESC', 'cpu_total': 'cpu_total_us DESC', 'self_device': 'self_device_us DESC',
     'device_total': 'device_total_us DESC', 'count': 'count DESC', 'cpu_mem': 'cpu_mem_bytes DESC',
@@ -93,6 +93,19 @@
                    ~ (', stack' if group_by_stack else '') ~ ', kind' %}
 WITH {% if group_by_stack %}RECURSIVE {% endif %}scope AS (
     SELECT trace_id, run, rank FROM trace_files WHERE TRUE {{ run_scope() }}
+),
+call_flops AS (  -- each call's FLOPs: duckprof's estimate; for aten::add and aten::mul torch's profiler's
+                 -- (torch/csrc/profiler/util.cpp computeFlops: the product of the first input's dims,
+                 -- 1 for a 0-dim tensor), which cpu_op_estimates leaves out (flop_counter's, none)
+    SELECT trace_id, event_id, name, input_dims, flops
+    FROM cpu_op_estimates
+    WHERE TRUE {{ run_scope() }} AND name NOT IN ('aten::add', 'aten::mul')
+    UNION ALL
+    SELECT trace_id, event_id, name, input_dims,
+           CASE WHEN json_type(input_dims, '$[0]') = 'ARRAY'
+                THEN coalesce(list_product(try_cast(input_dims->'$[0]' AS BIGINT[])), 1)::BIGINT END
+    FROM cpu_ops
+    WHERE TRUE {{ run_scope() }} AND name IN ('aten::add', 'aten::mul') AND input_dims IS NOT NULL
 ),
 launched AS (  -- per correlation id, the device time of the kernels, memcpys and memsets
               -- (launches: one row per such gpu_ops event, stored at load)
@@ -267,7 +280,7 @@ keyed AS (  -- each event's row key: name, annotation or not, stack, hashed
            hash(e.key, e.kind_no = 1{% if group_by_input_shape %}, e.input_dims{% endif %}, coalesce(st.sh, hash(''))) AS kh
     FROM ev e
     LEFT JOIN call_stacks st ON st.trace_id = e.trace_id AND st.event_id = e.event_id
-    LEFT JOIN (SELECT trace_id, event_id, flops FROM cpu_op_estimates WHERE TRUE {{ run_scope() }}) f
+    LEFT JOIN call_flops f
            ON f.trace_id = e.trace_id AND f.event_id = e.event_id
 ),
 {%- endif %}
@@ -352,10 +365,12 @@ totals AS (  -- the rows' calls with device time (launched from within them)
     ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
     WHERE NOT k.dropped AND k.device_ns <> 0
 ),
-mem_calls AS (  -- a call's bytes (calls with some), and its parent's row key
-    SELECT k.trace_id, k.kh, k.pkh, k.cpu_mem, k.dev_mem
+mem_calls AS (  -- a call's bytes (calls with some), and its parent's row key: when the parent is merged
+                -- or dropped, that of the call it went into (its row key may differ in shapes or stack)
+    SELECT k.trace_id, k.kh, coalesce(m.kh, k.pkh) AS pkh, k.cpu_mem, k.dev_mem
     FROM tree k
     ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
+    LEFT JOIN moved m ON m.trace_id = k.trace_id AND m.event_id = k.parent_event_id
     WHERE NOT k.dropped AND (k.cpu_mem <> 0 OR k.dev_mem <> 0)
 ),
 mem_own AS (
@@ -393,11 +408,12 @@ flops_key AS (
     {%- if group_by_stack %}
     SELECT trace_id, kh, flops FROM base
     {%- else %}
-    -- per name (and shapes): the row key of a cpu_op
+    -- per name (and shapes): the row key of a cpu_op; a merged call's FLOPs are not counted (torch
+    -- drops the call: its parent's, e.g. the aten::add a TorchScript aten::add calls, count once)
     SELECT f.trace_id, hash(f.name, false{% if group_by_input_shape %}, f.input_dims::VARCHAR{% endif %}) AS kh,
            sum(f.flops) AS flops
-    FROM cpu_op_estimates f
-    WHERE TRUE {{ run_scope('f.') }}
+    FROM call_flops f
+    ANTI JOIN dup x ON x.trace_id = f.trace_id AND x.event_id = f.event_id
     GROUP BY ALL
     {%- endif %}
 ),

@@ -11,6 +11,8 @@
 --   [memory] events' bytes). A NULL pid is a process of its own. Cumulative sums
 --   looked up by two ASOF joins. Computed per call at load
 --   (sql/load/derived_call_totals.sql).
+-- dropped_names(): the names torch's key_averages leaves out (_parse_kineto_results'
+--   _filter_name), an SQL list: report ops and memory --ops count no such call.
 -- memory_bytes(alias): cpu_b and dev_b of memory_events: the bytes of CPU
 --   (and MKLDNN, IDEEP) and of device (CUDA, HIP, XPU, PrivateUse1) events,
 --   as torch's _cpu_memory_usage / _device_memory_usage (c10::DeviceType).
@@ -30,6 +32,11 @@
 --   [memory] events (printed instead of the table when no trace in scope has
 --   any), without Total Allocated, without addresses.
 {% from "templates/scope.sql" import run_scope with context %}
+
+{% macro dropped_names() -%}
+('[memory]', '[OutOfMemory]', 'profiler::_record_function_enter', 'profiler::_record_function_enter_new',
+ 'profiler::_record_function_exit', 'aten::is_leaf', 'aten::output_nr', 'aten::_version')
+{%- endmacro %}
 
 {% macro memory_bytes(alias='') -%}
 CASE WHEN {{ alias }}device_type IN (0, 2, 5) THEN {{ alias }}bytes ELSE 0 END AS cpu_b,
