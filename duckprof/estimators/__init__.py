@@ -56,6 +56,12 @@ Every formula lives in this package, one module per concern:
   ``reductions`` (the outputs of sum, mean, amax, ...);
 * ``store``: estimates in DuckDB (``add_estimates`` at load, ``estimate_table``,
   ``register``).
+
+One count is not an estimate and so not here: ``report ops``' FLOPs column
+of ``aten::add`` / ``aten::mul`` repeats torch's profiler (computeFlops: the
+first input's element count, whatever the other's shape), in
+sql/reports/ops.sql (``call_flops``); flop_counter, and so these estimates,
+give those ops none.
 """
 from __future__ import annotations
 
