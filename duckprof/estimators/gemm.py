@@ -70,8 +70,10 @@ def gemm(op, a: Args):
     if op == "matmul":
         return _matmul_shapes(a.shape(0), a.shape(1))
     if op == "linear":
-        x, w = a.shape(0), a.shape(1, 2)
-        if x is None or w is None or not x or x[-1] != w[1]:
+        x, w = a.shape(0), a.shape(1)
+        if w is not None and len(w) == 1:  # a 1-D weight: matmul(x, w), an mv / dot
+            return _matmul_shapes(x, w)
+        if x is None or w is None or len(w) != 2 or not x or x[-1] != w[1]:
             return None
         return 2 * math.prod(x[:-1]) * w[0] * w[1], list(x[:-1]) + [w[0]]
     if op in ("mv", "addmv"):
