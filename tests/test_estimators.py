@@ -17,7 +17,7 @@ import pytest
 from duckprof import estimators as est
 from duckprof.estimators import DTYPE_ALIASES, DTYPE_BYTES, op_bytes, op_dtype, op_flops, peak_dtype_for
 from duckprof.estimators.attention import ATTN_BWD, ATTN_FWD
-from duckprof.estimators.dtypes import NON_TENSOR_TYPES
+from duckprof.estimators.dtypes import NON_TENSOR_TYPES, SCALAR_TYPE_CODES
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = json.loads((ROOT / "fixtures" / "golden" / "flops_torch.json").read_text())
@@ -30,6 +30,11 @@ TORCH_TO_CANON = {
     "torch.float8_e5m2fnuz": "fp8", "torch.int64": "int64", "torch.int32": "int32", "torch.int16": "int16",
     "torch.int8": "int8", "torch.uint8": "uint8", "torch.bool": "bool", "torch.complex64": "complex64",
     "torch.complex128": "complex128", "torch.uint16": "uint16", "torch.uint32": "uint32", "torch.uint64": "uint64",
+    "torch.float8_e8m0fnu": "fp8", "torch.float4_e2m1fn_x2": "fp4", "torch.complex32": "complex32",
+    "torch.qint8": "int8", "torch.quint8": "uint8", "torch.qint32": "int32",
+    # raw bit containers (no arithmetic): their size is all that matters
+    "torch.bits8": "bits8", "torch.bits16": "bits16", "torch.bits1x8": "bits8", "torch.bits2x4": "bits8",
+    "torch.bits4x2": "bits8",
 }
 
 # Golden cases where duckprof deliberately returns something else than torch's number.
@@ -90,15 +95,25 @@ def test_dtype_of_golden_case(case):
 
 
 def test_dtype_spellings_recorded_by_torch():
+    """Every dtype a CPU tensor can be cloned in (torch 2.13: 30, quantized and bit
+    containers included): its Input type spelling, its size, and its ScalarType code
+    as Concrete Inputs write a dtype argument (x.to(torch.bits16) -> "22")."""
     spell = {c["input_types"][0]: c["dtype"] for c in GOLDEN if c["op"] == "aten::clone"}
-    assert len(spell) == 19
+    assert len(spell) == 30
     for s, dt in spell.items():
         assert DTYPE_ALIASES[s] == TORCH_TO_CANON[dt], s
     for c in GOLDEN:
         if c["op"] == "aten::clone":
             assert op_flops(c["op"], *args(c)) is None  # no formula (torch counts 0)
+            assert DTYPE_BYTES[TORCH_TO_CANON[c["dtype"]]] == c["itemsize"], c["dtype"]
             # clone reads and writes 3x5 elements
-            assert op_bytes(c["op"], *args(c)) == 2 * 15 * DTYPE_BYTES[TORCH_TO_CANON[c["dtype"]]]
+            assert op_bytes(c["op"], *args(c)) == 2 * 15 * c["itemsize"], c["dtype"]
+            assert SCALAR_TYPE_CODES[c["scalar_type_code"]] == TORCH_TO_CANON[c["dtype"]], c["dtype"]
+            # x.to(dtype) of a [3, 5] fp32 tensor reads 15 x 4 bytes and writes 15 in the new dtype
+            to = op_bytes("aten::_to_copy", [[3, 5], [], [], [], [], [], []],
+                          ["float", "Scalar", "", "", "", "Scalar", ""],
+                          ["", str(c["scalar_type_code"]), "", "", "", "False", ""])
+            assert to == 15 * 4 + 15 * c["itemsize"], c["dtype"]
 
 
 def test_flash_kernel_layout_deviation_is_recorded():

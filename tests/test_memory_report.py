@@ -82,7 +82,8 @@ def test_live_by_hand(mem):
     assert got == [("CPU", 30, 160.0, 2, None, 3), ("CUDA", 500, 130.0, 2, "aten::mm", 11)]
 
 
-@pytest.mark.parametrize("name", ["train", "ops", "labels", "labels_nostack", "threads", "bwd_thread", "intraop", "jit_fork"])
+@pytest.mark.parametrize("name", ["train", "ops", "labels", "labels_nostack", "threads", "bwd_thread", "intraop",
+                                  "jit_fork", "dtypes", "autograd", "nn", "edge"])
 def test_memory_ops_equal_torchs_columns(name):
     """On a torch-recorded profile_memory trace, report memory --ops holds torch's
     own CPU Mem / Self CPU Mem for every operator and annotation

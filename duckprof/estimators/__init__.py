@@ -20,8 +20,14 @@ and attention by the same formulas.  Golden tests compare against torch itself
 (``fixtures/golden/flops_torch.json``).  Deliberate differences, all in the
 direction of "what the kernel really computes":
 
-* ``mv`` / ``addmv`` / ``dot`` / ``vdot`` and the ``matmul`` calls that reach
-  them are counted (2*M*K, 2*K); flop_counter has no formula and counts 0.
+* ``mv`` / ``addmv`` / ``dot`` / ``vdot`` and the ``matmul`` and ``linear``
+  (1-D weight) calls that reach them are counted (2*M*K, 2*K); flop_counter
+  has no formula and counts 0.
+* In-place ``addmm_`` / ``baddbmm_`` / ``addmv_`` and ``addbmm`` / ``addbmm_``
+  are counted as their out-of-place twin (``addbmm``: 2*B*M*K*N, the bmm
+  summed into one [M, N]); flop_counter registers its addmm / baddbmm
+  formulas for the out-of-place ops only and counts 0 (CPU's ``addbmm``
+  runs one ``addmm_`` per batch, now counted too: sum one level).
 * ``_flash_attention_forward/backward`` and ``_efficient_attention_forward/
   backward`` take [batch, seq, heads, dim]; flop_counter reads those dense
   shapes as [batch, heads, seq, dim] (heads^2 instead of seq^2).  duckprof

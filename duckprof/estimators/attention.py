@@ -58,6 +58,16 @@ def _sdpa_bwd_count(g, q, k, v):
     return 2 * b * hq * (3 * sq * sk * dq + 2 * sq * sk * dv)
 
 
+def _as_bhsd(shape):
+    """A [..., seq, dim] shape of rank >= 2 as [batch, 1, seq, dim]; None for rank < 2."""
+    if len(shape) < 2:
+        return None
+    batch = 1
+    for d in shape[:-2]:
+        batch *= d
+    return [batch, 1, shape[-2], shape[-1]]
+
+
 def attention(op, a: Args):
     """(flops, [output shapes]) for the attention ops, or None."""
     backward = op in ATTN_BWD
@@ -86,7 +96,13 @@ def attention(op, a: Args):
             return None
         outs = [q, k, v] if backward else [q[:-1] + [v[-1]]]
         return batch * one, outs
-    if not all(len(s) == 4 for s in qkv) or (backward and len(g) != 4):
+    if layout == "bhsd" and not all(len(s) == 4 for s in qkv):
+        # the math path takes any rank >= 2 ([seq, dim], [batch, seq, dim], [b, g, h, seq, dim]):
+        # every leading dim is a batch dim (one head)
+        q, k, v, g = (_as_bhsd(s) if s is not None else None for s in (*qkv, g))
+        if q is None or k is None or v is None or (backward and g is None):
+            return None
+    elif not all(len(s) == 4 for s in qkv) or (backward and len(g) != 4):
         return None
     if layout == "bshd":
         q, k, v = ([s[0], s[2], s[1], s[3]] for s in qkv)

@@ -36,6 +36,10 @@ CONV = {
     "slow_conv_transpose2d": (3, 4, 5, 7, True, 6, None),
     "slow_conv_transpose3d": (3, 4, 5, 7, True, 6, None),
 }
+# the functional entry points that take an unbatched input ([C, L], [C, H, W], ...) and
+# add the batch dim of 1 before calling aten::convolution
+UNBATCHED_OK = frozenset({"conv1d", "conv2d", "conv3d", "_convolution_mode", "conv_transpose1d", "conv_transpose2d",
+                          "conv_transpose3d"})
 # convolution_backward and the legacy cudnn backward ops (conv_backward's names)
 CONV_BACKWARD = frozenset({"convolution_backward", "cudnn_convolution_backward", "cudnn_convolution_backward_input",
                            "cudnn_convolution_backward_weight"})
@@ -64,6 +68,9 @@ def conv(op, a: Args):
     spec = CONV[op]
     bias_p, stride_p, pad_p, dil_p, tr_p, outpad_p, groups_p = spec
     x, w = a.shape(0), a.shape(1)
+    unbatched = op in UNBATCHED_OK and x is not None and w is not None and len(x) == len(w) - 1 >= 2
+    if unbatched:
+        x = [1] + x
     if x is None or w is None or len(x) < 3 or len(x) != len(w):
         return None
     nsp = len(x) - 2
@@ -104,6 +111,8 @@ def conv(op, a: Args):
         flops = _conv_flop_count(x, w, out, False)
     if out is not None and any(v <= 0 for v in out):
         out = None
+    if unbatched and out is not None:
+        out = out[1:]
     return flops, out
 
 

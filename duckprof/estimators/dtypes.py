@@ -27,6 +27,9 @@ DTYPE_ALIASES: dict[str, str] = {
     "c10::complex<c10::Half>": "complex32",
     "c10::complex<float>": "complex64",
     "c10::complex<double>": "complex128",
+    # raw bit containers (torch.bits8 / bits16, and bits1x8 / 2x4 / 4x2 packed in one byte)
+    "c10::bits8": "bits8", "c10::bits1x8": "bits8", "c10::bits2x4": "bits8", "c10::bits4x2": "bits8",
+    "c10::bits16": "bits16",
 }
 
 #: Bytes per element of each canonical dtype.
@@ -34,7 +37,7 @@ DTYPE_BYTES: dict[str, int] = {
     "fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "fp4": 1,
     "int64": 8, "int32": 4, "int16": 2, "int8": 1,
     "uint64": 8, "uint32": 4, "uint16": 2, "uint8": 1, "bool": 1,
-    "complex32": 4, "complex64": 8, "complex128": 16,
+    "complex32": 4, "complex64": 8, "complex128": 16, "bits8": 1, "bits16": 2,
 }
 
 #: "Input type" values of arguments that are not tensors (capitalised Int/Bool/
@@ -74,6 +77,7 @@ def peak_dtype_for(dtype: str | None, tf32: bool = False) -> str | None:
 SCALAR_TYPE_CODES: dict[int, str] = {
     0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "fp16", 6: "fp32", 7: "fp64",
     8: "complex32", 9: "complex64", 10: "complex128", 11: "bool", 12: "int8", 13: "uint8", 14: "int32",
-    15: "bf16", 23: "fp8", 24: "fp8", 25: "fp8", 26: "fp8", 27: "uint16", 28: "uint32", 29: "uint64",
+    15: "bf16", 16: "uint8", 17: "uint8", 18: "bits8", 19: "bits8", 20: "bits8", 21: "bits8", 22: "bits16",
+    23: "fp8", 24: "fp8", 25: "fp8", 26: "fp8", 27: "uint16", 28: "uint32", 29: "uint64",
     44: "fp8", 45: "fp4",
 }

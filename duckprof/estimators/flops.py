@@ -68,8 +68,9 @@ def has_formula(op) -> bool:
 def op_flops(name, input_dims, input_types=None, concrete_inputs=None, *, causal: bool = True) -> int | None:
     """FLOPs of one op call by torch.utils.flop_counter's formulas; None if unknown.
 
-    Covered: mm, addmm, _addmm_activation, _scaled_mm, bmm, baddbmm, matmul (all
-    broadcasting / vector cases), linear ([out, in] weight, any leading dims), mv,
+    Covered: mm, addmm, _addmm_activation, _scaled_mm, bmm, baddbmm, addbmm, the
+    in-place addmm_ / baddbmm_ / addbmm_ / addmv_, matmul (all
+    broadcasting / vector cases), linear ([out, in] or 1-D weight, any leading dims), mv,
     addmv, dot, vdot; the convolution family (convolution, _convolution,
     conv1d/2d/3d, conv_transpose1d/2d/3d, cudnn/miopen/mkldnn/slow convolutions,
     with stride/padding/dilation/groups/transposed read from Concrete Inputs);

@@ -1,5 +1,6 @@
 """FLOPs and output shapes of the matrix products: mm, addmm, _addmm_activation,
-_scaled_mm, bmm, baddbmm, matmul, linear, mv, addmv, dot, vdot."""
+_scaled_mm, bmm, baddbmm, addbmm, matmul, linear, mv, addmv, dot, vdot, and the
+in-place addmm_, baddbmm_, addbmm_, addmv_."""
 from __future__ import annotations
 
 import math
@@ -11,7 +12,9 @@ from .args import Args, broadcast
 GEMM_ARITY = {
     "mm": (2, 3), "_scaled_mm": (4, 9), "addmm": (5, 6), "_addmm_activation": (6, 7), "bmm": (2, 3),
     "baddbmm": (5, 6), "matmul": (2, 3), "linear": (2, 4), "mv": (2, 3), "addmv": (5, 6), "dot": (2, 3),
-    "vdot": (2, 3),
+    "vdot": (2, 3), "addbmm": (5, 6),
+    # in place (no flop_counter formula: counted as their out-of-place twin, see the package doc)
+    "addmm_": (5, 5), "baddbmm_": (5, 5), "addmv_": (5, 5), "addbmm_": (5, 5),
 }
 
 
@@ -55,7 +58,7 @@ def gemm(op, a: Args):
         x, w = a.shape(0, 2), a.shape(1, 2)
         f = _mm(x, w)
         return None if f is None else (f, [x[0], w[1]])
-    if op in ("addmm", "_addmm_activation"):
+    if op in ("addmm", "addmm_", "_addmm_activation"):
         x, w = a.shape(1, 2), a.shape(2, 2)
         f = _mm(x, w)
         return None if f is None else (f, [x[0], w[1]])
@@ -63,18 +66,24 @@ def gemm(op, a: Args):
         x, w = a.shape(0, 3), a.shape(1, 3)
         f = _bmm(x, w)
         return None if f is None else (f, [x[0], x[1], w[2]])
-    if op == "baddbmm":
+    if op in ("baddbmm", "baddbmm_"):
         x, w = a.shape(1, 3), a.shape(2, 3)
         f = _bmm(x, w)
         return None if f is None else (f, [x[0], x[1], w[2]])
+    if op in ("addbmm", "addbmm_"):  # the batch of products summed into one [M, N]
+        x, w = a.shape(1, 3), a.shape(2, 3)
+        f = _bmm(x, w)
+        return None if f is None else (f, [x[1], w[2]])
     if op == "matmul":
         return _matmul_shapes(a.shape(0), a.shape(1))
     if op == "linear":
-        x, w = a.shape(0), a.shape(1, 2)
-        if x is None or w is None or not x or x[-1] != w[1]:
+        x, w = a.shape(0), a.shape(1)
+        if w is not None and len(w) == 1:  # a 1-D weight: matmul(x, w), an mv / dot
+            return _matmul_shapes(x, w)
+        if x is None or w is None or len(w) != 2 or not x or x[-1] != w[1]:
             return None
         return 2 * math.prod(x[:-1]) * w[0] * w[1], list(x[:-1]) + [w[0]]
-    if op in ("mv", "addmv"):
+    if op in ("mv", "addmv", "addmv_"):
         off = 0 if op == "mv" else 1
         x, v = a.shape(off, 2), a.shape(off + 1, 1)
         if x is None or v is None or x[1] != v[0]:
