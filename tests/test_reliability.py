@@ -810,7 +810,9 @@ def test_estimates_are_recomputed_when_the_estimator_code_changes(cli_app, tmp_p
     assert len(old) > 3
 
     real = store.estimates
-    monkeypatch.setattr(session, "op_estimates", lambda *a: [x * 3 if i == 0 and x else x
+    # (flops, bytes, dtype, flops_formula, bytes_formula): 3x the FLOPs, renamed formulas
+    monkeypatch.setattr(session, "op_estimates", lambda *a: [x * 3 if i == 0 and x else
+                                                              "later " + x if i in (3, 4) and x else x
                                                               for i, x in enumerate(real(*a))])
     monkeypatch.setattr(store, "estimates", session.op_estimates)
     session.estimators_digest.cache_clear()
@@ -826,6 +828,9 @@ def test_estimates_are_recomputed_when_the_estimator_code_changes(cli_app, tmp_p
         new = dict(rows(s, "select sig, flops from op_estimates where flops > 0"))
         assert scalar(s, "select value from duckprof_meta where key = 'estimators_hash'") == "a-later-estimator"
     assert {sig: new.get(sig) for sig in old} == {sig: 3 * f for sig, f in old.items()}
+    with duckprof.connect(db, read_only=True) as s:  # the formulas too, not only the numbers
+        formulas = rows(s, "select flops_formula, bytes_formula from op_estimates where flops > 0")
+    assert formulas and all(f.startswith("later ") and b.startswith("later ") for f, b in formulas)
     # `migrate` does it too
     monkeypatch.setattr(session, "estimators_digest", lambda: "yet-another")
     monkeypatch.setattr(session, "op_estimates", lambda *a: [x * 5 if i == 0 and x else x
