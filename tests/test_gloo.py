@@ -12,6 +12,7 @@ import pytest
 from conftest import REPO
 
 import duckprof
+from duckprof.sqlfiles import render_string
 
 GLOO = REPO / "fixtures" / "gloo"
 
@@ -79,3 +80,24 @@ def test_report_ranks_names_the_gloo_straggler():
     assert rows[1]["caused_wait_us"] < 1_000
     # 9,352 float parameters (64x128 + 128 + 128x8 + 8) in one DDP bucket
     assert ar[0]["msg_bytes"] == 9352 * 4 and ar[0]["calls"] == 8
+
+
+def test_subgroup_collectives_do_not_shift_the_world_order():
+    """4 ranks, 3 world all_reduces of 1000 float, ranks 0 and 1 one of 2000
+    half on their new_group after each; rank 3 sleeps 50 ms before each world
+    one. gloo records no process group: matched by type and order alone, the
+    subgroup's collectives on ranks 0, 1 would pair with the world's next one on
+    ranks 2, 3. Matched by type, dtype and size: 3 world operations of 4 ranks
+    (rank 3 last at each, the others waiting for it), 3 subgroup ones of 2."""
+    with duckprof.connect() as s:
+        s.load([str(GLOO / "pg_4")], run="pg")
+        rows = {r["rank"]: r for r in report_rows(s, "ranks")}
+        arrivals = render_string("{% from 'templates/collectives.sql' import collective_arrivals %}"
+                                 "{{ collective_arrivals('collectives') }}")
+        inst = s.sql(f"""SELECT a.ranks, count(DISTINCT a.instance), list(DISTINCT c.dtype ORDER BY c.dtype)
+                         FROM ({arrivals}) a JOIN collectives c ON c.trace_id = a.trace_id AND c.ts_ns = a.arrival_ns
+                         GROUP BY a.ranks ORDER BY a.ranks""").fetchall()
+    assert inst == [(2, 3, ["Half"]), (4, 3, ["Float"])]
+    assert [(r, rows[r]["collectives"]) for r in range(4)] == [(0, 6), (1, 6), (2, 3), (3, 3)]
+    assert rows[3]["late_count"] == 3 and rows[3]["caused_wait_us"] > 3 * 3 * 40_000
+    assert all(rows[r]["caused_wait_us"] < 1_000 for r in range(3))

@@ -45,7 +45,7 @@
 -- pg_ranks        VARCHAR  'Process Group Ranks' as written, e.g. '[0, 1]'
 -- seq             BIGINT   'Seq': the collective's number in its process group (NULL: not recorded)
 -- occurrence      BIGINT   1, 2, ... in start order among the trace's kernels of the same process group
---                          and type
+--                          and type (gloo: and dtype and size, templates/collectives.sql host_signature)
 -- group_size      INTEGER  ranks taking part (n)
 -- dtype           VARCHAR  'dtype' as written, e.g. 'Float'
 -- dtype_bytes     INTEGER  bytes per element of dtype (NULL: unknown)
@@ -55,6 +55,7 @@
 -- busbw_factor    DOUBLE   bus bandwidth / algorithm bandwidth for this type and n
 -- nccl_algorithm  VARCHAR  from the kernel name: RING, TREE, COLLNET_DIRECT, NVLS, PAT, ... (NULL: not named)
 -- nccl_protocol   VARCHAR  from the kernel name: LL, LL128 or SIMPLE (NULL: not named)
+{% from "templates/collectives.sql" import host_signature %}
 {% macro collective_type(x) -%}
 CASE WHEN {{ x }} IS NULL THEN NULL
      WHEN contains({{ x }}, 'allreduce') THEN 'all_reduce'
@@ -177,8 +178,8 @@ both_kinds AS (
 SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, end_ns, op_event_id,
        collective, process_group, pg_desc, pg_ranks,
        seq,
-       row_number() OVER (PARTITION BY trace_id, process_group, collective ORDER BY ts_ns, event_id)
-           AS occurrence,
+       row_number() OVER (PARTITION BY trace_id, process_group, collective, {{ host_signature() }}
+                          ORDER BY ts_ns, event_id) AS occurrence,
        n AS group_size, dtype, dtype_bytes, in_nelems, out_nelems,
        (greatest(in_nelems, out_nelems) * dtype_bytes)::BIGINT AS msg_bytes,
        CASE WHEN collective = 'all_reduce' THEN 2.0 * (n - 1) / n
