@@ -142,7 +142,17 @@ SELECT note, instead FROM (
               || 'interconnect peak', false
     FROM c WHERE device IS NULL HAVING count(*) > 0
     UNION ALL
-    SELECT 4, 'no interconnect peak known for ' || string_agg(DISTINCT coalesce(t.peak_device, 'device ' || c.device), ', ')
+    -- gloo names no process group on its collectives: n is the world size, wrong for a smaller group's
+    SELECT 4, 'gloo records no process group: n is the world size (' || max(c.group_size) || '), but the job has '
+              || 'process groups of ' || string_agg(DISTINCT p.size::VARCHAR, ', ' ORDER BY p.size::VARCHAR)
+              || ' ranks (distributedInfo.pg_config): bus bandwidth of their collectives is off', false
+    FROM c
+    JOIN (SELECT trace_id, unnest(pg_sizes) AS size FROM trace_files) p
+        ON p.trace_id = c.trace_id AND p.size <> c.group_size
+    WHERE c.name LIKE 'gloo:%'
+    HAVING count(*) > 0
+    UNION ALL
+    SELECT 5, 'no interconnect peak known for ' || string_agg(DISTINCT coalesce(t.peak_device, 'device ' || c.device), ', ')
               || ': no busbw_peak_pct', false
     FROM c LEFT JOIN trace_interconnects t ON t.trace_id = c.trace_id AND t.device = c.device
     WHERE t.interconnect_gbps IS NULL AND c.device IS NOT NULL
