@@ -66,6 +66,10 @@ def test_gloo_collectives_report_says_there_is_no_device(coll4):
     notes = coll4.report_result("collectives").notes
     assert "36 gloo collectives run on the host (no device): no overlap with compute, no interconnect peak" in notes
     assert not any(n.startswith("no interconnect peak known") for n in notes)
+    # the barriers have no size, but a barrier moves no message: no note that sizes are missing
+    assert not any("record no message size" in n for n in notes)
+    assert ("no process group recorded: collectives are matched across ranks by type and order "
+            "(gloo's: by type, dtype, size and order)") in notes
 
 
 def test_report_ranks_names_the_gloo_straggler():

@@ -133,9 +133,11 @@ SELECT note, instead FROM (
     SELECT 1, count(*) || ' of ' || (SELECT count(*) FROM c) || ' communication kernels record no message size '
               || '(In/Out msg nelems and dtype, on the kernel or its record_param_comms): no bandwidth for them',
            false
-    FROM c WHERE msg_bytes IS NULL HAVING count(*) > 0
+    FROM c WHERE msg_bytes IS NULL AND name <> 'gloo:barrier' HAVING count(*) > 0  -- a barrier moves no message
     UNION ALL
-    SELECT 2, 'no process group recorded: collectives are matched across ranks by type and order', false
+    SELECT 2, 'no process group recorded: collectives are matched across ranks by type and order'
+              || CASE WHEN EXISTS (SELECT 1 FROM c WHERE name LIKE 'gloo:%') THEN ' (gloo''s: by type, dtype, size and order)'
+                      ELSE '' END, false
     WHERE EXISTS (SELECT 1 FROM c) AND NOT EXISTS (SELECT 1 FROM c WHERE process_group IS NOT NULL)
     UNION ALL
     SELECT 3, count(*) || ' gloo collectives run on the host (no device): no overlap with compute, no '
