@@ -428,10 +428,11 @@ def test_collective_arrivals_match_by_seq_else_by_type_and_occurrence():
     # pg 1 without seq: all_reduce #1 on both (300 vs 250) -> trace 1 last, trace 3 waited 50;
     #   all_reduce #2 only on trace 1 -> left out; trace 2 (run b) alone -> left out.
     got = sql("""{% from 'templates/collectives.sql' import collective_arrivals %}
-        WITH src(trace_id, ts_ns, process_group, seq, collective, occurrence) AS (VALUES
+        WITH v(trace_id, ts_ns, process_group, seq, collective, occurrence) AS (VALUES
             (1, 100, '0', 7, 'all_reduce', 1), (1, 130, '0', 7, 'all_reduce', 2), (3, 160, '0', 7, 'all_reduce', 1),
             (1, 300, '1', NULL, 'all_reduce', 1), (3, 250, '1', NULL, 'all_reduce', 1),
-            (1, 400, '1', NULL, 'all_reduce', 2), (2, 100, '0', 7, 'all_reduce', 1))
+            (1, 400, '1', NULL, 'all_reduce', 2), (2, 100, '0', 7, 'all_reduce', 1)),
+        src AS (SELECT *, 'ncclKernel_AllReduce' AS name, 'Float' AS dtype, 1000 AS in_nelems FROM v)
         SELECT * FROM ({{ collective_arrivals('src') }}) ORDER BY instance, trace_id""")
     assert got == [("a", "0/seq 7", "0", "all_reduce", 1, 100, 2, 100, 160, 3, 60),
                    ("a", "0/seq 7", "0", "all_reduce", 3, 160, 2, 100, 160, 3, 0),

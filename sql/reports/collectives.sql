@@ -14,7 +14,8 @@
 -- time includes waiting for the ranks that arrive late, so a straggler lowers
 -- the bandwidth of everyone else (see spread and `report ranks`).
 -- overlap_pct: how much of these kernels' time a compute kernel ran on the same
--- GPU (the union of compute kernels, gpu_activity's work_class), HTA's
+-- GPU (the union of compute kernels, gpu_activity's work_class; none for gloo's
+-- host collectives, which run on no device), HTA's
 -- get_comm_comp_overlap restricted to the row's kernels (`report ranks` gives
 -- HTA's figure per rank, over all its communication kernels).
 -- spread: per collective operation matched across the run's ranks (by process
@@ -95,7 +96,9 @@ g AS (
                / nullif(sum(dur_ns) FILTER (WHERE msg_bytes IS NOT NULL AND busbw_factor IS NOT NULL), 0)
                AS busbw_gbps,
            min(interconnect_gbps) AS interconnect_gbps,
-           sum(covered_ns) AS overlap_ns,
+           -- gloo's collectives run on the host: no device, nothing to overlap them on it
+           sum(covered_ns) FILTER (WHERE device IS NOT NULL) AS overlap_ns,
+           sum(dur_ns) FILTER (WHERE device IS NOT NULL) AS device_ns,
            string_agg(DISTINCT nccl_algorithm, ',' ORDER BY nccl_algorithm) AS nccl_algorithm,
            string_agg(DISTINCT nccl_protocol, ',' ORDER BY nccl_protocol) AS nccl_protocol
     FROM covered
@@ -106,7 +109,7 @@ SELECT g.run, {% if by_rank %}g.rank, g.trace_id, {% endif %}g.collective, g.pro
        g.total_ns / 1e3 AS total_us, g.total_ns / g.calls / 1e3 AS mean_us,
        g.algbw_gbps, g.busbw_gbps, g.interconnect_gbps,
        100.0 * g.busbw_gbps / g.interconnect_gbps AS busbw_peak_pct,
-       100.0 * g.overlap_ns / nullif(g.total_ns, 0) AS overlap_pct,
+       100.0 * g.overlap_ns / nullif(g.device_ns, 0) AS overlap_pct,
        s.spread_mean_ns / 1e3 AS spread_mean_us, s.spread_max_ns / 1e3 AS spread_max_us,
        g.nccl_algorithm, g.nccl_protocol
 FROM g
@@ -130,15 +133,31 @@ SELECT note, instead FROM (
     SELECT 1, count(*) || ' of ' || (SELECT count(*) FROM c) || ' communication kernels record no message size '
               || '(In/Out msg nelems and dtype, on the kernel or its record_param_comms): no bandwidth for them',
            false
-    FROM c WHERE msg_bytes IS NULL HAVING count(*) > 0
+    FROM c WHERE msg_bytes IS NULL AND name <> 'gloo:barrier' HAVING count(*) > 0  -- a barrier moves no message
     UNION ALL
-    SELECT 2, 'no process group recorded: collectives are matched across ranks by type and order', false
+    SELECT 2, 'no process group recorded: collectives are matched across ranks by type and order'
+              || CASE WHEN EXISTS (SELECT 1 FROM c WHERE name LIKE 'gloo:%') THEN ' (gloo''s: by type, dtype, size and order)'
+                      ELSE '' END, false
     WHERE EXISTS (SELECT 1 FROM c) AND NOT EXISTS (SELECT 1 FROM c WHERE process_group IS NOT NULL)
     UNION ALL
-    SELECT 3, 'no interconnect peak known for ' || string_agg(DISTINCT coalesce(t.peak_device, 'device ' || c.device), ', ')
+    SELECT 3, count(*) || ' gloo collectives run on the host (no device): no overlap with compute, no '
+              || 'interconnect peak', false
+    FROM c WHERE device IS NULL HAVING count(*) > 0
+    UNION ALL
+    -- gloo names no process group on its collectives: n is the world size, wrong for a smaller group's
+    SELECT 4, 'gloo records no process group: n is the world size (' || max(c.group_size) || '), but the job has '
+              || 'process groups of ' || string_agg(DISTINCT p.size::VARCHAR, ', ' ORDER BY p.size::VARCHAR)
+              || ' ranks (distributedInfo.pg_config): bus bandwidth of their collectives is off', false
+    FROM c
+    JOIN (SELECT trace_id, unnest(pg_sizes) AS size FROM trace_files) p
+        ON p.trace_id = c.trace_id AND p.size <> c.group_size
+    WHERE c.name LIKE 'gloo:%'
+    HAVING count(*) > 0
+    UNION ALL
+    SELECT 5, 'no interconnect peak known for ' || string_agg(DISTINCT coalesce(t.peak_device, 'device ' || c.device), ', ')
               || ': no busbw_peak_pct', false
     FROM c LEFT JOIN trace_interconnects t ON t.trace_id = c.trace_id AND t.device = c.device
-    WHERE t.interconnect_gbps IS NULL
+    WHERE t.interconnect_gbps IS NULL AND c.device IS NOT NULL
     HAVING count(*) > 0
 )
 ORDER BY k

@@ -1,21 +1,33 @@
 -- collectives: matching one collective across the ranks of a run.
 -- collective_arrivals(src): one row per (run, instance, trace) of the
 --   collective kernels in src (rows of the collectives view, or a subset:
---   trace_id, ts_ns, process_group, seq, collective, occurrence), where an
+--   trace_id, name, ts_ns, process_group, seq, collective, occurrence, dtype,
+--   in_nelems), where an
 --   instance is one collective operation of a process group: its 'Seq' when
 --   the trace records it, else its type and occurrence (the n-th of that type
---   in the process group on that rank). Columns: run, instance,
+--   in the process group on that rank; for gloo, which records no process
+--   group, of that type, dtype and size: host_signature). Columns: run, instance,
 --   process_group, collective, trace_id,
 --   arrival_ns (the rank's first kernel of the instance started: it arrived),
 --   ranks (traces that took part), first_ns, last_ns (the first and the last
 --   arrival), last_trace_id (the trace that arrived last), wait_ns (last_ns -
 --   arrival_ns: how long this rank waited for the last one). Instances seen
 --   on one rank only are left out (nothing to compare).
+{#- host_signature(p): for a gloo collective (no process group, no Seq), its dtype and size
+    ('Float x1000'; an all_to_all's dtype only: its splits may differ by rank), else NULL; the
+    collectives view numbers occurrences per signature, so that a subgroup's collectives on some
+    ranks do not shift the order of the world's on the others -#}
+{% macro host_signature(p='') -%}
+CASE WHEN {{ p }}name LIKE 'gloo:%'
+     THEN coalesce({{ p }}dtype, '?') || CASE WHEN {{ p }}collective <> 'all_to_all'
+                                             THEN ' x' || coalesce({{ p }}in_nelems::VARCHAR, '?') ELSE '' END END
+{%- endmacro %}
 {% macro collective_arrivals(src) -%}
 WITH per_rank AS (
     SELECT f.run, c.process_group, c.collective,
            coalesce(c.process_group, '?') || '/' || CASE WHEN c.seq IS NOT NULL THEN 'seq ' || c.seq
-                                                        ELSE c.collective || ' #' || c.occurrence END AS instance,
+                                                        ELSE c.collective || coalesce(' ' || {{ host_signature('c.') }}, '')
+                                                             || ' #' || c.occurrence END AS instance,
            c.trace_id, min(c.ts_ns) AS arrival_ns
     FROM {{ src }} c
     JOIN trace_files f USING (trace_id)

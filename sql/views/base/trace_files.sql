@@ -17,8 +17,10 @@
 -- first_ts_ns     BIGINT     earliest start of a complete event (ph X, dur >= 0), ns since the epoch
 -- last_end_ns     BIGINT     latest end of a complete event, ns since the epoch
 -- wall_ns         BIGINT     last_end_ns - first_ts_ns: the profiled window
+-- pg_sizes        INTEGER[]  distributedInfo.pg_config: ranks in each process group (NULL: not recorded)
 CREATE OR REPLACE VIEW trace_files AS
 SELECT trace_id, run, rank,
        try_cast(json_extract_string(metadata, '$.distributedInfo.world_size') AS INTEGER) AS world_size, path, regexp_extract(path, '[^/\\]*$') AS file_name, json_bytes, event_count,
-       loaded_at, schema_version, first_ts_ns, last_end_ns, last_end_ns - first_ts_ns AS wall_ns
+       loaded_at, schema_version, first_ts_ns, last_end_ns, last_end_ns - first_ts_ns AS wall_ns,
+       try_cast(json_extract(metadata, '$.distributedInfo.pg_config[*].pg_size') AS INTEGER[]) AS pg_sizes
 FROM traces;

@@ -1,5 +1,6 @@
 -- collectives: one row per NCCL / RCCL kernel (a collective or point-to-point
--- operation on one rank), with what the trace says about it: its type, process
+-- operation on one rank), or per gloo:* annotation (gloo's collectives on the
+-- host: CPU jobs), with what the trace says about it: its type, process
 -- group, sequence number, group size, message size and algorithm.
 --
 -- A communication kernel is a kernel whose name starts with nccl or rccl
@@ -21,15 +22,19 @@
 -- Bus bandwidth factor (nccl-tests, doc/PERFORMANCE.md): all_reduce 2(n-1)/n;
 -- all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, reduce, send,
 -- recv, send_recv, gather, scatter 1; barrier none.
+-- gloo (torch 2.x on CPU) records neither record_param_comms nor Seq nor the
+-- process group on them: the type is the annotation's name, n the world size
+-- (a new_group's collectives get the world's n too), the size the first
+-- input's 'Input Dims' x 'Input type' (an all_gather's output n times that).
 --
--- requires: launches, kernels, cpu_ops, trace_files
+-- requires: launches, kernels, cpu_ops, trace_files, user_annotations
 --
 -- Columns:
 -- trace_id        INTEGER  trace (one rank)
 -- event_id        BIGINT   kernels.event_id
 -- name            VARCHAR  kernel name
--- device          INTEGER  GPU index
--- stream          BIGINT   stream
+-- device          INTEGER  GPU index (NULL: a gloo collective, on the host)
+-- stream          BIGINT   stream (gloo: the host thread)
 -- ts_ns           BIGINT   start on the GPU (the rank's arrival), ns since the epoch
 -- dur_ns          BIGINT   duration, ns (includes waiting for the other ranks)
 -- end_ns          BIGINT   ts_ns + dur_ns
@@ -40,7 +45,7 @@
 -- pg_ranks        VARCHAR  'Process Group Ranks' as written, e.g. '[0, 1]'
 -- seq             BIGINT   'Seq': the collective's number in its process group (NULL: not recorded)
 -- occurrence      BIGINT   1, 2, ... in start order among the trace's kernels of the same process group
---                          and type
+--                          and type (gloo: and dtype and size, templates/collectives.sql host_signature)
 -- group_size      INTEGER  ranks taking part (n)
 -- dtype           VARCHAR  'dtype' as written, e.g. 'Float'
 -- dtype_bytes     INTEGER  bytes per element of dtype (NULL: unknown)
@@ -50,6 +55,7 @@
 -- busbw_factor    DOUBLE   bus bandwidth / algorithm bandwidth for this type and n
 -- nccl_algorithm  VARCHAR  from the kernel name: RING, TREE, COLLNET_DIRECT, NVLS, PAT, ... (NULL: not named)
 -- nccl_protocol   VARCHAR  from the kernel name: LL, LL128 or SIMPLE (NULL: not named)
+{% from "templates/collectives.sql" import host_signature %}
 {% macro collective_type(x) -%}
 CASE WHEN {{ x }} IS NULL THEN NULL
      WHEN contains({{ x }}, 'allreduce') THEN 'all_reduce'
@@ -132,15 +138,50 @@ typed AS (
                 ELSE CASE WHEN lower(f.dtype) LIKE 'float8%' THEN 1 END END AS dtype_bytes
     FROM facts f
     LEFT JOIN trace_files t USING (trace_id)
+),
+gloo AS (
+    -- gloo's host collectives (CPU, no kernel): the gloo:* annotation on its worker thread, whose time
+    -- (like a kernel's) includes waiting for the other ranks; the size from its first input's dims
+    -- and type (no Seq, no process group, no record_param_comms on them)
+    SELECT u.trace_id, u.event_id, u.name, NULL::INTEGER AS device, u.tid AS stream, u.ts_ns, u.dur_ns, u.end_ns,
+           u.op_event_id, regexp_replace(u.name, '^gloo:', '') AS collective, t.world_size AS n,
+           CASE lower(regexp_replace(json_extract_string(u.args, '$."Input type"[0]'), '^c10::', ''))
+                WHEN 'float' THEN 'Float' WHEN 'double' THEN 'Double' WHEN 'half' THEN 'Half'
+                WHEN 'bfloat16' THEN 'BFloat16' WHEN 'long int' THEN 'Long' WHEN 'int' THEN 'Int'
+                WHEN 'short int' THEN 'Short' WHEN 'signed char' THEN 'Char' WHEN 'unsigned char' THEN 'Byte'
+                WHEN 'bool' THEN 'Bool' END AS dtype,
+           list_product(json_extract(u.args, '$."Input Dims"[0]')::BIGINT[])::BIGINT AS in_nelems
+    FROM user_annotations u
+    LEFT JOIN trace_files t USING (trace_id)
+    WHERE u.name LIKE 'gloo:%'
+),
+gloo_typed AS (
+    SELECT *, CASE dtype WHEN 'Float' THEN 4 WHEN 'Double' THEN 8 WHEN 'Half' THEN 2 WHEN 'BFloat16' THEN 2
+                         WHEN 'Long' THEN 8 WHEN 'Int' THEN 4 WHEN 'Short' THEN 2 WHEN 'Char' THEN 1
+                         WHEN 'Byte' THEN 1 WHEN 'Bool' THEN 1 END AS dtype_bytes,
+           -- an all_gather's output is n inputs; a reduce_scatter's output one n-th of its input
+           CASE collective WHEN 'all_gather' THEN in_nelems * n WHEN 'reduce_scatter' THEN in_nelems // n
+                           ELSE in_nelems END AS out_nelems
+    FROM gloo
+),
+both_kinds AS (
+    SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, end_ns, rpc_op_event_id AS op_event_id,
+           collective, coalesce(pg_name, pg_id) AS process_group, pg_desc, pg_ranks, try_cast(seq AS BIGINT) AS seq,
+           n, dtype, dtype_bytes::INTEGER AS dtype_bytes, try_cast(in_nelems AS BIGINT) AS in_nelems,
+           try_cast(out_nelems AS BIGINT) AS out_nelems
+    FROM typed
+    UNION ALL
+    SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, end_ns, op_event_id, collective,
+           NULL, NULL, NULL, NULL, n, dtype, dtype_bytes, in_nelems, out_nelems
+    FROM gloo_typed
 )
-SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, end_ns, rpc_op_event_id AS op_event_id,
-       collective, coalesce(pg_name, pg_id) AS process_group, pg_desc, pg_ranks,
-       try_cast(seq AS BIGINT) AS seq,
-       row_number() OVER (PARTITION BY trace_id, coalesce(pg_name, pg_id), collective ORDER BY ts_ns, event_id)
-           AS occurrence,
-       n AS group_size, dtype, dtype_bytes::INTEGER AS dtype_bytes,
-       try_cast(in_nelems AS BIGINT) AS in_nelems, try_cast(out_nelems AS BIGINT) AS out_nelems,
-       (greatest(try_cast(in_nelems AS BIGINT), try_cast(out_nelems AS BIGINT)) * dtype_bytes)::BIGINT AS msg_bytes,
+SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, end_ns, op_event_id,
+       collective, process_group, pg_desc, pg_ranks,
+       seq,
+       row_number() OVER (PARTITION BY trace_id, process_group, collective, {{ host_signature() }}
+                          ORDER BY ts_ns, event_id) AS occurrence,
+       n AS group_size, dtype, dtype_bytes, in_nelems, out_nelems,
+       (greatest(in_nelems, out_nelems) * dtype_bytes)::BIGINT AS msg_bytes,
        CASE WHEN collective = 'all_reduce' THEN 2.0 * (n - 1) / n
             WHEN collective IN ('all_gather', 'reduce_scatter', 'all_to_all') THEN 1.0 * (n - 1) / n
             WHEN collective IN ('broadcast', 'reduce', 'send', 'recv', 'send_recv', 'gather', 'scatter') THEN 1.0
@@ -148,4 +189,4 @@ SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, end_ns, rpc_op_e
        nullif(regexp_extract(name, '_(RING|TREE|COLLNET_DIRECT|COLLNET_CHAIN|COLLNET|NVLS_TREE|NVLS|PAT)_', 1), '')
            AS nccl_algorithm,
        nullif(regexp_extract(name, '_(LL128|LL|SIMPLE)(?:_|\(|$)', 1), '') AS nccl_protocol
-FROM typed;
+FROM both_kinds;

@@ -1,0 +1,111 @@
+"""Collectives of CPU jobs on gloo (torch 2.13, recorded on localhost by
+fixtures/gloo/record_gloo.py): gloo records no NCCL kernel and no
+record_param_comms, only a gloo:* annotation per collective on its worker
+thread. Expected values are the recording script's own construction (sizes,
+dtypes, which rank sleeps before each step).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import REPO
+
+import duckprof
+from duckprof.sqlfiles import render_string
+
+GLOO = REPO / "fixtures" / "gloo"
+
+
+def report_rows(s, name, **options):
+    rel = s.report(name, **options)
+    return [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+
+
+@pytest.fixture(scope="module")
+def coll4():
+    with duckprof.connect() as s:
+        s.load([str(GLOO / "coll_4")], run="coll")
+        yield s
+
+
+def test_gloo_collectives_have_the_recorded_types_and_sizes(coll4):
+    """Per rank, coll(): all_reduce of 1000 float (4000 B), 500 double (4000 B),
+    reduce_scatter_tensor of 128 x 4 float (gloo runs it as an all_reduce of 512
+    float: 2048 B); ranks 0 and 1 two more of 2000 half (4000 B) on their
+    new_group. all_gather and all_gather_into_tensor of 256 float: output 4 x 256
+    float = 4096 B; broadcast of 300 int64 (2400 B); all_to_all_single of 256
+    float (1024 B); a barrier (no size)."""
+    rows = coll4.sql("""
+        SELECT f.rank, c.collective, list(c.msg_bytes ORDER BY c.msg_bytes) AS sizes,
+               list(DISTINCT c.dtype ORDER BY c.dtype) AS dtypes, any_value(c.busbw_factor) AS factor
+        FROM collectives c JOIN trace_files f USING (trace_id)
+        GROUP BY ALL ORDER BY ALL""").fetchall()
+    got = {(r[0], r[1]): (r[2], r[3], r[4]) for r in rows}
+    for rank in range(4):
+        ar = [2048, 4000, 4000] + ([4000, 4000] if rank < 2 else [])
+        dts = ["Double", "Float"] + (["Half"] if rank < 2 else [])
+        assert got[(rank, "all_reduce")] == (sorted(ar), dts, pytest.approx(2 * 3 / 4))
+        assert got[(rank, "all_gather")] == ([4096, 4096], ["Float"], pytest.approx(3 / 4))
+        assert got[(rank, "broadcast")] == ([2400], ["Long"], 1.0)
+        assert got[(rank, "all_to_all")] == ([1024], ["Float"], pytest.approx(3 / 4))
+        assert got[(rank, "barrier")] == ([None], [None], None)
+    assert len(got) == 4 * 5
+
+
+def test_gloo_collectives_report_says_there_is_no_device(coll4):
+    """Host collectives: no overlap with compute on a device (NULL, not 0%), a
+    note saying why; bus bandwidth is algbw x the type's factor."""
+    rows = {r["collective"]: r for r in report_rows(coll4, "collectives")}
+    assert {k: r["calls"] for k, r in rows.items()} == {
+        "all_reduce": 16, "all_gather": 8, "broadcast": 4, "all_to_all": 4, "barrier": 4}
+    assert all(r["overlap_pct"] is None for r in rows.values())
+    ar = rows["all_reduce"]
+    assert ar["total_bytes"] == 4 * (2048 + 4000 + 4000) + 2 * 2 * 4000
+    assert ar["busbw_gbps"] == pytest.approx(ar["algbw_gbps"] * 1.5)
+    notes = coll4.report_result("collectives").notes
+    assert "36 gloo collectives run on the host (no device): no overlap with compute, no interconnect peak" in notes
+    assert not any(n.startswith("no interconnect peak known") for n in notes)
+    # the barriers have no size, but a barrier moves no message: no note that sizes are missing
+    assert not any("record no message size" in n for n in notes)
+    assert ("no process group recorded: collectives are matched across ranks by type and order "
+            "(gloo's: by type, dtype, size and order)") in notes
+
+
+def test_report_ranks_names_the_gloo_straggler():
+    """DDP on 2 ranks, 4 profiled steps, rank 1 sleeps 50 ms before each: it
+    arrives last at each step's gradient all_reduce and rank 0 waits for it."""
+    with duckprof.connect() as s:
+        s.load([str(GLOO / "straggler_2")], run="late")
+        rows = report_rows(s, "ranks")
+        ar = [r for r in report_rows(s, "collectives") if r["collective"] == "all_reduce"]
+    assert [r["rank"] for r in rows] == [1, 0]
+    assert rows[0]["late_count"] >= 4 and rows[0]["caused_wait_us"] > 4 * 40_000
+    assert rows[1]["caused_wait_us"] < 1_000
+    # 9,352 float parameters (64x128 + 128 + 128x8 + 8) in one DDP bucket
+    assert ar[0]["msg_bytes"] == 9352 * 4 and ar[0]["calls"] == 8
+
+
+def test_subgroup_collectives_do_not_shift_the_world_order():
+    """4 ranks, 3 world all_reduces of 1000 float, ranks 0 and 1 one of 2000
+    half on their new_group after each; rank 3 sleeps 50 ms before each world
+    one. gloo records no process group: matched by type and order alone, the
+    subgroup's collectives on ranks 0, 1 would pair with the world's next one on
+    ranks 2, 3. Matched by type, dtype and size: 3 world operations of 4 ranks
+    (rank 3 last at each, the others waiting for it), 3 subgroup ones of 2."""
+    with duckprof.connect() as s:
+        s.load([str(GLOO / "pg_4")], run="pg")
+        rows = {r["rank"]: r for r in report_rows(s, "ranks")}
+        arrivals = render_string("{% from 'templates/collectives.sql' import collective_arrivals %}"
+                                 "{{ collective_arrivals('collectives') }}")
+        inst = s.sql(f"""SELECT a.ranks, count(DISTINCT a.instance), list(DISTINCT c.dtype ORDER BY c.dtype)
+                         FROM ({arrivals}) a JOIN collectives c ON c.trace_id = a.trace_id AND c.ts_ns = a.arrival_ns
+                         GROUP BY a.ranks ORDER BY a.ranks""").fetchall()
+        notes = s.report_result("collectives").notes
+    assert inst == [(2, 3, ["Half"]), (4, 3, ["Float"])]
+    # the subgroup's all_reduces get n = 4 (the world): said, since nothing on them names their group
+    assert ("gloo records no process group: n is the world size (4), but the job has process groups of 2 ranks "
+            "(distributedInfo.pg_config): bus bandwidth of their collectives is off") in notes
+    assert [(r, rows[r]["collectives"]) for r in range(4)] == [(0, 6), (1, 6), (2, 3), (3, 3)]
+    assert rows[3]["late_count"] == 3 and rows[3]["caused_wait_us"] > 3 * 3 * 40_000
+    assert all(rows[r]["caused_wait_us"] < 1_000 for r in range(3))
