@@ -25,7 +25,7 @@ from . import dbfile, estimators, interrupts, sqlfiles
 from .estimators.store import estimates as op_estimates
 from .errors import DuckprofError
 from .load import DEFAULT_LOAD_MEMORY, COMMIT_OUTCOME_PENDING as PENDING, Loader, LoadReport, Target, \
-    load_connection_config, nest_host_events
+    nest_host_events
 from .peaks import packaged_digest, seed_interconnects, seed_peaks
 
 
@@ -1268,8 +1268,7 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
     report = report if report is not None else LoadReport(run=run)
     target = DatabaseTarget(db, wait, tags)
     try:
-        limit = os.environ.get("DUCKPROF_LOAD_MEMORY", DEFAULT_LOAD_MEMORY)
-        con = interrupts.watch(duckdb.connect(":memory:", config=load_connection_config(limit)))
+        con = interrupts.watch(duckdb.connect(":memory:"))
         try:
             if threads:
                 con.execute(f"SET threads = {int(threads)}")
@@ -1278,6 +1277,7 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
             con.execute("SET temp_directory = $t", {"t": db + ".tmp"})
             if hasattr(progress, "attach"):
                 progress.attach(con)
+            limit = os.environ.get("DUCKPROF_LOAD_MEMORY", DEFAULT_LOAD_MEMORY)
             Loader(con, progress=progress, memory_limit=limit or None).load(
                 paths, run=run, salvage=salvage, target=target, report=report)
         finally:

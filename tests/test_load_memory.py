@@ -76,40 +76,6 @@ def test_a_load_into_a_file_runs_under_the_scaled_limit(tmp_path, monkeypatch):
     assert seen.seen == {"190.7 MiB"}
 
 
-class _BlockAllocator(_Limits):
-    """A progress callback that records the size of DuckDB's block allocator."""
-
-    def __call__(self, msg):
-        self.seen.add(self.con.execute("SELECT current_setting('block_allocator_memory')").fetchall()[0][0])
-
-
-def test_a_load_into_a_file_keeps_its_buffers_in_a_block_allocator(tmp_path, monkeypatch):
-    """The load's connection gets a block allocator as big as its memory
-    limit (its buffers stay mapped: fewer page faults, less system time);
-    none under the scaled limit, which changes during the load, nor under
-    ulimit -v, where the allocator's reserved address space would count."""
-    monkeypatch.delenv("DUCKPROF_LOAD_MEMORY", raising=False)
-    monkeypatch.setattr(load, "_address_space_limit", lambda: None)
-    seen = _BlockAllocator()
-    session.load_into(tmp_path / "unset.duckdb", [str(NESTING3)], progress=seen, threads=2)
-    assert seen.seen == {"953.6 MiB"}  # 1GB
-    monkeypatch.setenv("DUCKPROF_LOAD_MEMORY", "200MB")
-    seen = _BlockAllocator()
-    session.load_into(tmp_path / "b.duckdb", [str(NESTING3)], progress=seen, threads=2)
-    assert seen.seen == {"190.7 MiB"}
-    monkeypatch.setenv("DUCKPROF_LOAD_MEMORY", "auto")
-    seen = _BlockAllocator()
-    session.load_into(tmp_path / "a.duckdb", [str(NESTING3)], progress=seen, threads=2)
-    assert seen.seen == {"0 bytes"}
-    monkeypatch.delenv("DUCKPROF_LOAD_MEMORY")
-    monkeypatch.setattr(load, "_address_space_limit", lambda: 8 << 30)
-    seen = _BlockAllocator()
-    session.load_into(tmp_path / "v.duckdb", [str(NESTING3)], progress=seen, threads=2)
-    assert seen.seen == {"0 bytes"}
-    with duckprof.connect(tmp_path / "unset.duckdb", read_only=True) as s:
-        assert s.sql("SELECT count(*) FROM events").fetchall() == [(19,)]
-
-
 def test_two_big_files_parse_one_at_a_time_under_the_scaled_limit(tmp_path, monkeypatch):
     """Two files of one chunk each, parsed side by side under 56MB, ran out of
     memory (two 32 MiB buffers and the blocks they write): under a scaled
