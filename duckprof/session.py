@@ -1268,7 +1268,7 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
     report = report if report is not None else LoadReport(run=run)
     target = DatabaseTarget(db, wait, tags)
     try:
-        limit, config = file_load_memory()
+        limit, config = file_load_memory(paths)
         con = interrupts.watch(duckdb.connect(":memory:", config=config))
         try:
             if threads:

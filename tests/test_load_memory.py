@@ -86,14 +86,20 @@ class _BlockAllocator(_Limits):
 
 
 def test_a_load_into_a_file_keeps_its_buffers_in_a_block_allocator(tmp_path, monkeypatch):
-    """The load's connection gets a block allocator as big as its memory
-    limit (its buffers stay mapped: fewer page faults, less system time),
+    """A load of 900 MB of JSON or more (one that spills) gets a block
+    allocator as big as its memory limit on its connection (its buffers stay
+    mapped: fewer page faults, less system time),
     and when DUCKPROF_LOAD_MEMORY is unset a limit of 950MB instead of 1GB
     (the peak stays that of 1GB without the allocator); no allocator under
     the scaled limit, which changes during the load, nor under ulimit -v,
     where the allocator's reserved address space would count."""
     monkeypatch.delenv("DUCKPROF_LOAD_MEMORY", raising=False)
     monkeypatch.setattr(load, "_address_space_limit", lambda: None)
+    seen, limits = _BlockAllocator(), _Limits()
+    session.load_into(tmp_path / "small.duckdb", [str(NESTING3)], progress=seen, threads=2)
+    session.load_into(tmp_path / "small2.duckdb", [str(NESTING3)], progress=limits, threads=2)
+    assert seen.seen == {"0 bytes"} and limits.seen == {"953.6 MiB"}  # under ALLOCATOR_FROM_BYTES: as before
+    monkeypatch.setattr(load, "ALLOCATOR_FROM_BYTES", 0)  # a small trace gets it like a 1 GB one
     seen, limits = _BlockAllocator(), _Limits()
     session.load_into(tmp_path / "unset.duckdb", [str(NESTING3)], progress=seen, threads=2)
     session.load_into(tmp_path / "unset2.duckdb", [str(NESTING3)], progress=limits, threads=2)
