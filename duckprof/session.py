@@ -25,7 +25,7 @@ from . import dbfile, estimators, interrupts, sqlfiles
 from .estimators.store import estimates as op_estimates
 from .errors import DuckprofError
 from .load import DEFAULT_LOAD_MEMORY, COMMIT_OUTCOME_PENDING as PENDING, Loader, LoadReport, Target, \
-    nest_host_events
+    file_load_memory, nest_host_events
 from .peaks import packaged_digest, seed_interconnects, seed_peaks
 
 
@@ -1268,7 +1268,8 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
     report = report if report is not None else LoadReport(run=run)
     target = DatabaseTarget(db, wait, tags)
     try:
-        con = interrupts.watch(duckdb.connect(":memory:"))
+        limit, config = file_load_memory(paths)
+        con = interrupts.watch(duckdb.connect(":memory:", config=config))
         try:
             if threads:
                 con.execute(f"SET threads = {int(threads)}")
@@ -1277,7 +1278,6 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
             con.execute("SET temp_directory = $t", {"t": db + ".tmp"})
             if hasattr(progress, "attach"):
                 progress.attach(con)
-            limit = os.environ.get("DUCKPROF_LOAD_MEMORY", DEFAULT_LOAD_MEMORY)
             Loader(con, progress=progress, memory_limit=limit or None).load(
                 paths, run=run, salvage=salvage, target=target, report=report)
         finally:
