@@ -159,6 +159,13 @@ def main():
     db = args.db or os.path.splitext(trace)[0] + "_html.duckdb"
     load_s = build_db(trace, db) if trace else None
     out_dir = tempfile.mkdtemp(prefix="duckprof-html-")
+    try:
+        run_all(args, db, load_s, out_dir)
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)  # the pages (0-first.html, ...): MBs per run
+
+
+def run_all(args, db: str, load_s, out_dir: str) -> None:
     result = {"db": db, "run": args.run, "load_s": load_s, "db_bytes": os.path.getsize(db)}
     if args.migrate:
         w, c, before, after = time_migrate(args.migrate, os.path.join(out_dir, "v4.duckdb"))
