@@ -72,6 +72,14 @@ CASE WHEN {{ x }} IS NULL THEN NULL
      WHEN contains({{ x }}, 'scatter') THEN 'scatter'
 END
 {%- endmacro %}
+{% macro dtype_bytes(x) -%}
+CASE lower({{ x }})
+     WHEN 'float' THEN 4 WHEN 'double' THEN 8 WHEN 'half' THEN 2 WHEN 'bfloat16' THEN 2
+     WHEN 'long' THEN 8 WHEN 'int' THEN 4 WHEN 'short' THEN 2 WHEN 'char' THEN 1 WHEN 'byte' THEN 1
+     WHEN 'bool' THEN 1 WHEN 'complexhalf' THEN 4 WHEN 'complexfloat' THEN 8
+     WHEN 'complexdouble' THEN 16 WHEN 'uint16' THEN 2 WHEN 'uint32' THEN 4 WHEN 'uint64' THEN 8
+     ELSE CASE WHEN lower({{ x }}) LIKE 'float8%' THEN 1 END END
+{%- endmacro %}
 {% macro squash(x) -%}
 regexp_replace(lower({{ x }}), '[^a-z0-9]', '', 'g')
 {%- endmacro %}
@@ -130,12 +138,7 @@ typed AS (
                     nullif(len(string_split(regexp_replace(f.pg_ranks, '[\[\] ]', '', 'g'), ',')), 0)::INTEGER
                         * (CASE WHEN regexp_matches(f.pg_ranks, '[0-9]') THEN 1 END),
                     t.world_size) AS n,
-           CASE lower(f.dtype)
-                WHEN 'float' THEN 4 WHEN 'double' THEN 8 WHEN 'half' THEN 2 WHEN 'bfloat16' THEN 2
-                WHEN 'long' THEN 8 WHEN 'int' THEN 4 WHEN 'short' THEN 2 WHEN 'char' THEN 1 WHEN 'byte' THEN 1
-                WHEN 'bool' THEN 1 WHEN 'complexhalf' THEN 4 WHEN 'complexfloat' THEN 8
-                WHEN 'complexdouble' THEN 16 WHEN 'uint16' THEN 2 WHEN 'uint32' THEN 4 WHEN 'uint64' THEN 8
-                ELSE CASE WHEN lower(f.dtype) LIKE 'float8%' THEN 1 END END AS dtype_bytes
+           {{ dtype_bytes('f.dtype') }} AS dtype_bytes
     FROM facts f
     LEFT JOIN trace_files t USING (trace_id)
 ),
@@ -156,9 +159,7 @@ gloo AS (
     WHERE u.name LIKE 'gloo:%'
 ),
 gloo_typed AS (
-    SELECT *, CASE dtype WHEN 'Float' THEN 4 WHEN 'Double' THEN 8 WHEN 'Half' THEN 2 WHEN 'BFloat16' THEN 2
-                         WHEN 'Long' THEN 8 WHEN 'Int' THEN 4 WHEN 'Short' THEN 2 WHEN 'Char' THEN 1
-                         WHEN 'Byte' THEN 1 WHEN 'Bool' THEN 1 END AS dtype_bytes,
+    SELECT *, {{ dtype_bytes('dtype') }} AS dtype_bytes,
            -- an all_gather's output is n inputs; a reduce_scatter's output one n-th of its input
            CASE collective WHEN 'all_gather' THEN in_nelems * n WHEN 'reduce_scatter' THEN in_nelems // n
                            ELSE in_nelems END AS out_nelems
