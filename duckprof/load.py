@@ -314,23 +314,9 @@ def _json_bytes(path: str) -> int:
     return size
 
 
-def load_connection_config(memory_limit) -> dict:
-    """DuckDB config for a connection opened for one load under
-    `memory_limit` (DUCKPROF_LOAD_MEMORY): a block allocator of that size,
-    which keeps the buffers it hands out mapped until the connection closes.
-    Without it a spilling load frees and maps its buffers again and again,
-    and the kernel zeroes every page anew (page faults were two thirds of a
-    1 GB load's system time; benchmarks/README.md). Not for the scaled limit
-    (AUTO_MEMORY: the limit changes during the load) nor under ulimit -v (the
-    allocator reserves its address space up front)."""
-    if not memory_limit or str(memory_limit).lower() == AUTO_MEMORY or _address_space_limit() is not None:
-        return {}
-    return {"block_allocator_memory": str(memory_limit)}
-
-
 # DUCKPROF_LOAD_MEMORY unset, a load through its own connection with the block
-# allocator: a little under DEFAULT_LOAD_MEMORY, as the blocks the allocator
-# keeps mapped raise the peak by about that much
+# allocator (file_load_memory): a little under DEFAULT_LOAD_MEMORY, as the
+# blocks the allocator keeps mapped raise the peak by about that much
 ALLOCATOR_LOAD_MEMORY = "950MB"
 # the JSON from which a load gets the block allocator: it pays where the load
 # spills (1 GB); below, it raised the peak (200 x 1 MB: +13%) and system time
@@ -339,17 +325,26 @@ ALLOCATOR_FROM_BYTES = 900_000_000
 
 def file_load_memory(paths) -> tuple[str, dict]:
     """The memory limit of a load of `paths` into a file through its own
-    connection (session.load_into) and the config to open that connection with."""
+    connection (session.load_into) and the config to open that connection
+    with: from ALLOCATOR_FROM_BYTES of JSON on, a block allocator as big as
+    the limit, which keeps the buffers it hands out mapped until the
+    connection closes. Without it a spilling load frees and maps its buffers
+    again and again, and the kernel zeroes every page anew (page faults were
+    two thirds of a 1 GB load's system time; benchmarks/README.md). Not for
+    the scaled limit (AUTO_MEMORY: the limit changes during the load), no
+    limit, nor under ulimit -v (the allocator reserves its address space up
+    front)."""
     limit = os.environ.get("DUCKPROF_LOAD_MEMORY")
-    try:
-        big = sum(_json_bytes(f) for f in expand_paths(paths)) >= ALLOCATOR_FROM_BYTES
-    except (DuckprofError, OSError):
-        big = False  # the load itself says what is wrong with the paths
-    if not big:
+    allocator = (limit is None or (limit and limit.lower() != AUTO_MEMORY)) and _address_space_limit() is None
+    if allocator:
+        try:
+            allocator = sum(_json_bytes(f) for f in expand_paths(paths)) >= ALLOCATOR_FROM_BYTES
+        except (DuckprofError, OSError):
+            allocator = False  # the load itself says what is wrong with the paths
+    if not allocator:
         return (DEFAULT_LOAD_MEMORY if limit is None else limit), {}
-    if limit is None:
-        limit = ALLOCATOR_LOAD_MEMORY if load_connection_config(ALLOCATOR_LOAD_MEMORY) else DEFAULT_LOAD_MEMORY
-    return limit, load_connection_config(limit)
+    limit = ALLOCATOR_LOAD_MEMORY if limit is None else limit
+    return limit, {"block_allocator_memory": limit}
 
 
 def load_memory_limit(json_bytes: int) -> int | None:
