@@ -63,6 +63,7 @@ CASES = {
     "inf_ts.json": (tiny(ts=b"Infinity"), ["not a usable number"]),
     "inf_dur.json": (tiny(dur=b"-Infinity"), ["not a usable number"]),
     "huge_ts.json": (tiny(ts=b"1e300"), ["out of range"]),
+    "no_ts.json": (tiny().replace(b'"ts": 1.5, ', b""), ["no ts", "'a'"]),
     "garbage_inside.json": (GOOD_TEXT.replace(b'"name": "C5"', b'"name": "C5" @@'), ["not valid JSON"]),
     "duplicate_key.json": (tiny().replace(b'"tid": 1', b'"tid": 1, "tid": 2'), ["duplicate key", "tid"]),
     "duplicate_args.json": (tiny().replace(b'"args": {}', b'"args": {}, "args": {"x": 1}'), ["duplicate key"]),
@@ -281,6 +282,38 @@ def test_nan_and_inf_inside_args_load(tmp_path):
     with duckprof.connect() as s:
         s.load([str(path)])
         assert rows(s, "select name, ts_ns, dur_ns, args->>'w' from events") == [("a", 1500, 2000, "1")]
+
+
+def test_metadata_without_ts_loads(tmp_path):
+    """Only timed events need a ts (no_ts.json above): Kineto's metadata ('M') often has none."""
+    path = tmp_path / "meta.json"
+    path.write_bytes(tiny().replace(b'{"ph": "X"', b'{"ph": "M", "name": "process_name", "pid": 1, '
+                                                  b'"args": {"name": "python"}}, {"ph": "X"'))
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        assert rows(s, "select ph, name, ts_ns from events order by event_id") == [
+            ("M", "process_name", None), ("X", "a", 1500)]
+
+
+def test_pid_beyond_integer_is_no_device(tmp_path):
+    """A pid out of INTEGER's range (2^40 on a kernel, 2^53 + 1 on a host op) is no
+    GPU index: the kernel has no device, and reports run (they failed on the cast)."""
+    path = tmp_path / "big_pid.json"
+    path.write_bytes(
+        b'{"traceEvents": ['
+        b'{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 9007199254740993, "tid": 1, "ts": 1, "dur": 5,'
+        b' "args": {"External id": 7}},'
+        b'{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9007199254740993, "tid": 1,'
+        b' "ts": 2, "dur": 1, "args": {"External id": 7, "correlation": 9}},'
+        b'{"ph": "X", "cat": "kernel", "name": "add_kernel", "pid": 1099511627776, "tid": 7, "ts": 4, "dur": 3,'
+        b' "args": {"External id": 7, "correlation": 9, "stream": 7}}]}')
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        assert rows(s, "select name, device, stream, dur_ns from kernels") == [("add_kernel", None, 7, 3000)]
+        assert rows(s, "select name, count, total_us from (%s)" % s.report("kernels").sql_query()) == [
+            ("add_kernel", 1, 3.0)]
+        assert rows(s, "select name, device_total_us from (%s)" % s.report("ops").sql_query()
+                    + " where name = 'aten::add'") == [("aten::add", 3.0)]
 
 
 def test_control_characters_and_invalid_utf8(cli_app, tmp_path):

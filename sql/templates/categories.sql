@@ -45,6 +45,11 @@ CASE {{ cat }} WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy' WHEN 
     ELSE CASE WHEN {{ name }} LIKE 'dma%' OR {{ name }} LIKE 'Memcpy%' THEN 'memcpy'
               WHEN {{ name }} LIKE 'Memset%' THEN 'memset' ELSE 'kernel' END END
 {%- endmacro %}
+{#- device_index(p): a device event's device: its args' device, else its pid (Kineto writes the
+    GPU's index as the pid); a pid beyond INTEGER is no GPU index: NULL, not a failed cast -#}
+{% macro device_index(p='') -%}
+coalesce({{ p }}device, try_cast({{ p }}pid AS INTEGER))
+{%- endmacro %}
 {% macro sql_items(items) -%}
 {% for x in items %}'{{ x }}'{% if not loop.last %}, {% endif %}{% endfor %}
 {%- endmacro %}

@@ -16,8 +16,9 @@
 -- bytes        BIGINT   bytes copied (args bytes)
 -- gbps         DOUBLE   achieved bandwidth, GB/s (bytes / dur_ns)
 -- args         JSON     all args
+{% from "templates/categories.sql" import device_index %}
 CREATE OR REPLACE VIEW gpu_memcpy AS
-SELECT trace_id, event_id, name, coalesce(device, pid::INTEGER) AS device, coalesce(stream, tid) AS stream,
+SELECT trace_id, event_id, name, {{ device_index() }} AS device, coalesce(stream, tid) AS stream,
        ts_ns, dur_ns, end_ns, correlation, external_id,
        try_cast(json_extract_string(args, '$.bytes') AS BIGINT) AS bytes,
        try_cast(json_extract_string(args, '$.bytes') AS BIGINT) / nullif(dur_ns, 0) AS gbps,

@@ -15,8 +15,9 @@
 -- external_id  BIGINT   'External id' of the launching cpu_op
 -- bytes        BIGINT   bytes set (args bytes)
 -- args         JSON     all args
+{% from "templates/categories.sql" import device_index %}
 CREATE OR REPLACE VIEW gpu_memset AS
-SELECT trace_id, event_id, name, coalesce(device, pid::INTEGER) AS device, coalesce(stream, tid) AS stream,
+SELECT trace_id, event_id, name, {{ device_index() }} AS device, coalesce(stream, tid) AS stream,
        ts_ns, dur_ns, end_ns, correlation, external_id,
        try_cast(json_extract_string(args, '$.bytes') AS BIGINT) AS bytes,
        args

@@ -20,11 +20,11 @@
 -- correlation  BIGINT   links to the runtime call that launched it
 -- external_id  BIGINT   'External id' of the launching cpu_op
 -- args         JSON     all args
-{% from "templates/categories.sql" import device_cats, device_kind, sql_list %}
+{% from "templates/categories.sql" import device_cats, device_index, device_kind, sql_list %}
 CREATE OR REPLACE VIEW gpu_ops AS
 SELECT trace_id, event_id,
        {{ device_kind() }} AS kind,
-       name, coalesce(device, pid::INTEGER) AS device, coalesce(stream, tid) AS stream,
+       name, {{ device_index() }} AS device, coalesce(stream, tid) AS stream,
        ts_ns, dur_ns, end_ns, correlation, external_id, args
 FROM events
 WHERE ph = 'X' AND cat IN {{ sql_list(device_cats) }};

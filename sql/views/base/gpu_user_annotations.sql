@@ -14,8 +14,9 @@
 -- end_ns       BIGINT   ts_ns + dur_ns
 -- external_id  BIGINT   'External id'
 -- args         JSON     all args
+{% from "templates/categories.sql" import device_index %}
 CREATE OR REPLACE VIEW gpu_user_annotations AS
-SELECT trace_id, event_id, name, coalesce(device, pid::INTEGER) AS device,
+SELECT trace_id, event_id, name, {{ device_index() }} AS device,
        coalesce(stream, tid) AS stream, ts_ns, dur_ns, end_ns, external_id, args
 FROM events
 WHERE ph = 'X' AND cat = 'gpu_user_annotation';

@@ -59,7 +59,7 @@
 -- kernel_type       VARCHAR  'COMPUTATION', 'COMMUNICATION', 'MEMORY' or 'OTHER'
 -- partner_event_id  BIGINT   the event HTA links it to by correlation (NULL: none)
 -- partner_ts_ns     BIGINT   HTA's ts of the event at position index_correlation, if kept (its ts_runtime)
-{% from "templates/categories.sql" import device_cats, sql_list %}
+{% from "templates/categories.sql" import device_cats, device_index, sql_list %}
 {% macro ts_double(ns) -%}
 (CASE WHEN {{ ns }} < 0 THEN '-' ELSE '' END || (abs({{ ns }}) // 1000)::VARCHAR || '.'
  || lpad((abs({{ ns }}) % 1000)::VARCHAR, 3, '0'))::DOUBLE
@@ -74,7 +74,7 @@ WITH t AS (
 ),
 e AS (
     SELECT ev.trace_id, ev.event_id, ev.cat, ev.cat_raw, ev.name,
-           CASE WHEN ev.cat IN {{ sql_list(device_cats) }} THEN coalesce(ev.device, ev.pid::INTEGER) ELSE ev.device END
+           CASE WHEN ev.cat IN {{ sql_list(device_cats) }} THEN {{ device_index('ev.') }} ELSE ev.device END
                AS device,
            ev.pid, ev.tid, ev.ts_ns, ev.dur_ns, t.base, t.rounds,
            CASE WHEN ev.stream IS NULL THEN -1  -- no stream arg that any reader takes for a number

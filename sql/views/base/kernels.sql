@@ -20,9 +20,9 @@
 -- registers_per_thread  INTEGER  registers per thread
 -- shared_memory_bytes   BIGINT   static + dynamic shared memory per block
 -- args                  JSON     all args
-{% from "templates/categories.sql" import device_cats, device_kind, sql_list %}
+{% from "templates/categories.sql" import device_cats, device_index, device_kind, sql_list %}
 CREATE OR REPLACE VIEW kernels AS
-SELECT trace_id, event_id, name, coalesce(device, pid::INTEGER) AS device, coalesce(stream, tid) AS stream,
+SELECT trace_id, event_id, name, {{ device_index() }} AS device, coalesce(stream, tid) AS stream,
        ts_ns, dur_ns, end_ns, correlation, external_id,
        json_extract(args, '$.grid') AS grid,
        json_extract(args, '$.block') AS block,
