@@ -45,17 +45,17 @@ def three():
 def test_per_step_figures_by_hand(three):
     got = as_dicts(three.report("steps"))
     cols = ["step", "step_us", "gpu_busy_pct", "kernel_us", "comm_us", "memcpy_us", "memset_us",
-            "dataloader_us", "optimizer_us", "backward_us", "forward_us", "other_us"]
+            "dataloader_us", "optimizer_us", "backward_us", "host_comm_us", "forward_us", "other_us"]
     assert [tuple(r[c] for c in cols) for r in got] == [
-        (1, 100.0, pytest.approx(44.0), 45.0, 0.0, 4.0, 0.0, 4.0, 15.0, 0.0, 13.0, 68.0),
-        (2, 100.0, pytest.approx(82.0), 40.0, 50.0, 0.0, 2.0, 0.0, 0.0, 40.0, 19.0, 41.0),
-        (3, 130.0, pytest.approx(100 * 40 / 130), 40.0, 0.0, 5.0, 0.0, 10.0, 0.0, 0.0, 18.0, 102.0),
+        (1, 100.0, pytest.approx(44.0), 45.0, 0.0, 4.0, 0.0, 4.0, 15.0, 0.0, 0.0, 13.0, 68.0),
+        (2, 100.0, pytest.approx(82.0), 40.0, 50.0, 0.0, 2.0, 0.0, 0.0, 40.0, 0.0, 19.0, 41.0),
+        (3, 130.0, pytest.approx(100 * 40 / 130), 40.0, 0.0, 5.0, 0.0, 10.0, 0.0, 0.0, 0.0, 18.0, 102.0),
     ]
     assert [r["vs_median_pct"] for r in got] == [0.0, 0.0, pytest.approx(30.0)]
     assert got[0]["top_categories"] == "triton_pointwise 40.8%, triton_persistent_reduction 30.6%, triton_reduction 20.4%"
     assert got[1]["top_categories"] == "communication 54.3%, gemm 43.5%, memset 2.2%"
     for r in got:  # the host split partitions the step
-        assert r["dataloader_us"] + r["optimizer_us"] + r["backward_us"] + r["forward_us"] + r["other_us"] \
+        assert r["dataloader_us"] + r["optimizer_us"] + r["backward_us"] + r["host_comm_us"] + r["forward_us"] + r["other_us"] \
             == pytest.approx(r["step_us"])
 
 
@@ -67,7 +67,7 @@ def test_summary_and_outlier(three):
     assert (st["outlier_step"], st["outlier_vs_median_pct"]) == (3, pytest.approx(30.0))
     assert s["forward_us"]["median"] == 18.0 and s["forward_us"]["outlier_step"] == 1
     assert list(s) == ["step_us", "gpu_busy_pct", "kernel_us", "comm_us", "memcpy_us", "memset_us",
-                       "dataloader_us", "optimizer_us", "backward_us", "forward_us", "other_us"]
+                       "dataloader_us", "optimizer_us", "backward_us", "host_comm_us", "forward_us", "other_us"]
     notes = three.report_result("steps").notes
     assert notes == ["three_steps.json: 3 steps; step time mean 0.11 ms, coefficient of variation 12.9%; "
                      "outlier: step 3 (+30.0% vs the median)"]

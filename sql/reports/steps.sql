@@ -12,8 +12,9 @@
 -- each instant once: dataloader (enumerate(DataLoader)* / enumerate(DataPipe)*),
 -- optimizer (Optimizer.step* / Optimizer.zero_grad*), backward
 -- (autograd::engine::evaluate_function: ... and *Backward* operators, any
--- thread), forward (the outermost operators and user annotations on the
--- step's thread), other (the rest). --summary gives mean, median, min, max and
+-- thread), host communication (gloo's collectives on the host, a CPU job's:
+-- their exposed part), forward (the outermost operators and user
+-- annotations on the step's thread), other (the rest). --summary gives mean, median, min, max and
 -- coefficient of variation of each figure across the steps, and the outlier
 -- step (sql/reports/steps_summary.sql); --breakdown tensorboard gives
 -- TensorBoard's step-time breakdown (sql/reports/steps_tensorboard.sql).
@@ -39,6 +40,8 @@
 -- dataloader_us    DOUBLE   host time in data loading, µs
 -- optimizer_us     DOUBLE   host time in the optimizer (not data loading), µs
 -- backward_us      DOUBLE   host time in backward operators (none of the above), µs
+-- host_comm_us     DOUBLE   host time in gloo collectives (a CPU job's communication, any thread;
+--                           none of the above: exposed), µs
 -- forward_us       DOUBLE   host time in the other operators on the step's thread, µs
 -- other_us         DOUBLE   the rest of the step: Python, waiting, ..., µs
 -- top_categories   VARCHAR  the three kernel categories with the most device time in the step,
@@ -54,7 +57,7 @@ SELECT f.run, f.rank, x.trace_id, x.step, x.step_ns / 1e3 AS step_us,
        x.kernel_ns / 1e3 AS kernel_us, x.comm_ns / 1e3 AS comm_us,
        x.memcpy_ns / 1e3 AS memcpy_us, x.memset_ns / 1e3 AS memset_us,
        x.dataloader_ns / 1e3 AS dataloader_us, x.optimizer_ns / 1e3 AS optimizer_us,
-       x.backward_ns / 1e3 AS backward_us, x.forward_ns / 1e3 AS forward_us, x.other_ns / 1e3 AS other_us,
+       x.backward_ns / 1e3 AS backward_us, x.host_comm_ns / 1e3 AS host_comm_us, x.forward_ns / 1e3 AS forward_us, x.other_ns / 1e3 AS other_us,
        x.top_categories
 FROM figures x
 JOIN trace_files f USING (trace_id)

@@ -19,7 +19,7 @@
 -- rank               INTEGER  rank of the trace
 -- trace_id           INTEGER  trace
 -- figure             VARCHAR  which figure: step_us, gpu_busy_pct, kernel_us, comm_us, memcpy_us, memset_us,
---                             dataloader_us, optimizer_us, backward_us, forward_us, other_us (its unit:
+--                             dataloader_us, optimizer_us, backward_us, host_comm_us, forward_us, other_us (its unit:
 --                             µs, or % for gpu_busy_pct)
 -- steps              BIGINT   steps (windows) summarised
 -- mean               DOUBLE   mean over the steps, in the figure's unit
@@ -37,12 +37,12 @@ per_step AS (
            kernel_ns / 1e3 AS kernel_us, comm_ns / 1e3 AS comm_us, memcpy_ns / 1e3 AS memcpy_us,
            memset_ns / 1e3 AS memset_us, dataloader_ns / 1e3 AS dataloader_us,
            optimizer_ns / 1e3 AS optimizer_us, backward_ns / 1e3 AS backward_us,
-           forward_ns / 1e3 AS forward_us, other_ns / 1e3 AS other_us
+           host_comm_ns / 1e3 AS host_comm_us, forward_ns / 1e3 AS forward_us, other_ns / 1e3 AS other_us
     FROM figures
 ),
 long AS (
     UNPIVOT per_step ON step_us, gpu_busy_pct, kernel_us, comm_us, memcpy_us, memset_us, dataloader_us,
-                        optimizer_us, backward_us, forward_us, other_us
+                        optimizer_us, backward_us, host_comm_us, forward_us, other_us
     INTO NAME figure VALUE v
 ),
 med AS (
@@ -75,7 +75,7 @@ LEFT JOIN spread sp ON sp.trace_id = m.trace_id AND sp.figure = m.figure
 GROUP BY f.run, f.rank, m.trace_id, m.figure
 ORDER BY f.run, f.rank NULLS LAST, m.trace_id,
          list_position(['step_us', 'gpu_busy_pct', 'kernel_us', 'comm_us', 'memcpy_us', 'memset_us', 'dataloader_us',
-                        'optimizer_us', 'backward_us', 'forward_us', 'other_us'], m.figure)
+                        'optimizer_us', 'backward_us', 'host_comm_us', 'forward_us', 'other_us'], m.figure)
 
 -- @notes
 SELECT f.file_name || ': no ProfilerStep#N annotations in this trace: the statistics are of its whole window' AS note

@@ -7,7 +7,7 @@
 --   trace's whole profiled window (step NULL, window_id -1) when it has no steps.
 --   Columns: trace_id, step, window_id, ts_ns, end_ns, step_ns, busy_ns,
 --   kernel_ns, comm_ns, memcpy_ns, memset_ns, dataloader_ns, optimizer_ns,
---   backward_ns, forward_ns, other_ns, top_categories.
+--   backward_ns, host_comm_ns, forward_ns, other_ns, top_categories.
 --   Device events (gpu_activity, categorized as kernel_categories or by the
 --   --rules file, sql/templates/categories.sql) belong to the window in which
 --   their launch call started (their own start without one); busy_ns is the
@@ -16,7 +16,10 @@
 --   instant counted once: dataloader (enumerate(DataLoader)* /
 --   enumerate(DataPipe)* ranges), optimizer (Optimizer.step* /
 --   Optimizer.zero_grad*), backward (autograd::engine::evaluate_function: ...
---   and *Backward* operators, on any thread), forward (the outermost
+--   and *Backward* operators, on any thread), host communication (gloo's
+--   collectives, the gloo:* annotations of a CPU job's gloo threads: what of
+--   them the host's other work does not hide, the exposed part, as NCCL's
+--   kernels are on a device), forward (the outermost
 --   operators (in no operator but a ProfilerStep#N) and the user annotations
 --   on the thread that runs the steps, or
 --   on any thread in a trace without steps), other (the rest: Python, waiting).
@@ -73,12 +76,13 @@ top_cats AS (
           QUALIFY row_number() OVER (PARTITION BY trace_id, window_id ORDER BY ns DESC, category) <= 3)
     GROUP BY ALL
 ),
-host AS (  -- host ranges by priority: 1 dataloader, 2 optimizer, 3 backward, 4 forward
+host AS (  -- host ranges by priority: 1 dataloader, 2 optimizer, 3 backward, 4 host communication, 5 forward
     SELECT trace_id, ts_ns, end_ns,
            CASE WHEN name LIKE 'enumerate(DataLoader)%' OR name LIKE 'enumerate(DataPipe)%' THEN 1
                 WHEN name LIKE 'Optimizer.step%' OR name LIKE 'Optimizer.zero_grad%' THEN 2
                 WHEN name LIKE 'autograd::engine::evaluate_function:%' OR name LIKE '%Backward%' THEN 3
-                ELSE 4 END AS r, pid, tid, outermost
+                WHEN name LIKE 'gloo:%' THEN 4
+                ELSE 5 END AS r, pid, tid, outermost
     FROM (SELECT trace_id, name, ts_ns, end_ns, pid, tid,
                  op_event_id IS NULL OR op_event_id IN (SELECT window_id FROM windows) AS outermost
           FROM cpu_ops
@@ -92,7 +96,7 @@ host_kept AS (
     FROM host h
     LEFT JOIN step_threads st ON st.trace_id = h.trace_id AND st.pid IS NOT DISTINCT FROM h.pid
                              AND st.tid IS NOT DISTINCT FROM h.tid
-    WHERE h.r < 4
+    WHERE h.r < 5
        OR (h.outermost AND (st.trace_id IS NOT NULL
                             OR h.trace_id NOT IN (SELECT trace_id FROM step_threads)))
 ),
@@ -101,7 +105,8 @@ covered AS (  -- each window with busy_ns (device events) and uK_ns: the union o
                        '(SELECT trace_id, ts_ns, end_ns, 0 AS class FROM dev
                          UNION ALL
                          SELECT trace_id, ts_ns, end_ns, r FROM host_kept)', ['trace_id'],
-                       sets={'busy_ns': [0], 'u1_ns': [1], 'u2_ns': [1, 2], 'u3_ns': [1, 2, 3], 'u4_ns': [1, 2, 3, 4]})
+                       sets={'busy_ns': [0], 'u1_ns': [1], 'u2_ns': [1, 2], 'u3_ns': [1, 2, 3], 'u4_ns': [1, 2, 3, 4],
+                             'u5_ns': [1, 2, 3, 4, 5]})
        | indent(4) }}
 ),
 figures AS (
@@ -112,8 +117,9 @@ figures AS (
            w.u1_ns AS dataloader_ns,
            w.u2_ns - w.u1_ns AS optimizer_ns,
            w.u3_ns - w.u2_ns AS backward_ns,
-           w.u4_ns - w.u3_ns AS forward_ns,
-           w.end_ns - w.ts_ns - w.u4_ns AS other_ns,
+           w.u4_ns - w.u3_ns AS host_comm_ns,
+           w.u5_ns - w.u4_ns AS forward_ns,
+           w.end_ns - w.ts_ns - w.u5_ns AS other_ns,
            t.top_categories
     FROM covered w
     LEFT JOIN dev_sums d USING (trace_id, window_id)
