@@ -670,3 +670,26 @@ def test_idle_gap_goes_to_the_thread_of_the_first_launch_call(tmp_path):
     with loaded_events(tmp_path, "two_threads.json", ev) as s:
         got = {(r["name"], r["idle_us"]) for r in as_dicts(s.report("idle"))}
         assert got == {("aten::one", 35), ("cudaLaunchKernel", 5)}
+
+
+def test_buckets_of_a_window_stretched_by_a_stray_timestamp(tmp_path):
+    """One kernel at ts 0 among epoch timestamps (1.7e15 us): the window is 1.7e18 ns,
+    and bucket bounds as (w1 - w0) * i overflowed BIGINT (gpu-time/queue --buckets
+    and the html timeline failed). The buckets still add up to the busy time."""
+    kernel = lambda ts, dur, corr: {"ph": "X", "cat": "kernel", "name": f"k{corr}", "pid": 0, "tid": 7, "ts": ts,  # noqa: E731
+                                    "dur": dur, "args": {"device": 0, "stream": 7, "correlation": corr}}
+    path = tmp_path / "stray.json"
+    launch = lambda ts, corr: {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 9,  # noqa: E731
+                               "ts": ts, "dur": 1, "args": {"correlation": corr}}
+    path.write_text(json.dumps({"traceEvents": [launch(0, 1), kernel(0, 1, 1), launch(1_699_999_999_999_990, 2),
+                                                kernel(1_700_000_000_000_000, 5, 2)]}))
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        for buckets in (50, 300, 20_000):
+            rel = s.report("gpu-time", buckets=buckets)
+            rows = [r for r in (dict(zip(rel.columns, r)) for r in rel.fetchall()) if r["scope"] == "device"]
+            assert len(rows) == buckets
+            assert sum(r["busy_us"] for r in rows) == pytest.approx(6.0)
+            assert rows[0]["busy_us"] == pytest.approx(1.0) and rows[-1]["busy_us"] == pytest.approx(5.0)
+        assert len(s.report("queue", buckets=50).fetchall()) == 50  # one stream
+        assert "<svg" in s.html().html

@@ -35,7 +35,7 @@
 -- busy_pct        DOUBLE   busy_us / width_us, %
 {% from "templates/scope.sql" import scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
-{% from "templates/intervals.sql" import bucket_overlaps %}
+{% from "templates/intervals.sql" import bucket_bound, bucket_overlaps %}
 {%- set keys = ['trace_id', 'device', 'scope', 'skey'] %}
 WITH busy AS (
     SELECT trace_id, device, scope, coalesce(stream, -1) AS skey, stream, start_ns, end_ns
@@ -56,8 +56,8 @@ windows AS (
 ),
 buckets AS (
     SELECT s.trace_id, s.device, s.scope, s.skey, s.stream, b.bucket,
-           w.w0 + (w.w1 - w.w0) * b.bucket // $buckets AS ts_ns,
-           w.w0 + (w.w1 - w.w0) * (b.bucket + 1) // $buckets AS end_ns
+           {{ bucket_bound('b.bucket', '$buckets', 'w.w0', 'w.w1') }} AS ts_ns,
+           {{ bucket_bound('b.bucket + 1', '$buckets', 'w.w0', 'w.w1') }} AS end_ns
     FROM series s
     JOIN windows w USING (trace_id)
     CROSS JOIN (SELECT unnest(range($buckets)) AS bucket) b

@@ -30,7 +30,7 @@
 -- max_depth   BIGINT   largest queue depth in the bucket
 {% from "templates/scope.sql" import scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
-{% from "templates/intervals.sql" import bucket_overlaps %}
+{% from "templates/intervals.sql" import bucket_bound, bucket_overlaps %}
 WITH q AS (  -- each state of a stream's queue, from its change to the next
     SELECT trace_id, device, stream, ts_ns AS start_ns, ts_ns + coalesce(dur_ns, 0) AS end_ns, queue_depth
     FROM queue_depth(exclude_last_step := $exclude_last_step OR $hta, hta := $hta)
@@ -47,8 +47,8 @@ windows AS (
 ),
 buckets AS (
     SELECT s.trace_id, s.device, s.stream, b.bucket,
-           w.w0 + (w.w1 - w.w0) * b.bucket // $buckets AS ts_ns,
-           w.w0 + (w.w1 - w.w0) * (b.bucket + 1) // $buckets AS end_ns
+           {{ bucket_bound('b.bucket', '$buckets', 'w.w0', 'w.w1') }} AS ts_ns,
+           {{ bucket_bound('b.bucket + 1', '$buckets', 'w.w0', 'w.w1') }} AS end_ns
     FROM series s
     JOIN windows w USING (trace_id)
     CROSS JOIN (SELECT unnest(range($buckets)) AS bucket) b

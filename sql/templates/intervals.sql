@@ -204,15 +204,28 @@ ASOF LEFT JOIN (SELECT {{ keys | join(', ') }}, start_ns, end_ns FROM {{ interva
   ON {% for k in keys %}iv.{{ k }} = w.{{ k }} AND {% endfor %}w.{{ we }} > iv.start_ns
 {%- endmacro %}
 
+{#- bucket_bound(i, n, w0, w1): where bucket i of n starts, w0 + (w1 - w0) * i // n, written
+    (w1 - w0) // n * i + (w1 - w0) % n * i // n: the same integer, without the product that
+    overflows BIGINT when a stray event (a ts of 0 or -1 among epoch timestamps) stretches
+    the window to 1.7e18 ns -#}
+{% macro bucket_bound(i, n, w0='w0', w1='w1') -%}
+{{ w0 }} + ({{ w1 }} - {{ w0 }}) // {{ n }} * ({{ i }}) + ({{ w1 }} - {{ w0 }}) % {{ n }} * ({{ i }}) // {{ n }}
+{%- endmacro %}
+
+{#- _bucket_of(t, n): the bucket holding t; in HUGEINT only for a window too long for BIGINT's
+    product (DuckDB runs a CASE branch on its own rows only) -#}
 {% macro _bucket_of(t, n) -%}
-least(greatest((({{ t }} - w0 + 1) * {{ n }} - 1) // nullif(w1 - w0, 0), 0), {{ n }} - 1)
+least(greatest(CASE WHEN w1 - w0 < 9223372036854775807 // ({{ n }}) - 1
+                    THEN (({{ t }} - w0 + 1) * {{ n }} - 1) // nullif(w1 - w0, 0)
+                    ELSE ((({{ t }} - w0 + 1)::HUGEINT * {{ n }} - 1) // nullif(w1 - w0, 0))::BIGINT END,
+               0), {{ n }} - 1)
 {%- endmacro %}
 
 {% macro bucket_overlaps(intervals, windows, wkeys, keys, n, aggregates, s='start_ns', e='end_ns') -%}
 SELECT {{ keys | join(', ') }}, bucket, {{ aggregates }}
 FROM (
-    SELECT *, greatest(least({{ e }}, w0 + (w1 - w0) * (bucket + 1) // {{ n }})
-                       - greatest({{ s }}, w0 + (w1 - w0) * bucket // {{ n }}), 0) AS overlap_ns
+    SELECT *, greatest(least({{ e }}, {{ bucket_bound('bucket + 1', n) }})
+                       - greatest({{ s }}, {{ bucket_bound('bucket', n) }}), 0) AS overlap_ns
     FROM (
         SELECT *, unnest(range({{ _bucket_of('greatest(' ~ s ~ ', w0)', n) }},
                                {{ _bucket_of('least(greatest(' ~ e ~ ' - 1, ' ~ s ~ '), w1)', n) }} + 1)) AS bucket
