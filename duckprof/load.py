@@ -424,6 +424,21 @@ def nest_host_events(con, nest: str, raws, exact: dict, params: dict, temp: bool
         run("threads", {**params, "crossing_threads": crossing})
 
 
+# "ts": a number of at least 2^43 us with a nonzero fraction (exact_ts_needed.sql)
+_FRACTIONAL_TS = re.compile(rb'"ts"\s*:\s*-?([0-9]{13,})\.[0-9]*[1-9]')
+_TS_HEAD = 64 << 10
+
+
+def _fractional_epoch_ahead(chunk: str) -> bool:
+    """Whether the head of a chunk file has a fractional absolute timestamp
+    (2^43 us or more, with decimals): a guess, from which the chunk is parsed
+    with its exact timestamps (_ChunkStager._stage_exact); a chunk that has
+    them further on only is read again for them, as before."""
+    with open(chunk, "rb") as f:
+        head = f.read(_TS_HEAD)
+    return any(int(m.group(1)) >= 1 << 43 for m in _FRACTIONAL_TS.finditer(head))
+
+
 class _ChunkStager:
     """Parses chunk files into tables of the in-memory database dp_stage
     (stage_events.sql), several at once, each on its own cursor.
@@ -477,7 +492,8 @@ class _ChunkStager:
         a group that fails is parsed again file by file, to name the file at
         fault."""
         cur = self._cursor()
-        self._read(cur, "load/stage_events.sql", joined.path, raw=table, grouped=True, long_args=STAGED_LONG_ARGS)
+        self._read(cur, "load/stage_events.sql", joined.path, raw=table, grouped=True, exact=False,
+                   long_args=STAGED_LONG_ARGS)
         markers = sorted(m for (m,) in cur.execute(sqlfiles.render("load/group_markers.sql", raw=table),
                                                    {"marker": self.marker_ph}).fetchall())
         if len(markers) != max(len(joined.segments) - 1, 0):
@@ -488,18 +504,43 @@ class _ChunkStager:
 
     def _stage(self, table: str, chunk: str) -> int:
         cur = self._cursor()
-        # CREATE TABLE ... AS returns the number of rows it wrote
-        n = self._read(cur, "load/stage_events.sql", chunk, raw=table, grouped=False,
-                       long_args=STAGED_LONG_ARGS)[0][0]
-        # fractional absolute timestamps: their exact text, read from the chunk
-        # while it is here (exact_ts.sql), in parallel like the parse
-        if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall():
-            self._read(cur, "load/exact_ts.sql", chunk, table=exact_table(table))
-            with self.lock:
-                self.exact.add(table)
+        n = self._stage_exact(cur, table, chunk) if _fractional_epoch_ahead(chunk) else None
+        if n is None:
+            # CREATE TABLE ... AS returns the number of rows it wrote
+            n = self._read(cur, "load/stage_events.sql", chunk, raw=table, grouped=False, exact=False,
+                           long_args=STAGED_LONG_ARGS)[0][0]
+            # fractional absolute timestamps: their exact text, read from the chunk
+            # while it is here (exact_ts.sql), in parallel like the parse
+            if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall():
+                self._read(cur, "load/exact_ts.sql", chunk, table=exact_table(table), staged=False)
+                with self.lock:
+                    self.exact.add(table)
         # staged: the chunk file is not needed any more (a load of many big
         # files would otherwise hold a copy of all their JSON in the temp dir)
         os.remove(chunk)
+        return n
+
+    def _stage_exact(self, cur, table: str, chunk: str) -> int | None:
+        """Parse a chunk whose head has fractional absolute timestamps with
+        their exact values in the same read (stage_events.sql exact), instead
+        of reading its text a second time (exact_ts.sql). The tables are those
+        of the two reads: the exact table only when exact_ts_needed.sql says so.
+        None: the parse failed (a ts DECIMAL(38, 9) does not take: NaN, out of
+        range, ...; or the chunk is bad), the chunk is staged as before, which
+        reports the error of that parse, if any."""
+        try:
+            n = self._read(cur, "load/stage_events.sql", chunk, raw=table, grouped=False, exact=True,
+                           long_args=STAGED_LONG_ARGS)[0][0]
+        except (duckdb.InterruptException, duckdb.OutOfMemoryException):
+            raise
+        except duckdb.Error:
+            cur.execute(f"DROP TABLE IF EXISTS {table}")
+            return None
+        if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall():
+            cur.execute(sqlfiles.render("load/exact_ts.sql", table=exact_table(table), staged=True, raw=table))
+            with self.lock:
+                self.exact.add(table)
+        cur.execute(f"ALTER TABLE {table} DROP COLUMN exact_ns")
         return n
 
     def _read(self, cur, sql: str, chunk: str, **template) -> list:

@@ -141,20 +141,78 @@ def test_absolute_fractional_nesting_matches_decimal(absolute):
     assert "K1" not in expected           # device events are not nested
 
 
+ARGS_FIRST = ('{"ph": "X", "cat": "cpu_op", "name": "args_first", "args": {"ts": 5}, "pid": 1, "tid": 1,'
+              ' "ts": 1700000000000002.130, "dur": 1.000}')
+
+
 def test_absolute_fractional_ts_key_inside_args(tmp_path):
-    """exact_ts.sql takes the first "ts" in an event's text; when that is a key
-    inside args written before the event's own ts, it must not be used."""
+    """A "ts" key inside args, written before the event's own ts, is not taken
+    for it: a chunk whose head shows fractional absolute timestamps is parsed
+    with their exact values (stage_events.sql exact), the event's own ts, exact
+    here too (the second read of the text, exact_ts.sql, took the first "ts" of
+    the text and fell back to the double for this event)."""
     path = tmp_path / "args_first.json"
     path.write_text('{"traceEvents": ['
                     '{"ph": "X", "cat": "cpu_op", "name": "plain", "pid": 1, "tid": 1,'
-                    ' "ts": 1700000000000000.130, "dur": 1.000},'
-                    '{"ph": "X", "cat": "cpu_op", "name": "args_first", "args": {"ts": 5}, "pid": 1, "tid": 1,'
-                    ' "ts": 1700000000000002.130, "dur": 1.000}]}')
+                    ' "ts": 1700000000000000.130, "dur": 1.000},' + ARGS_FIRST + ']}')
     with duckprof.connect() as s:
         s.load([str(path)])
         got = dict(rows(s, "SELECT name, ts_ns FROM events"))
-    assert got["plain"] == 1700000000000000130
-    assert abs(got["args_first"] - 1700000000000002130) <= LIMIT_NS
+    assert got == {"plain": 1700000000000000130, "args_first": 1700000000000002130}
+
+
+def _exact_reads(monkeypatch) -> list:
+    """How each chunk's exact timestamps were made: True, from the parse
+    (exact_ts.sql staged); False, by a second read of the chunk's text."""
+    import duckprof.load as load
+    reads = []
+    render = load.sqlfiles.render
+
+    def spy(rel, **kw):
+        if rel == "load/exact_ts.sql":
+            reads.append(kw.get("staged"))
+        return render(rel, **kw)
+    monkeypatch.setattr(load.sqlfiles, "render", spy)
+    return reads
+
+
+def test_absolute_fractional_one_read(monkeypatch, tmp_path):
+    """The exact timestamps come from the chunk's one parse, and are those of
+    the text (test_absolute_fractional_exact); a chunk whose fractional
+    absolute timestamps start beyond its head (64 KiB) is read again for them,
+    as before, with the same values; and so is one whose parse with exact
+    timestamps fails (a ts beyond DECIMAL(38, 9): the error of the plain parse
+    is the one reported)."""
+    reads = _exact_reads(monkeypatch)
+    path = HANDMADE / "absolute_fractional.json"
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        got = dict(rows(s, "SELECT name, ts_ns FROM events"))
+    assert reads == [True]
+    assert {e["name"]: int(decimal.Decimal(e["ts"]) * 1000) for e in trace_events(read_trace(path, exact=True))
+            if "ts" in e} == {n: t for n, t in got.items() if t is not None}
+
+    reads.clear()
+    late = tmp_path / "late.json"
+    plain = [f'{{"ph": "X", "cat": "cpu_op", "name": "i{k}", "pid": 1, "tid": 2, "ts": {1700000000000000 + k}, '
+             f'"dur": 1}}' for k in range(2000)]
+    late.write_text('{"traceEvents": [' + ", ".join(plain) + ", " + ARGS_FIRST + "]}")
+    assert late.stat().st_size > 64 << 10
+    with duckprof.connect() as s:
+        s.load([str(late)])
+        assert scalar(s, "SELECT ts_ns FROM events WHERE name = 'i7'") == 1700000000000007000
+        # the second read takes the first "ts" of the text: the double here
+        assert abs(scalar(s, "SELECT ts_ns FROM events WHERE name = 'args_first'") - 1700000000000002130) <= LIMIT_NS
+    assert reads == [False]
+
+    reads.clear()
+    huge = tmp_path / "huge.json"
+    huge.write_text('{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1,'
+                    ' "ts": 1700000000000000.130, "dur": 1.5},'
+                    ' {"ph": "X", "cat": "cpu_op", "name": "huge", "pid": 1, "tid": 1, "ts": 1e30, "dur": 1.5}]}')
+    with duckprof.connect() as s, pytest.raises(duckprof.TraceError, match="not a usable number.*'huge'"):
+        s.load([str(huge)])
+    assert reads == [False]
 
 
 def test_absolute_fractional_text_forms(tmp_path):

@@ -7,7 +7,11 @@
 -- (event_id BIGINT, exact_ns BIGINT: ns since the epoch), which normalize.sql
 -- uses instead of the double (when within 1 us of it: a "ts" key inside args
 -- written before the event's own is not taken).
--- Template: table; max_object (as in stage_events.sql).
+-- Template: table; staged (boolean); raw (with staged: the chunk's staged
+-- table); max_object (as in stage_events.sql).
+-- staged: the chunk was parsed with exact (stage_events.sql): its table raw
+-- holds exact_ns already, moved out here (the loader then drops the column),
+-- without reading the chunk again. Otherwise the chunk's text is read again:
 -- Parameter: files (one chunk file of the trace's traceEvents: event_id =
 -- position in the chunk, shifted like the chunk's events by stage_view.sql).
 -- Run by the loader right after the chunk is parsed (the same file: no second
@@ -18,6 +22,9 @@
 -- the DECIMAL one, which takes every other text (and one out of BIGINT's range,
 -- so that it fails as before).
 CREATE OR REPLACE TABLE {{ table }} AS
+{% if staged -%}
+SELECT event_id, exact_ns FROM {{ raw }} WHERE exact_ns IS NOT NULL
+{%- else -%}
 SELECT event_id,
        coalesce(CASE WHEN strpos(txt, '.') = strlen(txt) - 3 AND strpos(txt, 'e') = 0 AND strpos(txt, 'E') = 0
                      THEN try_cast(replace(txt, '.', '') AS BIGINT) END,
@@ -28,3 +35,4 @@ FROM (
     FROM read_json_objects($files, format = 'array', maximum_object_size = {{ max_object | int }})
 )
 WHERE txt <> ''
+{%- endif %}

@@ -5,7 +5,8 @@
 -- two traces (load._ChunkStager._stage_group; one file costs DuckDB's reader
 -- ~2 ms less a trace than one file per trace), from which
 -- stage_group_view.sql tells each event's trace.
--- Template: raw = the table's qualified name; grouped (boolean); long_args
+-- Template: raw = the table's qualified name; grouped (boolean); exact
+-- (boolean, never with grouped: see below); long_args
 -- (the length in bytes from which args go into args_long); max_object
 -- (DuckDB's maximum_object_size: its parse buffer is twice that, and an
 -- event must fit in the buffer; load._ChunkStager._read).
@@ -16,6 +17,16 @@
 -- args (JSON; NULL when long: see args_long), args_long (JSON: args of
 -- STAGED_LONG_ARGS bytes or more, else NULL). Read both through the views
 -- (stage_view.sql, stage_group_view.sql), which give args whole again.
+-- exact: a chunk that looks like fractional absolute microseconds (load.py,
+-- _ChunkStager._stage) reads ts as DECIMAL(38, 9), which DuckDB's reader takes
+-- from the number's text, exactly, and adds exact_ns (BIGINT: ns of that text,
+-- rounded half away from zero; exact_ts.sql's values without a second read of
+-- the chunk, which exact_ts.sql staged moves out). ts stays the DOUBLE the
+-- text parses to: the decimal's text, which has every digit of a text of at
+-- most 9 decimals, parsed again. The usual decimal text (3 decimals, then
+-- 000000) gives exact_ns by its digits, an integer cast, much cheaper than
+-- the DECIMAL arithmetic that takes every other one (and fails out of
+-- BIGINT's range, as exact_ts.sql does).
 -- Numbering in file order (WITH ORDINALITY) makes DuckDB read the files on
 -- one thread, one after another: the loader parses chunks (and groups) side by
 -- side on separate cursors and adds each chunk's offset afterwards
@@ -31,11 +42,21 @@
 -- limit. In a column of their own the long args share few segments, and
 -- their blocks fill up.
 CREATE OR REPLACE TABLE {{ raw }} AS
+{% if exact -%}
+SELECT * EXCLUDE (txt) REPLACE (txt::DOUBLE AS ts),
+       coalesce(CASE WHEN ends_with(txt, '000000') THEN try_cast(replace(left(txt, -6), '.', '') AS BIGINT) END,
+                round(ts * 1000)::BIGINT) AS exact_ns
+FROM (
+    SELECT ordinality AS event_id, ph, cat, name, pid, tid, ts, ts::VARCHAR AS txt,
+{%- else %}
 SELECT ordinality AS {{ 'pos' if grouped else 'event_id' }},
-       ph, cat, name, pid, tid, ts, dur, id,
+       ph, cat, name, pid, tid, ts,
+{%- endif %} dur, id,
        CASE WHEN strlen(args) < {{ long_args | int }} THEN args END AS args,
        CASE WHEN strlen(args) >= {{ long_args | int }} THEN args END AS args_long
 FROM read_json($files, format = 'array', maximum_object_size = {{ max_object | int }},
                columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR',
-                          pid: 'VARCHAR', tid: 'VARCHAR', ts: 'DOUBLE', dur: 'DOUBLE',
-                          id: 'VARCHAR', args: 'JSON'}) WITH ORDINALITY
+                          pid: 'VARCHAR', tid: 'VARCHAR', ts: '{{ 'DECIMAL(38, 9)' if exact else 'DOUBLE' }}',
+                          dur: 'DOUBLE', id: 'VARCHAR', args: 'JSON'}) WITH ORDINALITY
+{%- if exact %}
+){%- endif %}
