@@ -43,6 +43,8 @@ def find_array_start(path, buf: bytes):
             j += 1
         if j < len(buf) and buf[j:j + 1] not in b"{]":
             raise NotATraceError(path, _array_problem(buf[j:j + 1]))
+        if buf[j:j + 1] == b"{":
+            _check_first_event(path, buf[j:j + _FIRST_EVENT_BYTES])
         return True, i + 1, b""
     if first != b"{":
         raise TraceError(path, "not JSON: the file does not start with '{' or '['" + _text_kind(buf[i:i + 4096]))
@@ -105,6 +107,24 @@ def _array_problem(first: bytes) -> str:
                 "writes this)" + _WRITE_A_TRACE)
     kind = "strings" if first == b'"' else "numbers" if first in b"-0123456789" else "values"
     return f"not a trace: a JSON array of {kind}, not of event objects"
+
+
+#: How much of a bare array's first object is read to tell an event from a record.
+_FIRST_EVENT_BYTES = 64 << 10
+
+
+def _check_first_event(path, head: bytes):
+    """A bare array whose first object has no 'ph' (every trace event has its
+    phase) is a list of records, e.g. a metrics or key_averages() dump beside
+    the traces, not a trace. A first object longer than `head` is not judged."""
+    try:
+        first, _end = json.JSONDecoder().raw_decode(head.decode("utf-8", "replace"))
+    except ValueError:
+        return
+    if isinstance(first, dict) and "ph" not in first:
+        keys = ", ".join(list(first)[:4]) or "none"
+        raise NotATraceError(path, "not a trace: a JSON array of objects that are not trace events (the first "
+                                   f"has no 'ph'; its keys: {keys})")
 
 
 def _text_kind(head: bytes) -> str:

@@ -438,3 +438,27 @@ def test_big_plain_file_bad_inputs(big_plain, tmp_path):
         assert rep.files[0].events == n
         assert "1 invalid UTF-8 sequence(s) replaced by U+FFFD" in rep.summary()
         assert scalar(s, "select count(*) from events where name like '\ufffd%'") == 1
+
+
+def test_directory_skips_json_arrays_of_records(cli_app, shared_db, tmp_path):
+    """A JSON list of records beside the traces (a metrics log, a dump of
+    key_averages() or of torch's step ranges, fixtures/sweep13/schedule) is no
+    trace: its objects have no 'ph'. It was loaded as a trace of events with no
+    name and no time, one more trace in the run; now it is skipped with a note,
+    and named when given alone."""
+    d = tmp_path / "prof"
+    d.mkdir()
+    (d / "trace.json").write_bytes((TORCH_OUTPUTS / "trace.json").read_bytes())
+    (d / "metrics.json").write_text('[{"step": 1, "loss": 2.5}, {"step": 2, "loss": 2.1}]')
+    r = invoke(cli_app, "load", d, "--db", shared_db, "--run", "with_records")
+    assert r.exit_code == 0, r.stderr
+    assert (f"{d / 'metrics.json'}: not a trace: a JSON array of objects that are not trace events "
+            "(the first has no 'ph'; its keys: step, loss)") in r.stdout
+    with duckprof.connect(shared_db, read_only=True) as s:
+        assert rows(s, "select count(*), min(path) from traces where run = 'with_records'") == [
+            (1, str(d / "trace.json"))]
+    before = db_state(shared_db)
+    r = invoke(cli_app, "load", d / "metrics.json", "--db", shared_db, "--run", "records")
+    assert r.exit_code == 2
+    assert_one_line_error(r.stderr, [str(d / "metrics.json"), "not a trace", "no 'ph'"])
+    assert db_state(shared_db) == before
