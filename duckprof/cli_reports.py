@@ -109,10 +109,9 @@ def _summary_text(res: DiffResult, columns, rows, fmt: str) -> str:
     return head + "\n\n" + render.to_text(columns, rows, "markdown" if fmt == "markdown" else "table")
 
 
-_EMPTY = {"kernel": "neither side has GPU kernels, memcpys or memsets",
-          "category": "neither side has GPU kernels, memcpys or memsets",
-          "device": "neither side has GPU kernels, memcpys or memsets",
-          "op": "neither side has CPU operators"}
+# CPU-only traces (no device work) are compared with --by op: the GPU levels say so.
+_NO_GPU = "neither side has GPU kernels, memcpys or memsets (--by op compares their CPU operators)"
+_EMPTY = {"kernel": _NO_GPU, "category": _NO_GPU, "device": _NO_GPU, "op": "neither side has CPU operators"}
 
 
 def diff_command(

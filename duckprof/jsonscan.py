@@ -38,14 +38,22 @@ def find_array_start(path, buf: bytes):
         return None
     first = buf[i:i + 1]
     if first == b"[":
+        j = i + 1
+        while j < len(buf) and buf[j] in WS:
+            j += 1
+        if j < len(buf) and buf[j:j + 1] not in b"{]":
+            raise NotATraceError(path, _array_problem(buf[j:j + 1]))
+        if buf[j:j + 1] == b"{":
+            _check_first_event(path, buf[j:j + _FIRST_EVENT_BYTES])
         return True, i + 1, b""
     if first != b"{":
-        raise TraceError(path, "not JSON: the file does not start with '{' or '['")
+        raise TraceError(path, "not JSON: the file does not start with '{' or '['" + _text_kind(buf[i:i + 4096]))
     quick = _quick_array_start(buf, i)
     if quick is not None:
         return quick
     depth = 0
     want_colon = want_array = False
+    keys, last = set(), None
     for m in _TOKEN.finditer(buf, i):
         tok = m.group()
         if want_array:
@@ -63,11 +71,67 @@ def find_array_start(path, buf: bytes):
         elif tok in (b"}", b"]"):
             depth -= 1
             if depth == 0:
-                raise NotATraceError(path, "not a trace: JSON object without a 'traceEvents' array")
+                raise NotATraceError(path, object_problem(keys))
         elif depth == 1 and tok == b'"traceEvents"':
             key_start = m.start()
             want_colon = True
+        elif depth == 1 and tok == b":" and last is not None:
+            keys.add(last)
+        last = tok if depth == 1 and tok[:1] == b'"' else None
     return None
+
+
+# What torch.profiler writes besides the Kineto trace, which users hand to
+# duckprof by mistake or leave in the trace directory: said by name, with the
+# calls that write a trace.
+_WRITE_A_TRACE = ("; duckprof loads the trace that torch.profiler's export_chrome_trace or "
+                  "tensorboard_trace_handler writes")
+_EXPORT_STACKS_LINE = re.compile(rb"[^\n;]+(?:;[^\n;]+)* \d+\r?\n")
+
+
+def object_problem(keys) -> str:
+    """Why a JSON object with these top-level keys (raw JSON strings, or str)
+    is not a trace."""
+    keys = {k.decode("utf-8", "replace") if isinstance(k, bytes) else json.dumps(k) for k in keys}
+    if {'"nodes"', '"schema"'} <= keys:
+        return ("not a trace: a PyTorch execution trace (ExecutionTraceObserver's 'schema' and 'nodes'), "
+                "not a profiler trace" + _WRITE_A_TRACE)
+    return "not a trace: JSON object without a 'traceEvents' array"
+
+
+def _array_problem(first: bytes) -> str:
+    """Why a top-level JSON array whose first value starts with `first` (not an
+    object) is not a trace."""
+    if first == b"[":
+        return ("not a trace: a JSON array of arrays, not of event objects (torch's export_memory_timeline "
+                "writes this)" + _WRITE_A_TRACE)
+    kind = "strings" if first == b'"' else "numbers" if first in b"-0123456789" else "values"
+    return f"not a trace: a JSON array of {kind}, not of event objects"
+
+
+#: How much of a bare array's first object is read to tell an event from a record.
+_FIRST_EVENT_BYTES = 64 << 10
+
+
+def _check_first_event(path, head: bytes):
+    """A bare array whose first object has no 'ph' (every trace event has its
+    phase) is a list of records, e.g. a metrics or key_averages() dump beside
+    the traces, not a trace. A first object longer than `head` is not judged."""
+    try:
+        first, _end = json.JSONDecoder().raw_decode(head.decode("utf-8", "replace"))
+    except ValueError:
+        return
+    if isinstance(first, dict) and "ph" not in first:
+        keys = ", ".join(list(first)[:4]) or "none"
+        raise NotATraceError(path, "not a trace: a JSON array of objects that are not trace events (the first "
+                                   f"has no 'ph'; its keys: {keys})")
+
+
+def _text_kind(head: bytes) -> str:
+    """What a file that is not JSON seems to be, as a suffix of its message."""
+    if _EXPORT_STACKS_LINE.match(head):
+        return " (it looks like torch's export_stacks output, lines of 'frame;frame;... time')" + _WRITE_A_TRACE
+    return ""
 
 _TRACE_EVENTS_ARRAY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _PAIRS = (b"{}", b"[]")
@@ -280,12 +344,12 @@ def json_problem(buf: bytes) -> str:
     """Why `buf` (a whole file without a usable traceEvents array) is not a trace."""
     text = buf.decode("utf-8", "replace")
     try:
-        json.loads(text)
+        value = json.loads(text)
     except ValueError as e:
         if getattr(e, "pos", 0) >= len(text.rstrip()) or str(e).startswith("Unterminated string"):
             return "truncated: the file ends before the 'traceEvents' array"
         return f"not valid JSON ({e})"
-    return "not a trace: JSON object without a 'traceEvents' array"
+    return object_problem(value if isinstance(value, dict) else ())
 
 
 def is_one_value(obj: bytes) -> bool:

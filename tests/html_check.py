@@ -93,6 +93,18 @@ def same_row(a, b) -> bool:
     return len(a) == len(b) and all(same_cell(x, y) for x, y in zip(a, b))
 
 
+def assert_rows_of(page_table: dict, header: list[str], rows: list[list[str]]):
+    """Every row of the page table, on its columns, is a row of the CLI's
+    output, cell for cell (in any order: the overview's top findings are the
+    report's rows ranked over every trace)."""
+    idx = [header.index(c) for c in page_table["columns"]]
+    projected = [[r[i] for i in idx] for r in rows]
+    for row in page_table["rows"]:
+        assert any(same_row(p, row) for p in projected), (
+            f"{page_table['report']} {page_table['options']}: page row {row} is not a row of the CLI's output "
+            f"(columns {page_table['columns']})")
+
+
 def assert_subsequence(page_table: dict, header: list[str], rows: list[list[str]]):
     """The page table's rows, on its columns, appear in the CLI's rows in the
     same order, cell for cell (the page shows a device's rows, or the first N)."""

@@ -165,6 +165,45 @@ def test_directory_of_json_without_traces_is_an_error(cli_app, shared_db, tmp_pa
     assert db_state(shared_db) == before
 
 
+TORCH_OUTPUTS = REPO / "fixtures" / "sweep13" / "torch_outputs"  # record_torch_outputs.py
+
+
+@pytest.mark.parametrize("name,words", [
+    ("memory_timeline.json", ["not a trace", "JSON array of arrays", "export_memory_timeline"]),
+    ("execution_trace.json", ["not a trace", "execution trace", "ExecutionTraceObserver"]),
+    ("stacks.txt", ["not JSON", "export_stacks"]),
+])
+def test_torch_outputs_that_are_no_trace_are_named(cli_app, shared_db, name, words):
+    """The other files torch.profiler writes (recorded by torch 2.13), handed to
+    duckprof by mistake: one line saying which torch output it is, exit 2, the
+    database untouched (the memory timeline's message spoke of a traceEvents
+    array it does not have)."""
+    path = TORCH_OUTPUTS / name
+    before = db_state(shared_db)
+    r = invoke(cli_app, "load", path, "--db", shared_db, "--run", "bad")
+    assert r.exit_code == 2, r.stdout + r.stderr
+    line = assert_one_line_error(r.stderr, [str(path)] + words + ["export_chrome_trace"])
+    assert "traceEvents holds" not in line
+    assert db_state(shared_db) == before
+
+
+def test_directory_skips_torchs_other_outputs(cli_app, shared_db, tmp_path):
+    """A trace directory holding the memory timeline and execution trace of the
+    same program beside its trace loads the trace and names the two it skipped
+    (the memory timeline, a JSON array, failed the whole load)."""
+    d = tmp_path / "prof"
+    d.mkdir()
+    for name in ("trace.json", "memory_timeline.json", "execution_trace.json"):
+        (d / name).write_bytes((TORCH_OUTPUTS / name).read_bytes())
+    r = invoke(cli_app, "load", d, "--db", shared_db, "--run", "torch_outputs")
+    assert r.exit_code == 0, r.stderr
+    assert f"{d / 'memory_timeline.json'}: not a trace: a JSON array of arrays" in r.stdout
+    assert f"{d / 'execution_trace.json'}: not a trace: a PyTorch execution trace" in r.stdout
+    with duckprof.connect(shared_db, read_only=True) as s:
+        assert rows(s, "select count(*), min(path) from traces where run = 'torch_outputs'") == [
+            (1, str(d / "trace.json"))]
+
+
 @pytest.mark.slow  # a real process
 def test_real_process_prints_no_traceback(tmp_path):
     """The real entry point (not CliRunner): corrupt gzip, one line, exit 2."""
@@ -432,3 +471,27 @@ def test_big_plain_file_bad_inputs(big_plain, tmp_path):
         assert rep.files[0].events == n
         assert "1 invalid UTF-8 sequence(s) replaced by U+FFFD" in rep.summary()
         assert scalar(s, "select count(*) from events where name like '\ufffd%'") == 1
+
+
+def test_directory_skips_json_arrays_of_records(cli_app, shared_db, tmp_path):
+    """A JSON list of records beside the traces (a metrics log, a dump of
+    key_averages() or of torch's step ranges, fixtures/sweep13/schedule) is no
+    trace: its objects have no 'ph'. It was loaded as a trace of events with no
+    name and no time, one more trace in the run; now it is skipped with a note,
+    and named when given alone."""
+    d = tmp_path / "prof"
+    d.mkdir()
+    (d / "trace.json").write_bytes((TORCH_OUTPUTS / "trace.json").read_bytes())
+    (d / "metrics.json").write_text('[{"step": 1, "loss": 2.5}, {"step": 2, "loss": 2.1}]')
+    r = invoke(cli_app, "load", d, "--db", shared_db, "--run", "with_records")
+    assert r.exit_code == 0, r.stderr
+    assert (f"{d / 'metrics.json'}: not a trace: a JSON array of objects that are not trace events "
+            "(the first has no 'ph'; its keys: step, loss)") in r.stdout
+    with duckprof.connect(shared_db, read_only=True) as s:
+        assert rows(s, "select count(*), min(path) from traces where run = 'with_records'") == [
+            (1, str(d / "trace.json"))]
+    before = db_state(shared_db)
+    r = invoke(cli_app, "load", d / "metrics.json", "--db", shared_db, "--run", "records")
+    assert r.exit_code == 2
+    assert_one_line_error(r.stderr, [str(d / "metrics.json"), "not a trace", "no 'ph'"])
+    assert db_state(shared_db) == before

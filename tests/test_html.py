@@ -629,3 +629,21 @@ def test_patterns_reads_the_views_the_page_holds_instead_of_copying_them():
     assert "gpu_activity AS MATERIALIZED (" in reports._shared_views(pat, rules, values)
     held = reports._shared_views(pat, rules, values | {"materialized": list(P.shared_names())})
     assert "gpu_activity AS MATERIALIZED (" not in held
+
+
+def test_overview_top_findings_rank_every_trace():
+    """A page of several traces (fixtures/sweep13/schedule: six cycle files of
+    two workers, each with a single-tensor-optimizer finding: trace 3's is
+    medium, 170 µs at stake, the others low, 405, 346, 351, 320, 286 µs) shows
+    the three that matter most over all of them: trace 3's, then 1's and 4's.
+    It showed the first trace's rows, two of them skipped rules, and hid
+    trace 3's medium finding."""
+    with duckprof.connect() as s:
+        s.load([str(REPO / "fixtures" / "sweep13" / "schedule")])
+        (t,) = [t for t in page_tables(section(str(s.html()), "overview")) if t["report"] == "patterns"]
+        found = s.sql("select trace_id, severity, at_stake_us from ({}) where severity <> 'skipped' "
+                      "order by trace_id".format(s.report("patterns").sql_query())).fetchall()
+    assert [(f[0], f[1], round(f[2])) for f in found] == [
+        (1, "low", 406), (2, "low", 346), (3, "medium", 170), (4, "low", 351), (5, "low", 320), (6, "low", 286)]
+    col = t["columns"].index
+    assert [(r[col("trace_id")], r[col("severity")]) for r in t["rows"]] == [("3", "medium"), ("1", "low"), ("4", "low")]

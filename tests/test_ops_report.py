@@ -302,7 +302,26 @@ def test_by_graph_node_by_hand(tmp_path):
 def test_by_graph_node_note_without_markers(sessions):
     res = sessions["ops"].report_result("ops", by_graph_node=True)
     assert res.relation.fetchall() == []
-    assert res.notes == ["ops.json.gz: no torch.compile graph markers ('## <file>.py ##' cpu_ops) in this trace"]
+    assert res.notes == ["ops.json.gz: no torch.compile graph markers ('## <file>.py ##' cpu_ops) in this trace; "
+                         "torch.fx writes them with torch.fx.experimental._config.enrich_profiler_metadata = True, "
+                         "in the FX code of backends that run it (e.g. aot_eager)"]
+
+
+def test_by_graph_node_note_on_an_inductor_trace():
+    """torch.compile with Inductor (fixtures/sweep13/compile, torch 2.13 on CPU):
+    no node markers, and the note says why and what the trace has instead (two
+    graphs, forward and backward, called once in each of the three steps); it
+    said only that there were no markers."""
+    with duckprof.connect() as s:
+        s.load([str(REPO / "fixtures" / "sweep13" / "compile" / "compile_train.json.gz")])
+        res = s.report_result("ops", by_graph_node=True)
+        assert res.relation.fetchall() == []
+        assert res.notes == [
+            "compile_train.json.gz: no torch.compile graph markers ('## <file>.py ##' cpu_ops) in this trace: its "
+            "compiled graphs ran as Inductor output code, which has none (2 graph(s), 6 call(s): the "
+            "'## Call CompiledFxGraph <key> ##' rows of report ops); torch.fx writes them with "
+            "torch.fx.experimental._config.enrich_profiler_metadata = True, in the FX code of backends that run it "
+            "(e.g. aot_eager)"]
 
 
 @pytest.mark.slow  # four CLI runs; the quick run has test_sort_limit_and_negative_self_note

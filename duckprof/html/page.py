@@ -271,7 +271,21 @@ def overview_view(ctx: Context, sec: Section) -> dict:
     used = [d for d in ctx.devices.rows if d["gpu_events"]]
     return dict(runs=run_lines(ctx), traces=ctx.traces, devices=ctx.devices, used_devices=used,
                 unused=len(ctx.devices.rows) - len(used), gpu_time=gt, device_rows=dev_rows, stack=stack,
-                findings=findings)
+                findings=findings, top_findings=top_findings(findings.rows) if findings else [])
+
+
+_SEVERITY_RANK = {"high": 0, "medium": 1, "low": 2}
+
+
+def top_findings(rows: list[dict], n: int = 3) -> list[dict]:
+    """The n rows of report patterns that matter most over all traces: by
+    severity, then time at stake (unknown last), skipped rules last. The
+    report lists its rows trace by trace, so the first three of a page of
+    several traces were the first trace's, its skipped rules included, ahead
+    of another trace's findings. The sort is stable and is the report's own
+    order within a trace: a one-trace page shows the report's first n rows."""
+    return sorted(rows, key=lambda r: (_SEVERITY_RANK.get(r["severity"], 3), r["at_stake_us"] is None,
+                                       -(r["at_stake_us"] or 0)))[:n]
 
 
 def run_lines(ctx: Context) -> list[str]:

@@ -17,7 +17,7 @@
 -- operators are not counted twice), the outermost operators' CPU time, and the
 -- kernels / memcpys / memsets they launched (launches) with their device time.
 --
--- requires: cpu_ops, launches, trace_files
+-- requires: cpu_ops, launches, trace_files, user_annotations
 --
 -- Columns:
 -- run            VARCHAR  run label
@@ -109,7 +109,25 @@ QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY {{ orders[sort] }}, gr
 ORDER BY run, rank NULLS LAST, trace_id, {{ orders[sort] }}, graph_file, graph_node NULLS FIRST
 
 -- @notes
-SELECT f.file_name || ': no torch.compile graph markers (''## <file>.py ##'' cpu_ops) in this trace' AS note
+-- Without markers, how to get them: torch.fx writes them when
+-- torch.fx.experimental._config.enrich_profiler_metadata is set, into the FX
+-- code that backends such as aot_eager run; Inductor runs its own output code
+-- (no node markers), each call a '## Call CompiledFxGraph <key> ##' annotation.
+WITH inductor AS (
+    SELECT trace_id, count(*) AS calls, count(DISTINCT name) AS graphs
+    FROM user_annotations
+    WHERE name LIKE '## Call CompiledFxGraph % ##'
+    GROUP BY trace_id
+)
+SELECT f.file_name || ': no torch.compile graph markers (''## <file>.py ##'' cpu_ops) in this trace'
+       || CASE WHEN i.calls IS NOT NULL
+               THEN ': its compiled graphs ran as Inductor output code, which has none (' || i.graphs::VARCHAR
+                    || ' graph(s), ' || i.calls::VARCHAR || ' call(s): the ''## Call CompiledFxGraph <key> ##'' rows'
+                    || ' of report ops)'
+               ELSE '' END
+       || '; torch.fx writes them with torch.fx.experimental._config.enrich_profiler_metadata = True, in the'
+       || ' FX code of backends that run it (e.g. aot_eager)' AS note
 FROM trace_files f
+LEFT JOIN inductor i USING (trace_id)
 WHERE NOT EXISTS (SELECT 1 FROM {{ result }} r WHERE r.trace_id = f.trace_id) {{ run_scope('f.') }}
 ORDER BY f.trace_id
