@@ -148,3 +148,39 @@ def test_report_steps_counts_gloo_wait_as_host_communication():
         parts = ("dataloader_us", "optimizer_us", "backward_us", "host_comm_us", "forward_us", "other_us")
         assert sum(r[k] for k in parts) == pytest.approx(r["step_us"], abs=0.01)
         assert rows[(1, step)]["other_us"] >= 50_000  # the sleep itself: no collective, no operator
+
+
+def _gloo_starts(path) -> dict:
+    """{collective: [start us, ...]} of a trace file's gloo:* annotations, in order."""
+    import gzip
+    import json
+    out = {}
+    for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]:
+        if e.get("ph") == "X" and e.get("name", "").startswith("gloo:"):
+            out.setdefault(e["name"], []).append(e["ts"])
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def test_a_schedules_cycles_are_matched_within_their_cycle():
+    """cycles_2: 2 ranks x 2 cycles of a profiler schedule, a trace each. gloo
+    collectives are matched by order, which restarts in each trace: cycle 2's
+    first all_reduce was matched with cycle 1's of both ranks (4 'ranks', a
+    spread of ~0.6 s: the time between the cycles). Expected: each cycle's
+    rank 0 and rank 1 traces paired, the n-th gloo:* of a kind with the n-th."""
+    d = GLOO / "cycles_2"
+    want = []
+    for k in (1, 2):
+        a, b = _gloo_starts(d / f"rank0_cycle{k}.json.gz"), _gloo_starts(d / f"rank1_cycle{k}.json.gz")
+        assert a.keys() == b.keys()
+        for name in a:
+            want += [(name.split(":")[1], abs(x - y)) for x, y in zip(a[name], b[name], strict=True)]
+    with duckprof.connect() as s:
+        s.load([str(d)], run="cycles")
+        rows = {r["collective"]: r for r in report_rows(s, "collectives")}
+        ranks = report_rows(s, "ranks")
+    assert {k: (r["calls"], r["ranks"]) for k, r in rows.items()} == {"all_reduce": (8, 2), "broadcast": (4, 2)}
+    for kind, r in rows.items():
+        spreads = [x for k, x in want if k == kind]
+        assert r["spread_mean_us"] == pytest.approx(sum(spreads) / len(spreads), abs=0.002)
+        assert r["spread_max_us"] == pytest.approx(max(spreads), abs=0.002)
+    assert sorted(r["collectives"] for r in ranks) == [2, 2, 4, 4]  # each trace matched with its cycle's other rank

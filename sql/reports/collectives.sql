@@ -36,7 +36,8 @@
 -- pg_desc            VARCHAR  [wide] 'Process Group Description', e.g. 'default_pg'
 -- group_size         INTEGER  ranks in the collective (n; the largest seen)
 -- calls              BIGINT   kernels (over all ranks of the row)
--- ranks              BIGINT   traces with such kernels
+-- ranks              BIGINT   ranks with such kernels (a trace without a rank counts as one; a rank's traces of
+--                             several profiled windows, a schedule's cycles, as one)
 -- msg_bytes          DOUBLE   mean message size per call, bytes (NULL: no size recorded)
 -- total_bytes        BIGINT   [wide] message bytes of all calls with a known size
 -- total_us           DOUBLE   summed kernel time, µs
@@ -88,7 +89,7 @@ spreads AS (
 g AS (
     SELECT run, {% if by_rank %}rank, trace_id, {% endif %}collective, process_group,
            string_agg(DISTINCT pg_desc, ', ' ORDER BY pg_desc) AS pg_desc,
-           max(group_size) AS group_size, count(*) AS calls, count(DISTINCT trace_id) AS ranks,
+           max(group_size) AS group_size, count(*) AS calls, count(DISTINCT coalesce(rank::VARCHAR, 'trace ' || trace_id)) AS ranks,
            avg(msg_bytes) AS msg_bytes, sum(msg_bytes)::BIGINT AS total_bytes,
            sum(dur_ns) AS total_ns,
            sum(msg_bytes) / nullif(sum(dur_ns) FILTER (WHERE msg_bytes IS NOT NULL), 0) AS algbw_gbps,

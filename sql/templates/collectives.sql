@@ -12,7 +12,12 @@
 --   ranks (traces that took part), first_ns, last_ns (the first and the last
 --   arrival), last_trace_id (the trace that arrived last), wait_ns (last_ns -
 --   arrival_ns: how long this rank waited for the last one). Instances seen
---   on one rank only are left out (nothing to compare).
+--   on one rank only are left out (nothing to compare). Only traces profiled
+--   at the same time are compared: a run of a schedule's cycles (repeat=N:
+--   each rank writes a trace per cycle) holds one trace per rank and cycle,
+--   whose first collective of a type would otherwise be matched with the
+--   other cycles' first (by order; Seq numbers differ between cycles). Traces
+--   that overlap in time, chained, form one profiled window.
 {#- host_signature(p): for a gloo collective (no process group, no Seq), its dtype and size
     ('Float x1000'; an all_to_all's dtype only: its splits may differ by rank), else NULL; the
     collectives view numbers occurrences per signature, so that a subgroup's collectives on some
@@ -23,21 +28,30 @@ CASE WHEN {{ p }}name LIKE 'gloo:%'
                                              THEN ' x' || coalesce({{ p }}in_nelems::VARCHAR, '?') ELSE '' END END
 {%- endmacro %}
 {% macro collective_arrivals(src) -%}
-WITH per_rank AS (
-    SELECT f.run, c.process_group, c.collective,
+WITH profiled_windows AS (  -- a run's traces that overlap in time, chained: one window each
+    SELECT trace_id, sum(starts::INTEGER) OVER (PARTITION BY run ORDER BY first_ts_ns, trace_id) AS profiled_window
+    FROM (SELECT trace_id, run, first_ts_ns,
+                 coalesce(first_ts_ns > max(last_end_ns) OVER (PARTITION BY run ORDER BY first_ts_ns, trace_id
+                                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+                          true) AS starts
+          FROM trace_files)
+),
+per_rank AS (
+    SELECT f.run, pw.profiled_window, c.process_group, c.collective,
            coalesce(c.process_group, '?') || '/' || CASE WHEN c.seq IS NOT NULL THEN 'seq ' || c.seq
                                                         ELSE c.collective || coalesce(' ' || {{ host_signature('c.') }}, '')
                                                              || ' #' || c.occurrence END AS instance,
            c.trace_id, min(c.ts_ns) AS arrival_ns
     FROM {{ src }} c
     JOIN trace_files f USING (trace_id)
-    GROUP BY f.run, c.process_group, c.collective, instance, c.trace_id
+    JOIN profiled_windows pw USING (trace_id)
+    GROUP BY f.run, pw.profiled_window, c.process_group, c.collective, instance, c.trace_id
 ),
 instances AS (
     SELECT *, count(*) OVER w AS ranks, min(arrival_ns) OVER w AS first_ns, max(arrival_ns) OVER w AS last_ns,
            arg_max(trace_id, arrival_ns) OVER w AS last_trace_id
     FROM per_rank
-    WINDOW w AS (PARTITION BY run, instance)
+    WINDOW w AS (PARTITION BY run, profiled_window, instance)
 )
 SELECT run, instance, process_group, collective, trace_id, arrival_ns, ranks, first_ns, last_ns, last_trace_id, last_ns - arrival_ns AS wait_ns
 FROM instances
