@@ -647,3 +647,70 @@ def test_overview_top_findings_rank_every_trace():
         (1, "low", 406), (2, "low", 346), (3, "medium", 170), (4, "low", 351), (5, "low", 320), (6, "low", 286)]
     col = t["columns"].index
     assert [(r[col("trace_id")], r[col("severity")]) for r in t["rows"]] == [("3", "medium"), ("1", "low"), ("4", "low")]
+
+
+def _ranked(cols, rows, col, n):
+    """The report's rows with the largest `col` first over every trace (the
+    report's order among equals), the first n, as data-v strings."""
+    i = cols.index(col)
+    return sorted(rows, key=lambda r: (r[i] == "", -float(r[i] or 0)))[:n]
+
+
+def test_generic_sections_rank_rows_across_every_trace():
+    """A page of six traces (fixtures/sweep13/schedule: two workers' cycle
+    files): report ops lists 30 rows per trace (180), trace by trace; the
+    Operators table showed trace 1's 30 rows as if they were the run's. It
+    shows the 30 with the most self CPU time over every trace, the trace of
+    each row in its rank/trace column and in its bar's label, and says what is
+    left out. Anti-patterns: the 30 findings that matter most (severity, then
+    time at stake)."""
+    with duckprof.connect() as s:
+        s.load([str(REPO / "fixtures" / "sweep13" / "schedule")])
+        html = str(s.html())
+        cols, rows = report_rows(s, "ops", {})
+        pcols, prows = report_rows(s, "patterns", {})
+        labels = {t["trace_id"]: t["file_name"] for t in s.report("traces").df().to_dict("records")}
+    ops = section(html, "ops")
+    (t,) = page_tables(ops)
+    assert len(rows) == 180 and len({r[cols.index("trace_id")] for r in rows[:30]}) == 1
+    want = _ranked(cols, rows, "self_cpu_us", 30)
+    assert [r[cols.index("trace_id")] for r in want].count("1") < 30
+    assert [[r[t["columns"].index(c)] for c in t["columns"]] for r in t["rows"]] == \
+        [[r[cols.index(c)] for c in t["columns"]] for r in want]
+    assert "trace_id" in t["columns"]
+    assert "The top 30 of 180 rows across 6 traces, by self CPU time: <code>duckprof report ops</code>" in ops
+    bars = [html_lib.unescape(b) for b in re.findall(r'class="mark bar[^"]*"[^>]*><title>([^<]*)</title>', ops)]
+    first = want[0]
+    assert bars[0].startswith(f"{labels[int(first[cols.index('trace_id')])]} · {first[cols.index('name')]}")
+    pat = section(html, "patterns")
+    (pt,) = page_tables(pat)
+    sev = {"high": 0, "medium": 1, "low": 2}
+    pwant = sorted(prows, key=lambda r: (sev.get(r[pcols.index("severity")], 3), r[pcols.index("at_stake_us")] == "",
+                                         -float(r[pcols.index("at_stake_us")] or 0)))[:30]
+    assert [r[pt["columns"].index("trace_id")] for r in pt["rows"]] == [r[pcols.index("trace_id")] for r in pwant]
+    assert pt["rows"][0][pt["columns"].index("severity")] == "medium"  # trace 3's, listed after trace 1's and 2's rows
+    assert f"The top 30 of {len(prows)} rows across 6 traces, by severity, then time at stake" in pat
+
+
+@pytest.mark.slow
+def test_generic_sections_of_many_ranks_rank_steps_and_memory(tmp_path, monkeypatch):
+    """A synthetic 4-rank job, 3 rows shown per table: Step breakdown shows
+    the 3 longest steps of the run and Memory the 3 ranks with the highest
+    peak (the report lists rank by rank), each with its rank."""
+    from duckprof.synth import generate_job
+    generate_job(tmp_path, world_size=4, steps=2, late_rank=2, late_us=3000, blocks=1)
+    monkeypatch.setattr(P, "GENERIC_ROWS", 3)
+    with duckprof.connect() as s:
+        s.load([str(tmp_path)], run="job")
+        html = str(s.html(run="job"))
+        got = {name: report_rows(s, name, {"run": "job"}) for name in ("steps", "memory")}
+    for sid, name, col, by in [("steps-report", "steps", "step_us", "step time"),
+                               ("memory", "memory", "peak_allocated_bytes", "peak allocated memory")]:
+        cols, rows = got[name]
+        sec = section(html, sid)
+        (t,) = page_tables(sec)
+        want = _ranked(cols, rows, col, 3)
+        assert want != rows[:3]
+        assert [[r[t["columns"].index(c)] for c in ("rank", col)] for r in t["rows"]] == \
+            [[r[cols.index(c)] for c in ("rank", col)] for r in want]
+        assert f"The top 3 of {len(rows)} rows across 4 traces, by {by}: " in sec

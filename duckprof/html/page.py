@@ -250,6 +250,11 @@ class Section:
     template: str = "generic"
     options: dict = field(default_factory=dict)
     chart: tuple[str, str] | None = None
+    #: generic sections of a report with a row per trace: the sort key (and
+    #: what it ranks by, for the line under the table) of the rows a page of
+    #: several traces shows when they do not all fit (the report lists its
+    #: rows trace by trace: its first rows are the first trace's)
+    rank: tuple[Callable[[dict], tuple], str] | None = None
 
 
 def overview_view(ctx: Context, sec: Section) -> dict:
@@ -284,8 +289,12 @@ def top_findings(rows: list[dict], n: int = 3) -> list[dict]:
     several traces were the first trace's, its skipped rules included, ahead
     of another trace's findings. The sort is stable and is the report's own
     order within a trace: a one-trace page shows the report's first n rows."""
-    return sorted(rows, key=lambda r: (_SEVERITY_RANK.get(r["severity"], 3), r["at_stake_us"] is None,
-                                       -(r["at_stake_us"] or 0)))[:n]
+    return sorted(rows, key=finding_rank)[:n]
+
+
+def finding_rank(r: dict) -> tuple:
+    """A row of report patterns' place over all traces (top_findings)."""
+    return (_SEVERITY_RANK.get(r["severity"], 3), r["at_stake_us"] is None, -(r["at_stake_us"] or 0))
 
 
 def run_lines(ctx: Context) -> list[str]:
@@ -705,12 +714,30 @@ def ranks_view(ctx: Context, sec: Section) -> dict:
                 columns=t.shown() if t is not None else [])
 
 
+def ranked_rows(ctx: Context, sec: Section, t: Table) -> tuple[list[dict], str]:
+    """The rows a generic section shows and the line under its table saying
+    what is left out. The report's first GENERIC_ROWS rows, in its order; on a
+    page of several traces whose rows do not all fit, the GENERIC_ROWS that
+    rank first over every trace (sec.rank, stable: the report's order among
+    equals), so the table is the run's and not its first trace's."""
+    more = len(t.rows) - GENERIC_ROWS
+    if more <= 0:
+        return t.rows, ""
+    n_traces = len({r["trace_id"] for r in t.rows}) if "trace_id" in t.columns else 1
+    if sec.rank is None or n_traces < 2:
+        return t.rows[:GENERIC_ROWS], f"{more} more row(s)"
+    key, by = sec.rank
+    return (sorted(t.rows, key=key)[:GENERIC_ROWS],
+            f"The top {GENERIC_ROWS} of {len(t.rows):,} rows across {n_traces} traces, by {by}")
+
+
 def generic_view(ctx: Context, sec: Section) -> dict:
     t = ctx.reports.get(sec.report, **sec.options)
+    shown, left_out = ranked_rows(ctx, sec, t)
     chart = None
     if sec.chart and t.rows and all(c in t.columns for c in sec.chart):
         lab, val = sec.chart
-        rows = [r for r in t.rows[:GENERIC_ROWS] if isinstance(r[val], (int, float))]
+        rows = [r for r in shown if isinstance(r[val], (int, float))]
         kind = render.column_kind(val)
         if kind[0] == "time":
             unit, div = charts.time_unit(max((r[val] for r in rows), default=0))
@@ -718,10 +745,17 @@ def generic_view(ctx: Context, sec: Section) -> dict:
         else:
             div, axis, text = 1.0, kind[1], lambda r: cell_text(val, r[val])
         q = reports.lookup(sec.report).header().fields.get("question", sec.title)
-        chart = charts.hbars(rows, title=q, axis=axis, label=lambda r: r[lab], value=lambda r: r[val],
+        label = lambda r: r[lab]  # noqa: E731
+        if len({r.get("trace_id") for r in rows}) > 1:  # whose row it is, on a page of several traces
+            label = lambda r: f"{ctx.trace_label.get(r['trace_id'], r['trace_id'])} · {r[lab]}"  # noqa: E731
+        chart = charts.hbars(rows, title=q, axis=axis, label=label, value=lambda r: r[val],
                              value_text=text, unit_div=div)
-    return dict(table=t, rows=t.rows[:GENERIC_ROWS], more=max(0, len(t.rows) - GENERIC_ROWS), chart=chart,
-                columns=t.shown())
+    return dict(table=t, rows=shown, left_out=left_out, chart=chart, columns=t.shown())
+
+
+def _by_time(col: str):
+    """A rank key: the largest `col` first, unknown last."""
+    return lambda r: (r[col] is None, -(r[col] or 0))
 
 
 #: the page, in order. Reports other issues add appear here by name when they exist.
@@ -732,13 +766,15 @@ SECTIONS = [
     Section("categories", "Kernel categories", "categories", categories_view, "categories"),
     Section("kernels", "Top kernels", "kernels", kernels_view, "kernels"),
     Section("idle", "GPU idle and queue", "idle", idle_view, "idle"),
-    Section("ops", "Operators", "ops", chart=("name", "self_cpu_us")),
+    Section("ops", "Operators", "ops", chart=("name", "self_cpu_us"),
+            rank=(_by_time("self_cpu_us"), "self CPU time")),
     Section("steps", "Steps", "gpu-time", steps_view, "steps"),
-    Section("steps-report", "Step breakdown", "steps"),
+    Section("steps-report", "Step breakdown", "steps", rank=(_by_time("step_us"), "step time")),
     Section("ranks", "Ranks", "gpu-time", ranks_view, "ranks"),
     Section("collectives", "Collectives", "collectives"),
-    Section("memory", "Memory", "memory"),
-    Section("patterns", "Anti-patterns", "patterns"),
+    Section("memory", "Memory", "memory", rank=(_by_time("peak_allocated_bytes"), "peak allocated memory")),
+    Section("patterns", "Anti-patterns", "patterns",
+            rank=(finding_rank, "severity, then time at stake")),
 ]
 
 
