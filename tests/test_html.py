@@ -714,3 +714,30 @@ def test_generic_sections_of_many_ranks_rank_steps_and_memory(tmp_path, monkeypa
         assert [[r[t["columns"].index(c)] for c in ("rank", col)] for r in t["rows"]] == \
             [[r[cols.index(c)] for c in ("rank", col)] for r in want]
         assert f"The top 3 of {len(rows)} rows across 4 traces, by {by}: " in sec
+
+
+def test_per_device_sections_of_many_ranks_show_ranks_in_order_and_name_the_rest(tmp_path):
+    """Eleven ranks of two_streams.json: the directory loads rank10.json
+    third, and reports that list traces by trace_id put rank 10 before rank 2;
+    the kernels, idle and categories sections showed the first eight GPUs of
+    that order (rank 10 in, ranks 7-9 out) and said only '3 more GPU(s) not
+    shown', and the idle section drew the queue of eight GPUs without a word
+    on the rest. Each shows ranks 0-7, names the three it leaves out, and says
+    whose queue is not drawn."""
+    write_ranks(tmp_path, 11)
+    with duckprof.connect() as s:
+        s.load([str(tmp_path)], run="job")
+        rank = {t["trace_id"]: t["rank"] for t in s.report("traces", run="job").df().to_dict("records")}
+        html = str(s.html(run="job"))
+    assert [rank[t] for t in sorted(rank)][:3] == [0, 1, 10]
+    left = "3 more GPU(s) not shown (rank 8 · GPU 0, rank 9 · GPU 0, rank 10 · GPU 0): "
+    for sid in ("kernels", "idle"):
+        sec = section(html, sid)
+        shown = [rank[int(t)] for t in re.findall(r'<div class="block" data-trace="(\d+)"', sec)]
+        assert shown == list(range(8)), sid
+        assert html_lib.unescape(left) in html_lib.unescape(sec), sid
+    idle = html_lib.unescape(section(html, "idle"))
+    assert [rank[int(t)] for t in re.findall(r'<div class="block queue" data-trace="(\d+)"', idle)] == list(range(8))
+    assert ("The queue over time of 3 more GPU(s) not drawn (rank 8 · GPU 0, rank 9 · GPU 0, rank 10 · GPU 0): "
+            in idle)
+    assert html_lib.unescape(left) in html_lib.unescape(section(html, "categories"))

@@ -229,10 +229,33 @@ class Context:
         return f"{lead}GPU {device}" + (f" ({name})" if name and with_name else "")
 
     def blocks(self, table: Table) -> tuple[list[tuple], int]:
-        """(trace_id, device) pairs of a per-device report in its order, at most
-        MAX_DEVICES; and how many more there are."""
-        keys = list(dict.fromkeys((r["trace_id"], r["device"]) for r in table.rows))
+        """(trace_id, device) pairs of a per-device report, at most
+        MAX_DEVICES; and how many more there are. In the order of report
+        traces (by rank), then the report's: some reports list their traces
+        by trace_id (rank 10 before rank 2), and every section shows the same
+        ranks."""
+        keys = self._device_keys(table)
         return keys[:MAX_DEVICES], max(0, len(keys) - MAX_DEVICES)
+
+    def _device_keys(self, table: Table) -> list[tuple]:
+        keys = list(dict.fromkeys((r["trace_id"], r["device"]) for r in table.rows))
+        return sorted(keys, key=lambda k: self._trace_order.get(k[0], len(self._trace_order)))
+
+    @functools.cached_property
+    def _trace_order(self) -> dict:
+        return {t["trace_id"]: i for i, t in enumerate(self.traces.rows)}
+
+    def omitted(self, table: Table) -> str:
+        """On a page of several traces, which (trace, device) blocks past
+        MAX_DEVICES a per-device section leaves out, as ' (rank 8 · GPU 0, ...,
+        rank 15 · GPU 0)' after the count of them (the first three and the last
+        when there are more than five); '' on a one-trace page, which says the
+        count only."""
+        keys = self._device_keys(table)[MAX_DEVICES:]
+        if not keys or len(self.traces.rows) < 2:
+            return ""
+        names = [self.device_label(tid, dev, with_name=False) for tid, dev in keys]
+        return " (" + ", ".join(names if len(names) <= 5 else [*names[:3], "…", names[-1]]) + ")"
 
 
 # -- sections -------------------------------------------------------------------------------
@@ -473,7 +496,7 @@ def categories_view(ctx: Context, sec: Section) -> dict:
                 order, colours, "Does the split between kernel categories change from step to step?",
                 note=(f"The first {MAX_STEP_BARS} of {len(step_ids)} steps; " if len(step_ids) > MAX_STEP_BARS
                       else "") + "busy %: of the step's host-side duration."), more=max(0, len(step_ids) - MAX_STEP_BARS)))
-    return dict(table=t, chart=chart, steps=steps, more=more, columns=t.shown())
+    return dict(table=t, chart=chart, steps=steps, more=more, left=ctx.omitted(t), columns=t.shown())
 
 
 def kernels_view(ctx: Context, sec: Section) -> dict:
@@ -503,7 +526,7 @@ def kernels_view(ctx: Context, sec: Section) -> dict:
                       if missing else ""))
         out.append(dict(label=ctx.device_label(tid, dev), rows=rows, roofline=roof,
                         n_points=len(points), trace_id=tid, device=dev))
-    return dict(table=k, blocks=out, more=more,
+    return dict(table=k, blocks=out, more=more, left=ctx.omitted(k),
                 columns=k.shown(exclude=("run", "rank", "trace_id", "device")))
 
 
@@ -538,7 +561,7 @@ def idle_view(ctx: Context, sec: Section) -> dict:
         n_series = len(q.rows)
         n = max(20, min(TIMELINE_MAX, TIMELINE_BUDGET // n_series))
         qb = ctx.reports.get("queue", buckets=n)
-        qblocks, _ = ctx.blocks(qb)
+        qblocks, qmore = ctx.blocks(qb)
         for tid, dev in qblocks:
             rows = qb.where(trace_id=tid, device=dev)
             series = []
@@ -550,7 +573,10 @@ def idle_view(ctx: Context, sec: Section) -> dict:
                 series, title="How much work was queued on each stream over time?",
                 x_label="time since the trace's first event (ms)",
                 y_label="mean queue depth (events)")))
-    return dict(table=idle, blocks=out, more=more, queue=q, queue_charts=queue_charts,
+    else:
+        qb, qmore = None, 0
+    return dict(table=idle, blocks=out, more=more, left=ctx.omitted(idle), queue=q, queue_charts=queue_charts,
+                queue_more=qmore, queue_left=ctx.omitted(qb) if qmore else "",
                 columns=idle.shown(exclude=("run", "rank", "trace_id", "device")),
                 queue_columns=q.shown(exclude=("run", "rank", "trace_id")))
 
