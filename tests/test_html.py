@@ -741,3 +741,18 @@ def test_per_device_sections_of_many_ranks_show_ranks_in_order_and_name_the_rest
     assert ("The queue over time of 3 more GPU(s) not drawn (rank 8 · GPU 0, rank 9 · GPU 0, rank 10 · GPU 0): "
             in idle)
     assert html_lib.unescape(left) in html_lib.unescape(section(html, "categories"))
+
+
+def test_steps_section_names_the_traces_whose_operators_it_leaves_out(monkeypatch):
+    """Six CPU-only traces with steps (fixtures/sweep13/schedule), two blocks
+    per section: the steps section lists the operators of the first two
+    traces' slowest or outlier step and said nothing of the other four; it
+    names them."""
+    monkeypatch.setattr(P, "MAX_DEVICES", 2)
+    with duckprof.connect() as s:
+        s.load([str(REPO / "fixtures" / "sweep13" / "schedule")])
+        files = [t["file_name"] for t in s.report("traces").df().to_dict("records")]
+        sec = html_lib.unescape(section(str(s.html()), "steps"))
+    assert [h.split(" · ")[0] for h in re.findall(r"<h3>([^<]*)</h3>", sec)] == files[:2]
+    assert (f"The operators of 4 more trace(s)' steps not shown ({files[2]}, {files[3]}, {files[4]}, {files[5]}): "
+            "<code>duckprof report ops-by-step</code> lists them all." in sec)

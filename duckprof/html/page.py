@@ -203,6 +203,12 @@ def column_help(table: Table, col: str) -> str:
     return f"{col}: {c.description}" if c else col
 
 
+def name_list(names: list[str]) -> str:
+    """' (a, b, c, d, e)' of what a section leaves out: all of them up to five,
+    else the first three and the last."""
+    return " (" + ", ".join(names if len(names) <= 5 else [*names[:3], "…", names[-1]]) + ")"
+
+
 # -- the page's context ---------------------------------------------------------------------
 
 @dataclass
@@ -254,8 +260,7 @@ class Context:
         keys = self._device_keys(table)[MAX_DEVICES:]
         if not keys or len(self.traces.rows) < 2:
             return ""
-        names = [self.device_label(tid, dev, with_name=False) for tid, dev in keys]
-        return " (" + ", ".join(names if len(names) <= 5 else [*names[:3], "…", names[-1]]) + ")"
+        return name_list([self.device_label(tid, dev, with_name=False) for tid, dev in keys])
 
 
 # -- sections -------------------------------------------------------------------------------
@@ -672,6 +677,8 @@ def steps_view(ctx: Context, sec: Section) -> dict:
         longest = max(gs.rows, key=lambda r: r["step_us"] or 0)["trace_id"]
         have = [t for t in have if t["trace_id"] == longest]
     ops = []
+    rest = [ctx.trace_label[t["trace_id"]] for t in have[MAX_DEVICES:]]
+    ops_left = f"The operators of {len(rest)} more trace(s)' steps not shown{name_list(rest)}" if rest else ""
     for t in have[:MAX_DEVICES]:
         durations = sorted((r["step_us"], r["step"]) for r in gs.rows if r["trace_id"] == t["trace_id"])
         typical = durations[(len(durations) - 1) // 2][1] if durations else None
@@ -680,7 +687,7 @@ def steps_view(ctx: Context, sec: Section) -> dict:
         for st, why in shown:
             rows = obs.where(trace_id=t["trace_id"], step=st)
             ops.append(dict(label=f"{ctx.trace_label[t['trace_id']]} · ProfilerStep#{st} ({why})", rows=rows))
-    return dict(empty=None, table=gs, blocks=out, grid=grid, more=more, ops_table=obs, ops=ops,
+    return dict(empty=None, table=gs, blocks=out, grid=grid, more=more, ops_table=obs, ops=ops, ops_left=ops_left,
                 ops_columns=obs.shown(exclude=("run", "rank", "trace_id", "step")))
 
 
