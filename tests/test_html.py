@@ -756,3 +756,22 @@ def test_steps_section_names_the_traces_whose_operators_it_leaves_out(monkeypatc
     assert [h.split(" · ")[0] for h in re.findall(r"<h3>([^<]*)</h3>", sec)] == files[:2]
     assert (f"The operators of 4 more trace(s)' steps not shown ({files[2]}, {files[3]}, {files[4]}, {files[5]}): "
             "<code>duckprof report ops-by-step</code> lists them all." in sec)
+
+
+def test_per_device_sections_of_many_ranks_show_the_straggler(tmp_path):
+    """Eleven ranks of two_streams.json, rank 9's second step slower (the
+    straggler of the Ranks section): the kernels and idle sections showed the
+    first eight GPUs, without rank 9; rank 9 takes the eighth place, and the
+    line under them says so."""
+    write_ranks(tmp_path, 11, slow_rank=9)
+    with duckprof.connect() as s:
+        s.load([str(tmp_path)], run="job")
+        rank = {t["trace_id"]: t["rank"] for t in s.report("traces", run="job").df().to_dict("records")}
+        html = str(s.html(run="job"))
+    assert "vermillion: the rank with the longest mean step" in section(html, "ranks")
+    for sid in ("kernels", "idle"):
+        sec = html_lib.unescape(section(html, sid))
+        shown = [rank[int(t)] for t in re.findall(r'<div class="block" data-trace="(\d+)"', sec)]
+        assert shown == [0, 1, 2, 3, 4, 5, 6, 9], sid
+        assert ("3 more GPU(s) not shown (rank 7 · GPU 0, rank 8 · GPU 0, rank 10 · GPU 0); rank 9, the straggler "
+                "(section Ranks), is shown: ") in sec, sid

@@ -239,28 +239,49 @@ class Context:
         MAX_DEVICES; and how many more there are. In the order of report
         traces (by rank), then the report's: some reports list their traces
         by trace_id (rank 10 before rank 2), and every section shows the same
-        ranks."""
-        keys = self._device_keys(table)
-        return keys[:MAX_DEVICES], max(0, len(keys) - MAX_DEVICES)
+        ranks; on a page of several traces, the straggler's first GPU (the
+        ranks section's, in vermillion there) takes the last place when it
+        is not among them."""
+        shown, rest = self._split(table)
+        return shown, len(rest)
 
-    def _device_keys(self, table: Table) -> list[tuple]:
+    def omitted(self, table: Table) -> str:
+        """On a page of several traces, which (trace, device) blocks a
+        per-device section leaves out (name_list), and the straggler's when it
+        is shown out of turn; '' on a one-trace page, which says the count
+        only."""
+        shown, rest = self._split(table)
+        if not rest or len(self.traces.rows) < 2:
+            return ""
+        text = name_list([self.device_label(tid, dev, with_name=False) for tid, dev in rest])
+        straggler = self.straggler[0]
+        if straggler is not None and self._trace_order.get(straggler, 0) >= self._trace_order.get(rest[0][0], 0):
+            text += f"; {self.trace_label.get(straggler, straggler)}, the straggler (section Ranks), is shown"
+        return text
+
+    def _split(self, table: Table) -> tuple[list[tuple], list[tuple]]:
         keys = list(dict.fromkeys((r["trace_id"], r["device"]) for r in table.rows))
-        return sorted(keys, key=lambda k: self._trace_order.get(k[0], len(self._trace_order)))
+        keys.sort(key=lambda k: self._trace_order.get(k[0], len(self._trace_order)))
+        shown = keys[:MAX_DEVICES]
+        if len(keys) > MAX_DEVICES and len(self.traces.rows) > 1:
+            late = next((k for k in keys[MAX_DEVICES:] if k[0] == self.straggler[0]), None)
+            if late is not None:
+                shown = [*shown[:-1], late]
+        return shown, [k for k in keys if k not in shown]
 
     @functools.cached_property
     def _trace_order(self) -> dict:
         return {t["trace_id"]: i for i, t in enumerate(self.traces.rows)}
 
-    def omitted(self, table: Table) -> str:
-        """On a page of several traces, which (trace, device) blocks past
-        MAX_DEVICES a per-device section leaves out, as ' (rank 8 · GPU 0, ...,
-        rank 15 · GPU 0)' after the count of them (the first three and the last
-        when there are more than five); '' on a one-trace page, which says the
-        count only."""
-        keys = self._device_keys(table)[MAX_DEVICES:]
-        if not keys or len(self.traces.rows) < 2:
-            return ""
-        return name_list([self.device_label(tid, dev, with_name=False) for tid, dev in keys])
+    @functools.cached_property
+    def ranks(self) -> dict:
+        """rank_facts of this page (its several traces)."""
+        return rank_facts(self)
+
+    @property
+    def straggler(self) -> tuple:
+        """(trace_id, why) of the run's straggler, (None, '') when no rank stands out."""
+        return self.ranks["straggler"], self.ranks["why"]
 
 
 # -- sections -------------------------------------------------------------------------------
@@ -691,13 +712,11 @@ def steps_view(ctx: Context, sec: Section) -> dict:
                 ops_columns=obs.shown(exclude=("run", "rank", "trace_id", "step")))
 
 
-def ranks_view(ctx: Context, sec: Section) -> dict:
-    """A run of many ranks: busy %, mean step time and (with report ranks) the
-    wait each rank's late arrival at the collectives cost the others, one bar
-    per rank, the straggler in vermillion: the rank that caused the most wait,
-    else the one with the longest mean step."""
-    if len(ctx.traces.rows) < 2:
-        return dict(hide=True)
+def rank_facts(ctx: Context) -> dict:
+    """Per trace of a run: busy %, mean step time and (with report ranks) the
+    wait its late arrival at the collectives cost the others, in rank order;
+    and the straggler (its trace_id, and why): the rank that caused the most
+    wait, else the one with the longest mean step (None when equal)."""
     if Reports.has("ranks"):
         t = ctx.reports.get("ranks")
         rows = sorted(t.rows, key=lambda r: (r["rank"] is None, r["rank"], r["trace_id"]))
@@ -723,6 +742,18 @@ def ranks_view(ctx: Context, sec: Section) -> dict:
         slow = max(stepped, key=lambda x: x["step_mean_us"])
         if sum(1 for x in stepped if x["step_mean_us"] == slow["step_mean_us"]) == 1:
             straggler, why = slow["key"], "the rank with the longest mean step"
+    return dict(table=t, busy=busy, stepped=stepped, waits=waits, straggler=straggler, why=why)
+
+
+def ranks_view(ctx: Context, sec: Section) -> dict:
+    """A run of many ranks: busy %, mean step time and (with report ranks) the
+    wait each rank's late arrival at the collectives cost the others, one bar
+    per rank, the straggler in vermillion: the rank that caused the most wait,
+    else the one with the longest mean step."""
+    if len(ctx.traces.rows) < 2:
+        return dict(hide=True)
+    f = ctx.ranks
+    t, busy, stepped, waits, straggler, why = f["table"], f["busy"], f["stepped"], f["waits"], f["straggler"], f["why"]
     hot = lambda r: r["key"] == straggler  # noqa: E731
     note = f"vermillion: {why}" if straggler is not None else "no rank stands out (equal step times, no wait caused)"
     busy_chart = charts.hbars(
