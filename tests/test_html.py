@@ -723,7 +723,8 @@ def test_per_device_sections_of_many_ranks_show_ranks_in_order_and_name_the_rest
     that order (rank 10 in, ranks 7-9 out) and said only '3 more GPU(s) not
     shown', and the idle section drew the queue of eight GPUs without a word
     on the rest. Each shows ranks 0-7, names the three it leaves out, and says
-    whose queue is not drawn."""
+    whose queue is not drawn. The categories table holds the rows of the
+    eight GPUs drawn."""
     write_ranks(tmp_path, 11)
     with duckprof.connect() as s:
         s.load([str(tmp_path)], run="job")
@@ -740,7 +741,12 @@ def test_per_device_sections_of_many_ranks_show_ranks_in_order_and_name_the_rest
     assert [rank[int(t)] for t in re.findall(r'<div class="block queue" data-trace="(\d+)"', idle)] == list(range(8))
     assert ("The queue over time of 3 more GPU(s) not drawn (rank 8 · GPU 0, rank 9 · GPU 0, rank 10 · GPU 0): "
             in idle)
-    assert html_lib.unescape(left) in html_lib.unescape(section(html, "categories"))
+    cat = section(html, "categories")
+    assert html_lib.unescape(left) in html_lib.unescape(cat)
+    # its table: the rows of the GPUs drawn (it listed all eleven ranks' rows)
+    (t,) = page_tables(cat)
+    assert sorted({int(r[t["columns"].index("rank")]) for r in t["rows"]}) == list(range(8))
+    assert "Device time by kernel category of the 8 GPUs drawn above (report categories)" in cat
 
 
 def test_steps_section_names_the_traces_whose_operators_it_leaves_out(monkeypatch):

@@ -522,7 +522,13 @@ def categories_view(ctx: Context, sec: Section) -> dict:
                 order, colours, "Does the split between kernel categories change from step to step?",
                 note=(f"The first {MAX_STEP_BARS} of {len(step_ids)} steps; " if len(step_ids) > MAX_STEP_BARS
                       else "") + "busy %: of the step's host-side duration."), more=max(0, len(step_ids) - MAX_STEP_BARS)))
-    return dict(table=t, chart=chart, steps=steps, more=more, left=ctx.omitted(t), columns=t.shown())
+    # a run of many GPUs: the table holds the rows of the GPUs drawn (a 200-rank
+    # page's table was a megabyte of the other GPUs' rows); one trace's, all of them
+    rows = [r for r in t.rows if (r["trace_id"], r["device"]) in blocks] if more and len(ctx.traces.rows) > 1 else None
+    return dict(table=t, chart=chart, steps=steps, more=more, left=ctx.omitted(t), columns=t.shown(),
+                rows=rows if rows is not None else t.rows, caption=(
+                    f"Device time by kernel category of the {len(blocks)} GPUs drawn above" if rows is not None
+                    else "Device time by kernel category") + " (report categories)")
 
 
 def kernels_view(ctx: Context, sec: Section) -> dict:
