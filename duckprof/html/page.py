@@ -700,12 +700,17 @@ def steps_view(ctx: Context, sec: Section) -> dict:
             highlight=(lambda r: r["step"] == hot) if outline and len(rows) > 2 else None,
             note=note if len(rows) > 2 else "")
         out.append(dict(label=ctx.device_label(tid, dev), chart=chart, rows=rows, trace_id=tid, device=dev))
+    ops_left = ""
     if grid:  # many ranks: the operators of the trace with the longest step only
         longest = max(gs.rows, key=lambda r: r["step_us"] or 0)["trace_id"]
+        if len(have) > 1:
+            ops_left = (f"Operators of {ctx.trace_label[longest]}'s steps only (the trace with the longest step); "
+                        f"the other {len(have) - 1} traces' are not shown")
         have = [t for t in have if t["trace_id"] == longest]
     ops = []
     rest = [ctx.trace_label[t["trace_id"]] for t in have[MAX_DEVICES:]]
-    ops_left = f"The operators of {len(rest)} more trace(s)' steps not shown{name_list(rest)}" if rest else ""
+    if rest:
+        ops_left = f"The operators of {len(rest)} more trace(s)' steps not shown{name_list(rest)}"
     for t in have[:MAX_DEVICES]:
         durations = sorted((r["step_us"], r["step"]) for r in gs.rows if r["trace_id"] == t["trace_id"])
         typical = durations[(len(durations) - 1) // 2][1] if durations else None
