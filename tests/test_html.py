@@ -409,6 +409,10 @@ def test_steps_of_many_ranks_are_one_grid(tmp_path):
     assert shade == {f"rank {r} · GPU 0 · ProfilerStep#{st}: {us}": charts.RAMP[k]
                      for r, st, us, k in [(0, 1, "90.0 µs", 0), (1, 1, "90.0 µs", 0), (2, 1, "90.0 µs", 0),
                                           (0, 2, "310 µs", 2), (1, 2, "310 µs", 2), (2, 2, "500 µs", 4)]}
+    # the operators below it are rank 2's (the longest step): the line says whose, and that the others' are not
+    assert [h.split(" · ")[0] for h in re.findall(r"<h3>([^<]*)</h3>", sec)] == ["rank 2"]
+    assert ("Operators of rank 2's steps only (the trace with the longest step); the other 2 traces' are not "
+            "shown: <code>duckprof report ops-by-step</code> lists them all.") in html_lib.unescape(sec)
 
 
 @pytest.mark.slow
@@ -647,3 +651,137 @@ def test_overview_top_findings_rank_every_trace():
         (1, "low", 406), (2, "low", 346), (3, "medium", 170), (4, "low", 351), (5, "low", 320), (6, "low", 286)]
     col = t["columns"].index
     assert [(r[col("trace_id")], r[col("severity")]) for r in t["rows"]] == [("3", "medium"), ("1", "low"), ("4", "low")]
+
+
+def _ranked(cols, rows, col, n):
+    """The report's rows with the largest `col` first over every trace (the
+    report's order among equals), the first n, as data-v strings."""
+    i = cols.index(col)
+    return sorted(rows, key=lambda r: (r[i] == "", -float(r[i] or 0)))[:n]
+
+
+def test_generic_sections_rank_rows_across_every_trace():
+    """A page of six traces (fixtures/sweep13/schedule: two workers' cycle
+    files): report ops lists 30 rows per trace (180), trace by trace; the
+    Operators table showed trace 1's 30 rows as if they were the run's. It
+    shows the 30 with the most self CPU time over every trace, the trace of
+    each row in its rank/trace column and in its bar's label, and says what is
+    left out. Anti-patterns: the 30 findings that matter most (severity, then
+    time at stake)."""
+    with duckprof.connect() as s:
+        s.load([str(REPO / "fixtures" / "sweep13" / "schedule")])
+        html = str(s.html())
+        cols, rows = report_rows(s, "ops", {})
+        pcols, prows = report_rows(s, "patterns", {})
+        labels = {t["trace_id"]: t["file_name"] for t in s.report("traces").df().to_dict("records")}
+    ops = section(html, "ops")
+    (t,) = page_tables(ops)
+    assert len(rows) == 180 and len({r[cols.index("trace_id")] for r in rows[:30]}) == 1
+    want = _ranked(cols, rows, "self_cpu_us", 30)
+    assert [r[cols.index("trace_id")] for r in want].count("1") < 30
+    assert [[r[t["columns"].index(c)] for c in t["columns"]] for r in t["rows"]] == \
+        [[r[cols.index(c)] for c in t["columns"]] for r in want]
+    assert "trace_id" in t["columns"]
+    assert "The top 30 of 180 rows across 6 traces, by self CPU time: <code>duckprof report ops</code>" in ops
+    bars = [html_lib.unescape(b) for b in re.findall(r'class="mark bar[^"]*"[^>]*><title>([^<]*)</title>', ops)]
+    first = want[0]
+    assert bars[0].startswith(f"{labels[int(first[cols.index('trace_id')])]} · {first[cols.index('name')]}")
+    pat = section(html, "patterns")
+    (pt,) = page_tables(pat)
+    sev = {"high": 0, "medium": 1, "low": 2}
+    pwant = sorted(prows, key=lambda r: (sev.get(r[pcols.index("severity")], 3), r[pcols.index("at_stake_us")] == "",
+                                         -float(r[pcols.index("at_stake_us")] or 0)))[:30]
+    assert [r[pt["columns"].index("trace_id")] for r in pt["rows"]] == [r[pcols.index("trace_id")] for r in pwant]
+    assert pt["rows"][0][pt["columns"].index("severity")] == "medium"  # trace 3's, listed after trace 1's and 2's rows
+    assert f"The top 30 of {len(prows)} rows across 6 traces, by severity, then time at stake" in pat
+
+
+@pytest.mark.slow
+def test_generic_sections_of_many_ranks_rank_steps_and_memory(tmp_path, monkeypatch):
+    """A synthetic 4-rank job, 3 rows shown per table: Step breakdown shows
+    the 3 longest steps of the run and Memory the 3 ranks with the highest
+    peak (the report lists rank by rank), each with its rank."""
+    from duckprof.synth import generate_job
+    generate_job(tmp_path, world_size=4, steps=2, late_rank=2, late_us=3000, blocks=1)
+    monkeypatch.setattr(P, "GENERIC_ROWS", 3)
+    with duckprof.connect() as s:
+        s.load([str(tmp_path)], run="job")
+        html = str(s.html(run="job"))
+        got = {name: report_rows(s, name, {"run": "job"}) for name in ("steps", "memory")}
+    for sid, name, col, by in [("steps-report", "steps", "step_us", "step time"),
+                               ("memory", "memory", "peak_allocated_bytes", "peak allocated memory")]:
+        cols, rows = got[name]
+        sec = section(html, sid)
+        (t,) = page_tables(sec)
+        want = _ranked(cols, rows, col, 3)
+        assert want != rows[:3]
+        assert [[r[t["columns"].index(c)] for c in ("rank", col)] for r in t["rows"]] == \
+            [[r[cols.index(c)] for c in ("rank", col)] for r in want]
+        assert f"The top 3 of {len(rows)} rows across 4 traces, by {by}: " in sec
+
+
+def test_per_device_sections_of_many_ranks_show_ranks_in_order_and_name_the_rest(tmp_path):
+    """Eleven ranks of two_streams.json: the directory loads rank10.json
+    third, and reports that list traces by trace_id put rank 10 before rank 2;
+    the kernels, idle and categories sections showed the first eight GPUs of
+    that order (rank 10 in, ranks 7-9 out) and said only '3 more GPU(s) not
+    shown', and the idle section drew the queue of eight GPUs without a word
+    on the rest. Each shows ranks 0-7, names the three it leaves out, and says
+    whose queue is not drawn. The categories table holds the rows of the
+    eight GPUs drawn."""
+    write_ranks(tmp_path, 11)
+    with duckprof.connect() as s:
+        s.load([str(tmp_path)], run="job")
+        rank = {t["trace_id"]: t["rank"] for t in s.report("traces", run="job").df().to_dict("records")}
+        html = str(s.html(run="job"))
+    assert [rank[t] for t in sorted(rank)][:3] == [0, 1, 10]
+    left = "3 more GPU(s) not shown (rank 8 · GPU 0, rank 9 · GPU 0, rank 10 · GPU 0): "
+    for sid in ("kernels", "idle"):
+        sec = section(html, sid)
+        shown = [rank[int(t)] for t in re.findall(r'<div class="block" data-trace="(\d+)"', sec)]
+        assert shown == list(range(8)), sid
+        assert html_lib.unescape(left) in html_lib.unescape(sec), sid
+    idle = html_lib.unescape(section(html, "idle"))
+    assert [rank[int(t)] for t in re.findall(r'<div class="block queue" data-trace="(\d+)"', idle)] == list(range(8))
+    assert ("The queue over time of 3 more GPU(s) not drawn (rank 8 · GPU 0, rank 9 · GPU 0, rank 10 · GPU 0): "
+            in idle)
+    cat = section(html, "categories")
+    assert html_lib.unescape(left) in html_lib.unescape(cat)
+    # its table: the rows of the GPUs drawn (it listed all eleven ranks' rows)
+    (t,) = page_tables(cat)
+    assert sorted({int(r[t["columns"].index("rank")]) for r in t["rows"]}) == list(range(8))
+    assert "Device time by kernel category of the 8 GPUs drawn above (report categories)" in cat
+
+
+def test_steps_section_names_the_traces_whose_operators_it_leaves_out(monkeypatch):
+    """Six CPU-only traces with steps (fixtures/sweep13/schedule), two blocks
+    per section: the steps section lists the operators of the first two
+    traces' slowest or outlier step and said nothing of the other four; it
+    names them."""
+    monkeypatch.setattr(P, "MAX_DEVICES", 2)
+    with duckprof.connect() as s:
+        s.load([str(REPO / "fixtures" / "sweep13" / "schedule")])
+        files = [t["file_name"] for t in s.report("traces").df().to_dict("records")]
+        sec = html_lib.unescape(section(str(s.html()), "steps"))
+    assert [h.split(" · ")[0] for h in re.findall(r"<h3>([^<]*)</h3>", sec)] == files[:2]
+    assert (f"The operators of 4 more trace(s)' steps not shown ({files[2]}, {files[3]}, {files[4]}, {files[5]}): "
+            "<code>duckprof report ops-by-step</code> lists them all." in sec)
+
+
+def test_per_device_sections_of_many_ranks_show_the_straggler(tmp_path):
+    """Eleven ranks of two_streams.json, rank 9's second step slower (the
+    straggler of the Ranks section): the kernels and idle sections showed the
+    first eight GPUs, without rank 9; rank 9 takes the eighth place, and the
+    line under them says so."""
+    write_ranks(tmp_path, 11, slow_rank=9)
+    with duckprof.connect() as s:
+        s.load([str(tmp_path)], run="job")
+        rank = {t["trace_id"]: t["rank"] for t in s.report("traces", run="job").df().to_dict("records")}
+        html = str(s.html(run="job"))
+    assert "vermillion: the rank with the longest mean step" in section(html, "ranks")
+    for sid in ("kernels", "idle"):
+        sec = html_lib.unescape(section(html, sid))
+        shown = [rank[int(t)] for t in re.findall(r'<div class="block" data-trace="(\d+)"', sec)]
+        assert shown == [0, 1, 2, 3, 4, 5, 6, 9], sid
+        assert ("3 more GPU(s) not shown (rank 7 · GPU 0, rank 8 · GPU 0, rank 10 · GPU 0); rank 9, the straggler "
+                "(section Ranks), is shown: ") in sec, sid

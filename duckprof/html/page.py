@@ -203,6 +203,12 @@ def column_help(table: Table, col: str) -> str:
     return f"{col}: {c.description}" if c else col
 
 
+def name_list(names: list[str]) -> str:
+    """' (a, b, c, d, e)' of what a section leaves out: all of them up to five,
+    else the first three and the last."""
+    return " (" + ", ".join(names if len(names) <= 5 else [*names[:3], "…", names[-1]]) + ")"
+
+
 # -- the page's context ---------------------------------------------------------------------
 
 @dataclass
@@ -229,10 +235,53 @@ class Context:
         return f"{lead}GPU {device}" + (f" ({name})" if name and with_name else "")
 
     def blocks(self, table: Table) -> tuple[list[tuple], int]:
-        """(trace_id, device) pairs of a per-device report in its order, at most
-        MAX_DEVICES; and how many more there are."""
+        """(trace_id, device) pairs of a per-device report, at most
+        MAX_DEVICES; and how many more there are. In the order of report
+        traces (by rank), then the report's: some reports list their traces
+        by trace_id (rank 10 before rank 2), and every section shows the same
+        ranks; on a page of several traces, the straggler's first GPU (the
+        ranks section's, in vermillion there) takes the last place when it
+        is not among them."""
+        shown, rest = self._split(table)
+        return shown, len(rest)
+
+    def omitted(self, table: Table) -> str:
+        """On a page of several traces, which (trace, device) blocks a
+        per-device section leaves out (name_list), and the straggler's when it
+        is shown out of turn; '' on a one-trace page, which says the count
+        only."""
+        shown, rest = self._split(table)
+        if not rest or len(self.traces.rows) < 2:
+            return ""
+        text = name_list([self.device_label(tid, dev, with_name=False) for tid, dev in rest])
+        straggler = self.straggler[0]
+        if straggler is not None and self._trace_order.get(straggler, 0) >= self._trace_order.get(rest[0][0], 0):
+            text += f"; {self.trace_label.get(straggler, straggler)}, the straggler (section Ranks), is shown"
+        return text
+
+    def _split(self, table: Table) -> tuple[list[tuple], list[tuple]]:
         keys = list(dict.fromkeys((r["trace_id"], r["device"]) for r in table.rows))
-        return keys[:MAX_DEVICES], max(0, len(keys) - MAX_DEVICES)
+        keys.sort(key=lambda k: self._trace_order.get(k[0], len(self._trace_order)))
+        shown = keys[:MAX_DEVICES]
+        if len(keys) > MAX_DEVICES and len(self.traces.rows) > 1:
+            late = next((k for k in keys[MAX_DEVICES:] if k[0] == self.straggler[0]), None)
+            if late is not None:
+                shown = [*shown[:-1], late]
+        return shown, [k for k in keys if k not in shown]
+
+    @functools.cached_property
+    def _trace_order(self) -> dict:
+        return {t["trace_id"]: i for i, t in enumerate(self.traces.rows)}
+
+    @functools.cached_property
+    def ranks(self) -> dict:
+        """rank_facts of this page (its several traces)."""
+        return rank_facts(self)
+
+    @property
+    def straggler(self) -> tuple:
+        """(trace_id, why) of the run's straggler, (None, '') when no rank stands out."""
+        return self.ranks["straggler"], self.ranks["why"]
 
 
 # -- sections -------------------------------------------------------------------------------
@@ -250,6 +299,11 @@ class Section:
     template: str = "generic"
     options: dict = field(default_factory=dict)
     chart: tuple[str, str] | None = None
+    #: generic sections of a report with a row per trace: the sort key (and
+    #: what it ranks by, for the line under the table) of the rows a page of
+    #: several traces shows when they do not all fit (the report lists its
+    #: rows trace by trace: its first rows are the first trace's)
+    rank: tuple[Callable[[dict], tuple], str] | None = None
 
 
 def overview_view(ctx: Context, sec: Section) -> dict:
@@ -284,8 +338,12 @@ def top_findings(rows: list[dict], n: int = 3) -> list[dict]:
     several traces were the first trace's, its skipped rules included, ahead
     of another trace's findings. The sort is stable and is the report's own
     order within a trace: a one-trace page shows the report's first n rows."""
-    return sorted(rows, key=lambda r: (_SEVERITY_RANK.get(r["severity"], 3), r["at_stake_us"] is None,
-                                       -(r["at_stake_us"] or 0)))[:n]
+    return sorted(rows, key=finding_rank)[:n]
+
+
+def finding_rank(r: dict) -> tuple:
+    """A row of report patterns' place over all traces (top_findings)."""
+    return (_SEVERITY_RANK.get(r["severity"], 3), r["at_stake_us"] is None, -(r["at_stake_us"] or 0))
 
 
 def run_lines(ctx: Context) -> list[str]:
@@ -464,7 +522,13 @@ def categories_view(ctx: Context, sec: Section) -> dict:
                 order, colours, "Does the split between kernel categories change from step to step?",
                 note=(f"The first {MAX_STEP_BARS} of {len(step_ids)} steps; " if len(step_ids) > MAX_STEP_BARS
                       else "") + "busy %: of the step's host-side duration."), more=max(0, len(step_ids) - MAX_STEP_BARS)))
-    return dict(table=t, chart=chart, steps=steps, more=more, columns=t.shown())
+    # a run of many GPUs: the table holds the rows of the GPUs drawn (a 200-rank
+    # page's table was a megabyte of the other GPUs' rows); one trace's, all of them
+    rows = [r for r in t.rows if (r["trace_id"], r["device"]) in blocks] if more and len(ctx.traces.rows) > 1 else None
+    return dict(table=t, chart=chart, steps=steps, more=more, left=ctx.omitted(t), columns=t.shown(),
+                rows=rows if rows is not None else t.rows, caption=(
+                    f"Device time by kernel category of the {len(blocks)} GPUs drawn above" if rows is not None
+                    else "Device time by kernel category") + " (report categories)")
 
 
 def kernels_view(ctx: Context, sec: Section) -> dict:
@@ -494,7 +558,7 @@ def kernels_view(ctx: Context, sec: Section) -> dict:
                       if missing else ""))
         out.append(dict(label=ctx.device_label(tid, dev), rows=rows, roofline=roof,
                         n_points=len(points), trace_id=tid, device=dev))
-    return dict(table=k, blocks=out, more=more,
+    return dict(table=k, blocks=out, more=more, left=ctx.omitted(k),
                 columns=k.shown(exclude=("run", "rank", "trace_id", "device")))
 
 
@@ -529,7 +593,7 @@ def idle_view(ctx: Context, sec: Section) -> dict:
         n_series = len(q.rows)
         n = max(20, min(TIMELINE_MAX, TIMELINE_BUDGET // n_series))
         qb = ctx.reports.get("queue", buckets=n)
-        qblocks, _ = ctx.blocks(qb)
+        qblocks, qmore = ctx.blocks(qb)
         for tid, dev in qblocks:
             rows = qb.where(trace_id=tid, device=dev)
             series = []
@@ -541,7 +605,10 @@ def idle_view(ctx: Context, sec: Section) -> dict:
                 series, title="How much work was queued on each stream over time?",
                 x_label="time since the trace's first event (ms)",
                 y_label="mean queue depth (events)")))
-    return dict(table=idle, blocks=out, more=more, queue=q, queue_charts=queue_charts,
+    else:
+        qb, qmore = None, 0
+    return dict(table=idle, blocks=out, more=more, left=ctx.omitted(idle), queue=q, queue_charts=queue_charts,
+                queue_more=qmore, queue_left=ctx.omitted(qb) if qmore else "",
                 columns=idle.shown(exclude=("run", "rank", "trace_id", "device")),
                 queue_columns=q.shown(exclude=("run", "rank", "trace_id")))
 
@@ -633,10 +700,17 @@ def steps_view(ctx: Context, sec: Section) -> dict:
             highlight=(lambda r: r["step"] == hot) if outline and len(rows) > 2 else None,
             note=note if len(rows) > 2 else "")
         out.append(dict(label=ctx.device_label(tid, dev), chart=chart, rows=rows, trace_id=tid, device=dev))
+    ops_left = ""
     if grid:  # many ranks: the operators of the trace with the longest step only
         longest = max(gs.rows, key=lambda r: r["step_us"] or 0)["trace_id"]
+        if len(have) > 1:
+            ops_left = (f"Operators of {ctx.trace_label[longest]}'s steps only (the trace with the longest step); "
+                        f"the other {len(have) - 1} traces' are not shown")
         have = [t for t in have if t["trace_id"] == longest]
     ops = []
+    rest = [ctx.trace_label[t["trace_id"]] for t in have[MAX_DEVICES:]]
+    if rest:
+        ops_left = f"The operators of {len(rest)} more trace(s)' steps not shown{name_list(rest)}"
     for t in have[:MAX_DEVICES]:
         durations = sorted((r["step_us"], r["step"]) for r in gs.rows if r["trace_id"] == t["trace_id"])
         typical = durations[(len(durations) - 1) // 2][1] if durations else None
@@ -645,17 +719,15 @@ def steps_view(ctx: Context, sec: Section) -> dict:
         for st, why in shown:
             rows = obs.where(trace_id=t["trace_id"], step=st)
             ops.append(dict(label=f"{ctx.trace_label[t['trace_id']]} · ProfilerStep#{st} ({why})", rows=rows))
-    return dict(empty=None, table=gs, blocks=out, grid=grid, more=more, ops_table=obs, ops=ops,
+    return dict(empty=None, table=gs, blocks=out, grid=grid, more=more, ops_table=obs, ops=ops, ops_left=ops_left,
                 ops_columns=obs.shown(exclude=("run", "rank", "trace_id", "step")))
 
 
-def ranks_view(ctx: Context, sec: Section) -> dict:
-    """A run of many ranks: busy %, mean step time and (with report ranks) the
-    wait each rank's late arrival at the collectives cost the others, one bar
-    per rank, the straggler in vermillion: the rank that caused the most wait,
-    else the one with the longest mean step."""
-    if len(ctx.traces.rows) < 2:
-        return dict(hide=True)
+def rank_facts(ctx: Context) -> dict:
+    """Per trace of a run: busy %, mean step time and (with report ranks) the
+    wait its late arrival at the collectives cost the others, in rank order;
+    and the straggler (its trace_id, and why): the rank that caused the most
+    wait, else the one with the longest mean step (None when equal)."""
     if Reports.has("ranks"):
         t = ctx.reports.get("ranks")
         rows = sorted(t.rows, key=lambda r: (r["rank"] is None, r["rank"], r["trace_id"]))
@@ -681,6 +753,18 @@ def ranks_view(ctx: Context, sec: Section) -> dict:
         slow = max(stepped, key=lambda x: x["step_mean_us"])
         if sum(1 for x in stepped if x["step_mean_us"] == slow["step_mean_us"]) == 1:
             straggler, why = slow["key"], "the rank with the longest mean step"
+    return dict(table=t, busy=busy, stepped=stepped, waits=waits, straggler=straggler, why=why)
+
+
+def ranks_view(ctx: Context, sec: Section) -> dict:
+    """A run of many ranks: busy %, mean step time and (with report ranks) the
+    wait each rank's late arrival at the collectives cost the others, one bar
+    per rank, the straggler in vermillion: the rank that caused the most wait,
+    else the one with the longest mean step."""
+    if len(ctx.traces.rows) < 2:
+        return dict(hide=True)
+    f = ctx.ranks
+    t, busy, stepped, waits, straggler, why = f["table"], f["busy"], f["stepped"], f["waits"], f["straggler"], f["why"]
     hot = lambda r: r["key"] == straggler  # noqa: E731
     note = f"vermillion: {why}" if straggler is not None else "no rank stands out (equal step times, no wait caused)"
     busy_chart = charts.hbars(
@@ -705,12 +789,30 @@ def ranks_view(ctx: Context, sec: Section) -> dict:
                 columns=t.shown() if t is not None else [])
 
 
+def ranked_rows(ctx: Context, sec: Section, t: Table) -> tuple[list[dict], str]:
+    """The rows a generic section shows and the line under its table saying
+    what is left out. The report's first GENERIC_ROWS rows, in its order; on a
+    page of several traces whose rows do not all fit, the GENERIC_ROWS that
+    rank first over every trace (sec.rank, stable: the report's order among
+    equals), so the table is the run's and not its first trace's."""
+    more = len(t.rows) - GENERIC_ROWS
+    if more <= 0:
+        return t.rows, ""
+    n_traces = len({r["trace_id"] for r in t.rows}) if "trace_id" in t.columns else 1
+    if sec.rank is None or n_traces < 2:
+        return t.rows[:GENERIC_ROWS], f"{more} more row(s)"
+    key, by = sec.rank
+    return (sorted(t.rows, key=key)[:GENERIC_ROWS],
+            f"The top {GENERIC_ROWS} of {len(t.rows):,} rows across {n_traces} traces, by {by}")
+
+
 def generic_view(ctx: Context, sec: Section) -> dict:
     t = ctx.reports.get(sec.report, **sec.options)
+    shown, left_out = ranked_rows(ctx, sec, t)
     chart = None
     if sec.chart and t.rows and all(c in t.columns for c in sec.chart):
         lab, val = sec.chart
-        rows = [r for r in t.rows[:GENERIC_ROWS] if isinstance(r[val], (int, float))]
+        rows = [r for r in shown if isinstance(r[val], (int, float))]
         kind = render.column_kind(val)
         if kind[0] == "time":
             unit, div = charts.time_unit(max((r[val] for r in rows), default=0))
@@ -718,10 +820,17 @@ def generic_view(ctx: Context, sec: Section) -> dict:
         else:
             div, axis, text = 1.0, kind[1], lambda r: cell_text(val, r[val])
         q = reports.lookup(sec.report).header().fields.get("question", sec.title)
-        chart = charts.hbars(rows, title=q, axis=axis, label=lambda r: r[lab], value=lambda r: r[val],
+        label = lambda r: r[lab]  # noqa: E731
+        if len({r.get("trace_id") for r in rows}) > 1:  # whose row it is, on a page of several traces
+            label = lambda r: f"{ctx.trace_label.get(r['trace_id'], r['trace_id'])} · {r[lab]}"  # noqa: E731
+        chart = charts.hbars(rows, title=q, axis=axis, label=label, value=lambda r: r[val],
                              value_text=text, unit_div=div)
-    return dict(table=t, rows=t.rows[:GENERIC_ROWS], more=max(0, len(t.rows) - GENERIC_ROWS), chart=chart,
-                columns=t.shown())
+    return dict(table=t, rows=shown, left_out=left_out, chart=chart, columns=t.shown())
+
+
+def _by_time(col: str):
+    """A rank key: the largest `col` first, unknown last."""
+    return lambda r: (r[col] is None, -(r[col] or 0))
 
 
 #: the page, in order. Reports other issues add appear here by name when they exist.
@@ -732,13 +841,15 @@ SECTIONS = [
     Section("categories", "Kernel categories", "categories", categories_view, "categories"),
     Section("kernels", "Top kernels", "kernels", kernels_view, "kernels"),
     Section("idle", "GPU idle and queue", "idle", idle_view, "idle"),
-    Section("ops", "Operators", "ops", chart=("name", "self_cpu_us")),
+    Section("ops", "Operators", "ops", chart=("name", "self_cpu_us"),
+            rank=(_by_time("self_cpu_us"), "self CPU time")),
     Section("steps", "Steps", "gpu-time", steps_view, "steps"),
-    Section("steps-report", "Step breakdown", "steps"),
+    Section("steps-report", "Step breakdown", "steps", rank=(_by_time("step_us"), "step time")),
     Section("ranks", "Ranks", "gpu-time", ranks_view, "ranks"),
     Section("collectives", "Collectives", "collectives"),
-    Section("memory", "Memory", "memory"),
-    Section("patterns", "Anti-patterns", "patterns"),
+    Section("memory", "Memory", "memory", rank=(_by_time("peak_allocated_bytes"), "peak allocated memory")),
+    Section("patterns", "Anti-patterns", "patterns",
+            rank=(finding_rank, "severity, then time at stake")),
 ]
 
 
