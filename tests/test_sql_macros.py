@@ -19,8 +19,8 @@ def sql(text: str, params=None, **context) -> list[tuple]:
     con = duckdb.connect()
     try:
         if "trace_files" in rendered:
-            con.execute("CREATE TABLE trace_files AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (3, 'a')) "
-                        "t(trace_id, run)")
+            con.execute("CREATE TABLE trace_files AS SELECT * FROM (VALUES (1, 'a', 0, 1000), (2, 'b', 0, 1000), "
+                        "(3, 'a', 10, 900), (4, 'a', 2000, 3000)) t(trace_id, run, first_ts_ns, last_end_ns)")
         return con.execute(rendered, params or {}).fetchall()
     finally:
         con.close()
@@ -426,12 +426,14 @@ def test_collective_arrivals_match_by_seq_else_by_type_and_occurrence():
     # pg 0 seq 7: trace 1 starts at 100 (two kernels: the first counts), trace 3 at 160
     #   -> last = trace 3, trace 1 waited 60, trace 3 waited 0.
     # pg 1 without seq: all_reduce #1 on both (300 vs 250) -> trace 1 last, trace 3 waited 50;
-    #   all_reduce #2 only on trace 1 -> left out; trace 2 (run b) alone -> left out.
+    #   all_reduce #2 only on trace 1 -> left out; trace 2 (run b) alone -> left out;
+    #   trace 4 (run a, profiled later: another window, a schedule's next cycle) alone -> left out.
     got = sql("""{% from 'templates/collectives.sql' import collective_arrivals %}
         WITH v(trace_id, ts_ns, process_group, seq, collective, occurrence) AS (VALUES
             (1, 100, '0', 7, 'all_reduce', 1), (1, 130, '0', 7, 'all_reduce', 2), (3, 160, '0', 7, 'all_reduce', 1),
             (1, 300, '1', NULL, 'all_reduce', 1), (3, 250, '1', NULL, 'all_reduce', 1),
-            (1, 400, '1', NULL, 'all_reduce', 2), (2, 100, '0', 7, 'all_reduce', 1)),
+            (1, 400, '1', NULL, 'all_reduce', 2), (2, 100, '0', 7, 'all_reduce', 1),
+            (4, 2100, '1', NULL, 'all_reduce', 1)),
         src AS (SELECT *, 'ncclKernel_AllReduce' AS name, 'Float' AS dtype, 1000 AS in_nelems FROM v)
         SELECT * FROM ({{ collective_arrivals('src') }}) ORDER BY instance, trace_id""")
     assert got == [("a", "0/seq 7", "0", "all_reduce", 1, 100, 2, 100, 160, 3, 60),

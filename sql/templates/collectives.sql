@@ -33,7 +33,7 @@ WITH profiled_windows AS (  -- a run's traces that overlap in time, chained: one
     FROM (SELECT trace_id, run, first_ts_ns,
                  coalesce(first_ts_ns > max(last_end_ns) OVER (PARTITION BY run ORDER BY first_ts_ns, trace_id
                                                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
-                          true) AS starts
+                          false) AS starts  -- the first trace, or one without events: no new window
           FROM trace_files)
 ),
 per_rank AS (
