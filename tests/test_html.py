@@ -409,8 +409,10 @@ def test_steps_of_many_ranks_are_one_grid(tmp_path):
     assert shade == {f"rank {r} · GPU 0 · ProfilerStep#{st}: {us}": charts.RAMP[k]
                      for r, st, us, k in [(0, 1, "90.0 µs", 0), (1, 1, "90.0 µs", 0), (2, 1, "90.0 µs", 0),
                                           (0, 2, "310 µs", 2), (1, 2, "310 µs", 2), (2, 2, "500 µs", 4)]}
-    # the operators below it are rank 2's (the longest step): the line says whose, and that the others' are not
-    assert [h.split(" · ")[0] for h in re.findall(r"<h3>([^<]*)</h3>", sec)] == ["rank 2"]
+    # the operators below it are rank 2's (the longest step): its outlier step (of two steps as far from their
+    # median, the slower) and its median step; the line says whose, and that the others' are not
+    assert [html_lib.unescape(h) for h in re.findall(r"<h3>([^<]*)</h3>", sec)] == [
+        "rank 2 · ProfilerStep#2 (the outlier step)", "rank 2 · ProfilerStep#1 (the median step)"]
     assert ("Operators of rank 2's steps only (the trace with the longest step); the other 2 traces' are not "
             "shown: <code>duckprof report ops-by-step</code> lists them all.") in html_lib.unescape(sec)
 

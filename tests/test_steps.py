@@ -186,3 +186,22 @@ def test_the_notes_come_in_trace_order(tmp_path):
         outs = [s.report_result("steps").notes for _ in range(8)]
     assert [n.split(":")[0] for n in outs[0]] == [f"rank{r:02d}.json" for r in range(12)]
     assert all(o == outs[0] for o in outs)
+
+
+def test_outlier_of_two_steps_is_the_slower(tmp_path):
+    """Two steps of 90 and 500 us are as far from their median (295): the
+    outlier named is the slow one, in the notes, --summary and the html page
+    (all three named the first, the fast one)."""
+    events = []
+    for i, (ts, dur) in enumerate([(0, 90), (100, 500)], start=1):
+        events += [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
+                    "ts": ts, "dur": dur},
+                   {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": ts + 1, "dur": dur - 2}]
+    path = tmp_path / "two_steps.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    with loaded(path) as s:
+        summary = {r["figure"]: r for r in as_dicts(s.report("steps", summary=True))}
+        assert (summary["step_us"]["outlier_step"], summary["step_us"]["outlier_vs_median_pct"]) == \
+            (2, pytest.approx(100 * (500 / 295 - 1)))
+        assert s.report_result("steps").notes[-1].endswith("outlier: step 2 (+69.5% vs the median)")
+        assert "ProfilerStep#2 (the outlier step)" in s.html().html  # the operators listed under the steps

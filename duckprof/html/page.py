@@ -617,12 +617,16 @@ def idle_view(ctx: Context, sec: Section) -> dict:
 STEP_OUTLIER_PCT = 5.0
 
 
+def _outlier_key(r: dict) -> tuple:
+    return abs(r["vs_median_pct"]), r["vs_median_pct"], -r["step"]
+
+
 def step_outliers(ctx: Context) -> dict:
     """trace_id -> (step, what, note, highlight): the step whose operators are
     listed, what it is, the chart's note, and whether to outline it. With
     report steps, its outlier: the step furthest from the median step (the
-    largest |vs_median_pct|, the first of equals: the row steps --summary
-    names) when it is STEP_OUTLIER_PCT or more away (else the slowest step's
+    largest |vs_median_pct|; of two as far, the slower, then the earlier:
+    the row steps --summary names) when it is STEP_OUTLIER_PCT or more away (else the slowest step's
     operators are listed, and nothing is highlighted); without report steps,
     the slowest step (report traces)."""
     out = {}
@@ -631,7 +635,7 @@ def step_outliers(ctx: Context) -> dict:
             if r["step"] is None or r["vs_median_pct"] is None:
                 continue
             best = out.get(r["trace_id"])
-            if best is None or abs(r["vs_median_pct"]) > abs(best["vs_median_pct"]):
+            if best is None or _outlier_key(r) > _outlier_key(best):
                 out[r["trace_id"]] = r
         calm = {tid: r for tid, r in out.items() if abs(r["vs_median_pct"]) < STEP_OUTLIER_PCT}
         out = {tid: (r["step"], "the outlier step",

@@ -93,7 +93,8 @@ g AS (
            avg(msg_bytes) AS msg_bytes, sum(msg_bytes)::BIGINT AS total_bytes,
            sum(dur_ns) AS total_ns,
            sum(msg_bytes) / nullif(sum(dur_ns) FILTER (WHERE msg_bytes IS NOT NULL), 0) AS algbw_gbps,
-           sum(msg_bytes * busbw_factor)
+           -- an exact sum (DECIMAL): a sum of doubles depends on the order DuckDB's threads add them in
+           sum((msg_bytes * busbw_factor)::DECIMAL(38, 9))::DOUBLE
                / nullif(sum(dur_ns) FILTER (WHERE msg_bytes IS NOT NULL AND busbw_factor IS NOT NULL), 0)
                AS busbw_gbps,
            min(interconnect_gbps) AS interconnect_gbps,

@@ -76,9 +76,9 @@ SELECT note FROM (
     SELECT 2, f.trace_id,
            f.file_name || ': ' || count(*) || ' steps; step time mean ' || {{ rounded('avg(r.step_us) / 1e3', 3) }}
            || ' ms, coefficient of variation ' || {{ rounded('100.0 * stddev_pop(r.step_us) / nullif(avg(r.step_us), 0)', 1) }}
-           || '%; outlier: step ' || arg_max(r.step, abs(r.vs_median_pct)) || ' ('
-           || CASE WHEN arg_max(r.vs_median_pct, abs(r.vs_median_pct)) >= 0 THEN '+' ELSE '' END
-           || {{ rounded('arg_max(r.vs_median_pct, abs(r.vs_median_pct))', 1) }} || '% vs the median)'
+           || '%; outlier: step ' || arg_max(r.step, (abs(r.vs_median_pct), r.vs_median_pct, -r.step)) || ' ('
+           || CASE WHEN arg_max(r.vs_median_pct, (abs(r.vs_median_pct), r.vs_median_pct, -r.step)) >= 0 THEN '+' ELSE '' END
+           || {{ rounded('arg_max(r.vs_median_pct, (abs(r.vs_median_pct), r.vs_median_pct, -r.step))', 1) }} || '% vs the median)'
     FROM {{ result }} r JOIN trace_files f USING (trace_id)
     WHERE r.step IS NOT NULL
     GROUP BY f.trace_id, f.file_name

@@ -6,8 +6,9 @@
 -- One row per trace and figure (the columns of `report steps`: step_us,
 -- gpu_busy_pct, kernel_us, ... other_us; computed as there,
 -- sql/templates/steps.sql). cv_pct = population standard deviation / mean.
--- The outlier is the step furthest from the median (the first such step on a
--- tie); none when every step has the same value (one step, or a figure that is 0
+-- The outlier is the step furthest from the median (of two as far, the one
+-- with the larger value: with two steps, the slower, not the first; then the
+-- earlier); none when every step has the same value (one step, or a figure that is 0
 -- throughout). A trace without steps has one window, so its statistics are those of
 -- that one value.
 --
@@ -65,9 +66,9 @@ spread AS (
 SELECT f.run, f.rank, m.trace_id, m.figure, count(*) AS steps,
        any_value(sp.mean) AS mean, any_value(m.med) AS median, min(m.v) AS min, max(m.v) AS max,
        100.0 * any_value(sp.sd) / nullif(any_value(sp.mean), 0) AS cv_pct,
-       CASE WHEN max(m.v) > min(m.v) THEN arg_max(m.step, (abs(m.v - m.med), -m.ts_ns)) END AS outlier_step,
+       CASE WHEN max(m.v) > min(m.v) THEN arg_max(m.step, (abs(m.v - m.med), m.v, -m.ts_ns)) END AS outlier_step,
        CASE WHEN max(m.v) > min(m.v)
-            THEN 100.0 * (arg_max(m.v, (abs(m.v - m.med), -m.ts_ns)) / nullif(any_value(m.med), 0) - 1)
+            THEN 100.0 * (arg_max(m.v, (abs(m.v - m.med), m.v, -m.ts_ns)) / nullif(any_value(m.med), 0) - 1)
        END AS outlier_vs_median_pct
 FROM med m
 JOIN trace_files f USING (trace_id)
