@@ -453,7 +453,8 @@ def temporal_view(ctx: Context, sec: Section) -> dict:
                      ("idle_us", "idle", STATE["idle"])],
             title="How much of each GPU's time went to compute, communication, memory and idle?",
             axis=f"GPU window ({unit})", label=lambda r: ctx.device_label(r["trace_id"], r["device"], False),
-            unit_div=div, total_text=lambda r: f"{r['compute_pct']:.1f}% compute")
+            unit_div=div,  # a window of 0 (only events of no duration) has no %
+            total_text=lambda r: f"{r['compute_pct']:.1f}% compute" if r["compute_pct"] is not None else "")
     return dict(table=t, chart=chart)
 
 
