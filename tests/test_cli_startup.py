@@ -66,8 +66,8 @@ def _imports(*args) -> dict:
     say which of the libraries a command may not need it imported."""
     code = ("import sys\nsys.argv[0] = 'duckprof'\nfrom duckprof.cli import main\n"
             "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
-            "import json\nprint(json.dumps({'exit': code, 'modules': sorted({m.split('.')[0] for m in sys.modules} "
-            "& {'pydantic', 'rich', 'jinja2', 'tabulate'})}))")
+            "import json\nprint(json.dumps({'exit': code, 'modules': sorted(set(sys.modules) "
+            "& {'pydantic', 'rich', 'jinja2', 'tabulate', 'duckprof.html.page', 'duckprof.diff', 'duckprof.augment'})}))")
     r = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=120,
                        env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -94,3 +94,17 @@ def test_bad_number_error_is_typers():
     assert r.returncode == 2
     assert r.stderr.strip().splitlines()[-1] == ("Error: Invalid value for '--limit' / '-n': Input should be a "
                                                   "valid integer, unable to parse string as an integer")
+
+
+def test_commands_import_what_they_use(tmp_path):
+    """Jinja2 only to render SQL, tabulate only for a table it must draw
+    itself, the html page, diff and augment only in their commands: the
+    rest of the CLI does not import them (a few ms each, every process)."""
+    plain = {"duckprof.html.page", "duckprof.diff", "duckprof.augment", "tabulate"}
+    assert not (set(_imports("query", "select count(*) as n from events", NESTING3)["modules"]) & plain)
+    db = tmp_path / "t.duckdb"
+    assert _imports("load", NESTING3, "--db", db, "-q")["exit"] in (0, None)
+    assert not set(_imports("query", "select count(*) as n from events", "--db", db)["modules"]) & (plain | {"jinja2"})
+    assert not set(_imports("--help")["modules"]) & (plain | {"jinja2"})
+    got = _imports("diff", NESTING3, NESTING3)
+    assert {"duckprof.diff", "jinja2"} <= set(got["modules"])
