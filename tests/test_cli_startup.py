@@ -5,6 +5,7 @@ giving exactly typer's values and error messages."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -69,7 +70,7 @@ def _imports(*args) -> dict:
             "import json\nprint(json.dumps({'exit': code, 'modules': sorted(set(sys.modules) "
             "& {'pydantic', 'rich', 'jinja2', 'tabulate', 'duckprof.html.page', 'duckprof.diff', 'duckprof.augment'})}))")
     r = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=120,
-                       env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -90,7 +91,7 @@ def test_commands_do_not_import_pydantic(args):
 def test_bad_number_error_is_typers():
     """A bad value still gets typer's message (from its own coercion)."""
     r = subprocess.run([sys.executable, "-m", "duckprof", "report", "kernels", str(NESTING3), "--limit", "2.5"],
-                       capture_output=True, text=True, env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert r.returncode == 2
     assert r.stderr.strip().splitlines()[-1] == ("Error: Invalid value for '--limit' / '-n': Input should be a "
                                                   "valid integer, unable to parse string as an integer")
