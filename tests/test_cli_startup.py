@@ -15,7 +15,7 @@ from typer._click.exceptions import BadParameter
 from typer._coercion import build_runtime_param
 
 from conftest import HANDMADE, REPO, cli_app  # noqa: F401
-from duckprof.cli_common import QuickParam
+from duckprof.cli_common import _NOT_PLAIN, QuickParam, _plain
 
 NESTING3 = HANDMADE / "nesting3.json"
 
@@ -60,6 +60,15 @@ def test_quick_coercion_is_typers(cli_app):
             assert _coerce(QuickParam(d), v, p) == _coerce(build_runtime_param(d), v, p), (path, p.name, v)
             checked += 1
     assert checked > 5000
+
+
+def test_every_default_is_plain(cli_app):
+    """No command imports pydantic for its defaults: each is taken as it is
+    (e.g. a DOUBLE report option declared with an int default would not)."""
+    for path, p in _params(cli_app):
+        if p.default is None or (p.type_descriptor.annotation is bool and isinstance(p.default, bool)):
+            continue
+        assert _plain(p.type_descriptor, p.default) is not _NOT_PLAIN, (path, p.name, p.default)
 
 
 def _imports(*args) -> dict:
