@@ -12,18 +12,18 @@ import duckdb
 import typer
 
 from . import __version__, cli_reports, interrupts, render, sqlfiles
-from .cli_common import (DbOpt, FormatOpt, LakeOpt, OutputOpt, Progress, QuietOpt, WaitOpt, check_format, fail,
-                         friendly_errors, open_data)
+from .cli_common import (App, DbOpt, FormatOpt, LakeOpt, OutputOpt, Progress, QuietOpt, WaitOpt, check_format,
+                         fail, friendly_errors, open_data)
 from .errors import DuckprofError, Interrupted
 from .load import LoadReport
 from .session import Session, load_into
 
 HELP = {"help_option_names": ["-h", "--help"]}
-app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, context_settings=HELP,
-                  help="PyTorch profiler (Kineto) traces in DuckDB: load them, query them with SQL, "
-                       "get standard reports.")
-report_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, context_settings=HELP,
-                         help="Standard reports (each answers one question).")
+app = App(no_args_is_help=True, rich_markup_mode=None, context_settings=HELP,
+          help="PyTorch profiler (Kineto) traces in DuckDB: load them, query them with SQL, "
+               "get standard reports.")
+report_app = App(no_args_is_help=True, rich_markup_mode=None, context_settings=HELP,
+                 help="Standard reports (each answers one question).")
 app.add_typer(report_app, name="report")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 import threading
 import time
@@ -13,6 +14,7 @@ from typing import Optional
 
 import duckdb
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from . import interrupts, render
 from .errors import DuckprofError, TraceError
@@ -30,6 +32,95 @@ WaitOpt = typer.Option(0.0, "--wait", min=0, metavar="SECONDS",
 NameWidthOpt = typer.Option(60, "--name-width", help="truncate long names in tables to this width")
 WideOpt = typer.Option(False, "--wide", "-w",
                        help="table: every column, none left out as constant or secondary, names in full width")
+
+
+class App(typer.Typer):
+    """typer's app, whose commands' parameters take their plain values
+    without pydantic: typer 0.29 coerces every parameter (--help included)
+    with a pydantic TypeAdapter, and importing pydantic to build them is a
+    fixed cost of every command. Values of other shapes, and bad ones, go
+    to typer's own coercion (QuickParam), so results and error messages stay
+    typer's."""
+
+    def __init__(self, **kw):
+        super().__init__(cls=Group, **kw)
+
+    def command(self, name=None, **kw):
+        return super().command(name, cls=Command, **kw)
+
+
+def _quick_params(params):
+    for p in params:
+        # typer's parameters coerce through _runtime_param, built on first use
+        if getattr(p, "_runtime_param", False) is None and hasattr(p, "type_descriptor"):
+            p._runtime_param = QuickParam(p.type_descriptor)
+    return params
+
+
+class Group(TyperGroup):
+    def get_params(self, ctx):  # what it parses: its options, --help, the completion options
+        return _quick_params(super().get_params(ctx))
+
+
+class Command(TyperCommand):
+    def get_params(self, ctx):
+        return _quick_params(super().get_params(ctx))
+
+
+_NOT_PLAIN = object()
+_INT = re.compile(r"-?(0|[1-9][0-9]{0,17})")
+_FLOAT = re.compile(r"-?[0-9]{1,15}(\.[0-9]{1,15})?")
+
+
+class QuickParam:
+    """What typer's runtime parameter does (RuntimeParam.coerce), for the
+    values whose result is plain: a str for str, a decimal integer for int,
+    a decimal number for float within the parameter's min/max, strings for
+    a list or tuple of str. Anything else is coerced by typer's own
+    runtime parameter (pydantic), built on first need."""
+
+    def __init__(self, descriptor):
+        self.descriptor = descriptor
+        self.typer_param = None
+
+    def coerce(self, value, param, ctx):
+        if value is None:  # as typer's RuntimeParam.coerce
+            return () if param.multiple or param.nargs == -1 else None
+        got = _plain(self.descriptor, value)
+        if got is not _NOT_PLAIN:
+            return got
+        if self.typer_param is None:
+            from typer._coercion import build_runtime_param
+            self.typer_param = build_runtime_param(self.descriptor)
+        return self.typer_param.coerce(value, param=param, ctx=ctx)
+
+
+def _plain(descriptor, value):
+    """`value` coerced to the descriptor's annotation, or _NOT_PLAIN."""
+    t, info = descriptor.annotation, descriptor.parameter_info
+    if info.parser is not None or descriptor.file_annotation is not None or info.clamp:
+        return _NOT_PLAIN
+    if t is str:
+        return value if type(value) is str else _NOT_PLAIN
+    if t in (int, float):
+        if type(value) is t:
+            got = value
+        elif type(value) is str and (_INT if t is int else _FLOAT).fullmatch(value):
+            got = t(value)
+        else:
+            return _NOT_PLAIN
+        if (info.min is not None and got < info.min) or (info.max is not None and got > info.max):
+            return _NOT_PLAIN  # typer's error message
+        return got
+    args = getattr(t, "__args__", None)
+    origin = getattr(t, "__origin__", None)
+    if origin is list and args == (str,) and isinstance(value, (list, tuple)) \
+            and all(type(v) is str for v in value):
+        return list(value)
+    if origin is tuple and args and all(a is str for a in args) and isinstance(value, (list, tuple)) \
+            and len(value) == len(args) and all(type(v) is str for v in value):
+        return tuple(value)
+    return _NOT_PLAIN
 
 
 def fail(msg: str, code: int = 2):

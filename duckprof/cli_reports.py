@@ -8,15 +8,16 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from . import render, reports
-from .augment import augment
 from .cli_common import (DbOpt, FormatOpt, LakeOpt, NameWidthOpt, OutputOpt, Progress, QuietOpt, TracesArg, WaitOpt,
                          WideOpt, check_format, friendly_errors, open_data)
-from .diff import DiffResult, diff
+
+if TYPE_CHECKING:
+    from .diff import DiffResult
 
 _PY_TYPES = {"INTEGER": int, "DOUBLE": float, "VARCHAR": str, "CHOICE": str, "FLAG": bool}
 
@@ -154,6 +155,7 @@ def diff_command(
 
     Example: duckprof diff before.json.gz after.json.gz --by op --limit 20 --format markdown
     """
+    from .diff import diff  # imported by the commands that use it
     check_format(fmt, output)
     statuses = [x.strip() for x in status.split(",") if x.strip()] if status else None
     progress = Progress(quiet)
@@ -212,6 +214,7 @@ def augment_command(src: str = typer.Argument(..., help="trace file (.json or .j
 
     Example: duckprof augment trace.json.gz trace.augmented.json.gz
     """
+    from .augment import augment
     progress = Progress(quiet)
     rep = augment(src, dst, progress=progress)
     progress.done()

@@ -11,14 +11,22 @@ from datetime import date, datetime
 from decimal import Decimal
 
 import duckdb
-from tabulate import tabulate
 
 from . import interrupts
 
-try:  # how tabulate measures a cell (wide characters count 2); without it every row is drawn
-    from tabulate import _visible_width
-except ImportError:  # pragma: no cover
-    _visible_width = None
+
+def _visible_width(s: str) -> int:
+    """tabulate's width of a cell on screen (wide characters count 2).
+    tabulate (and wcwidth) are imported by the first cell that needs them:
+    a table of printable ASCII is drawn without (_simple_table). None in
+    place of this function: every row is drawn (_widest_rows)."""
+    global _visible_width
+    try:
+        from tabulate import _visible_width as measure
+    except ImportError:  # pragma: no cover
+        measure = len
+    _visible_width = measure
+    return measure(s)
 
 FORMATS = ("table", "csv", "json", "markdown", "parquet")
 
@@ -97,6 +105,7 @@ def to_text(columns, rows, fmt: str = "table", name_width: int | None = 80,
                 return text
         align = ["right" if n else "left" for n in numeric]
         tf = "github" if fmt == "markdown" else "simple"
+        from tabulate import tabulate
         return tabulate(cells, headers=list(columns), tablefmt=tf, colalign=align,
                         disable_numparse=True) + "\n"
     raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
@@ -268,7 +277,7 @@ def _widest_rows(rows, limit, widths: dict, fixed: dict | None = None):
                 s = _cell(r[k], limit)
                 w = widths.get(s)
                 if w is None:
-                    w = widths[s] = _visible_width(s)
+                    w = widths[s] = len(s) if s.isascii() and s.isprintable() else _visible_width(s)
                 if w != len(s):
                     got.add(i)
                 if w > widest[0]:

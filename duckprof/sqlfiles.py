@@ -27,8 +27,10 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import jinja2
+if TYPE_CHECKING:
+    import jinja2
 
 
 @functools.lru_cache(maxsize=1)
@@ -57,6 +59,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     trace. Jinja keys each entry by the template's source checksum, so an
     edited file is compiled again. The directory is private to the user (the
     entries are code). None without a writable cache directory."""
+    import jinja2
     path = user_cache_dir("jinja")
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
@@ -69,6 +72,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 def _env() -> jinja2.Environment:
     # Templates choose structure only (optional filters, groupings); every value
     # is a bound parameter, so autoescaping is not needed and would be wrong for SQL.
+    import jinja2  # on first render: commands that render nothing (--help, a query on --db) skip it
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(sql_root())),
                               undefined=jinja2.StrictUndefined, autoescape=False,
                               keep_trailing_newline=True, bytecode_cache=_bytecode_cache())
