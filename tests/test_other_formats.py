@@ -39,3 +39,47 @@ def test_xpu_runtime_call_links_kernel_to_op_and_sycl_queue_is_the_stream():
                         "external_id", "[[64,32],[32,16]]")]
         # the runtime call sits inside its op: nesting links it
         assert s.sql("SELECT depth FROM runtime").fetchall() == [(1,)]
+
+
+def test_arg_columns_read_every_form_of_a_value(tmp_path):
+    """The numbers read from args (external_id, correlation, device, stream;
+    normalize.sql) in each form a writer may give them: a string holding a
+    number counts, a fraction rounds half away from zero, anything else is
+    NULL; the first name present with a number wins ('External id', then
+    'external id'; 'stream', 'stream_id', 'sycl queue'); a JSON arg keeps
+    its text, null included. Written against the values of json_extract's
+    text with its quotes trimmed (before 2026-11-25): the cheaper unquoting
+    must give the same."""
+    import json
+
+    values = ['7', '"7"', '2.5', '"2.5"', '-2.5', '"  7 "', '1e3', '"1e3"', 'true', 'null', '"abc"', '{"a": 1}',
+              '[1]', '"\\"5\\""', '"5\\""', '""', '9223372036854775808', '"0x10"', '1.0e-5', '12345678901234567890']
+    expect = [7, 7, 3, 3, -3, 7, 1000, 1000, None, None, None, None,
+              None, None, None, None, None, 16, 0, None]
+    events = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 1, "ts": i, "dur": 1,
+               "args": "ARGS"} for i in range(len(values))]
+    text = json.dumps({"traceEvents": events})
+    for v in values:
+        text = text.replace('"ARGS"', '{"correlation": %s, "device": %s}' % (v, v), 1)
+    fallbacks = [
+        '{"External id": "x", "external id": 4, "stream": null, "stream_id": "5", "sycl queue": 6}',
+        '{"external id": "8", "sycl queue": "9", "Input Dims": null, "Input type": ["float"]}',
+        '{"External id": 1, "external id": 2, "stream": 3, "Concrete Inputs": ["", "1"], "Input Dims": [[2, 3]]}',
+    ]
+    extra = [{"ph": "X", "cat": "kernel", "name": f"f{i}", "pid": 0, "tid": 2, "ts": i, "dur": 1, "args": "ARGS"}
+             for i in range(len(fallbacks))]
+    text = text[:-2] + ", " + ", ".join(json.dumps(e) for e in extra) + "]}"
+    for f in fallbacks:
+        text = text.replace('"ARGS"', f, 1)
+    path = tmp_path / "arg_values.json"
+    path.write_text(text)
+    with duckprof.connect() as s:
+        s.load([path])
+        got = s.sql("SELECT correlation, device FROM events WHERE name LIKE 'k%' "
+                    "ORDER BY ts_ns").fetchall()
+        assert got == [(e, e) for e in expect]
+        got = s.sql("""SELECT external_id, stream, input_dims::VARCHAR, input_types::VARCHAR,
+                              concrete_inputs::VARCHAR
+                       FROM events WHERE name LIKE 'f%' ORDER BY ts_ns""").fetchall()
+        assert got == [(4, 5, None, None, None), (8, 9, "null", '["float"]', None),
+                       (1, 3, "[[2,3]]", None, '["","1"]')]

@@ -35,6 +35,12 @@
     ('input_types', ['Input type'], 'JSON'),
     ('concrete_inputs', ['Concrete Inputs'], 'JSON'),
 ] %}
+{#- a JSON text x with the quotes of a string trimmed: trim(x, '"') is as costly
+    as the extraction of the value, and only a string starts (and ends) with a
+    quote, so numbers skip it -#}
+{%- macro unquoted(x) -%}
+CASE WHEN starts_with({{ x }}, '"') THEN trim({{ x }}, '"') ELSE {{ x }} END
+{%- endmacro %}
 {#- one entry of raws as rows with src = the trace's position in the batch: a
     trace's view (src = its position), or a group's view (stage_group_view.sql)
     whose src k becomes positions[k], its files not in this batch (none) left out -#}
@@ -125,7 +131,7 @@ SELECT
     {%- if type == 'JSON' %}
     a[{{ k.i }}] AS {{ col }},
     {%- else %}
-    coalesce({% for n in names %}try_cast(trim(a[{{ k.i + loop.index0 }}]::VARCHAR, '"') AS {{ type }}){% if not loop.last %}, {% endif %}{% endfor %}
+    coalesce({% for n in names %}try_cast({{ unquoted('a[' ~ (k.i + loop.index0) ~ ']::VARCHAR') }} AS {{ type }}){% if not loop.last %}, {% endif %}{% endfor %}
         {%- if col == 'device' %},
              -- pre-Kineto kernels: the thread is the device
              CASE WHEN cat IS NULL AND pid = 'CUDA functions' THEN try_cast(tid AS INTEGER) END
