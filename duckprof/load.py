@@ -754,7 +754,7 @@ def _count_trace_events_keys(path) -> int:
 
 def _bad_time_error(path, bad: int, bad_name) -> TraceError:
     return TraceError(path, f"{bad:,} event(s) have no ts, or a ts or dur that is not a usable number "
-                            f"(NaN, inf, a negative dur or out of range), first: {bad_name!r}")
+                            f"(NaN, inf or out of range), first: {bad_name!r}")
 
 
 class _Grouper:

@@ -5,8 +5,7 @@
 -- Returns one row per file with events (src INTEGER: the file's index in
 -- the group, 0 for one trace): events (BIGINT, events in the trace),
 -- bad_time (BIGINT, events whose ts/dur is not a usable number: NaN, inf, or
--- beyond +-9e15 us, which would overflow integer nanoseconds; a negative dur,
--- an end before the start, of which every sum and rate would be nonsense; or a timed
+-- beyond +-9e15 us, which would overflow integer nanoseconds; or a timed
 -- event, any phase but metadata 'M', without a ts: it has no place on the
 -- timeline, and every report that places it would show or compute NULLs) and
 -- bad_name (VARCHAR, the first such event's name). A trace without events has
@@ -16,7 +15,7 @@ SELECT {{ 'src' if grouped else '0' }} AS src,
        count_if(bad) AS bad_time,
        arg_min(name, event_id) FILTER (WHERE bad) AS bad_name
 FROM (SELECT *, NOT (ts IS NULL OR (isfinite(ts) AND abs(ts) < 9e15))
-                OR NOT (dur IS NULL OR (isfinite(dur) AND dur >= 0 AND dur < 9e15))
+                OR NOT (dur IS NULL OR (isfinite(dur) AND abs(dur) < 9e15))
                 OR (ts IS NULL AND ph <> 'M') AS bad
       FROM {{ raw }})
 GROUP BY ALL
