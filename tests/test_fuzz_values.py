@@ -145,3 +145,16 @@ def test_odd_values_found_by_the_fuzz(tmp_path, source, mutation, expect):
         else:
             with pytest.raises(duckprof.TraceError, match=expect):
                 s.load([str(path)])
+
+
+def test_a_negative_kernel_time_loads_and_has_no_roofline_dot(tmp_path):
+    """The fuzz's seed 92 on backward_thread_minimal: a kernel with FLOP
+    estimates whose dur is negative (Kineto wrote zero end timestamps before
+    2022, kineto#646) loads like any unusual trace; its negative TFLOP/s got a
+    dot on the log-log roofline and the page failed in log10."""
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_mutate(SOURCES["backward_thread_minimal.json"], random.Random(92))))
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        assert s.sql("SELECT count(*) FROM kernels WHERE dur_ns < 0").fetchall() == [(1,)]
+        assert _every_report(s) == []

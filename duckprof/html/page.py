@@ -532,6 +532,14 @@ def categories_view(ctx: Context, sec: Section) -> dict:
                     else "Device time by kernel category") + " (report categories)")
 
 
+def _plottable(r) -> bool:
+    """A kernel row has a dot on the log-log roofline: positive intensity and
+    rate (a trace may hold an end before a start, Kineto's zero end
+    timestamps: a negative time, a negative TFLOP/s)."""
+    return bool(r["flops_per_byte"] and r["achieved_tflops"] and r["flops_per_byte"] > 0
+                and r["achieved_tflops"] > 0)
+
+
 def kernels_view(ctx: Context, sec: Section) -> dict:
     k = ctx.reports.get("kernels", limit=ctx.top)
     blocks, more = ctx.blocks(k)
@@ -541,11 +549,11 @@ def kernels_view(ctx: Context, sec: Section) -> dict:
         points = [dict(x=r["flops_per_byte"], y=r["achieved_tflops"], size_us=r["total_us"], bound=r["bound"],
                        label=r["name"], tip=(f"{r['name']}: {r['achieved_tflops']:.3g} TFLOP/s at {r['flops_per_byte']:.3g} "
                             f"FLOP/byte, {charts.us_text(r['total_us'])} in {r['count']:,} calls"))
-                  for r in rows if r["flops_per_byte"] and r["achieved_tflops"]]
+                  for r in rows if _plottable(r)]
         dev_row = next((d for d in ctx.devices.rows if d["trace_id"] == tid and d["device"] == dev), {})
         peaks = sorted({(r["peak_dtype"], r["peak_tflops"]) for r in rows
                         if r["peak_tflops"] and r["peak_dtype"] and "," not in r["peak_dtype"]
-                        and r["flops_per_byte"] and r["achieved_tflops"]})
+                        and _plottable(r)})
         if not peaks and dev_row.get("bf16_tflops"):
             peaks = [("bf16", dev_row["bf16_tflops"])]
         gbps = next((r["peak_gbps"] for r in rows if r["peak_gbps"]), None) or dev_row.get("dram_gbps")
@@ -555,7 +563,8 @@ def kernels_view(ctx: Context, sec: Section) -> dict:
             roof = charts.roofline(
                 points, title="How close does each top kernel run to the GPU's compute and memory roofs?",
                 gbps=gbps, peaks=[(f"{d} peak", v) for d, v in peaks],
-                note=(f"{missing} of the {len(rows)} kernels in the table have no FLOP or byte estimate, so no dot"
+                note=(f"{missing} of the {len(rows)} kernels in the table have no FLOP or byte estimate "
+                      "(or no positive time), so no dot"
                       if missing else ""))
         out.append(dict(label=ctx.device_label(tid, dev), rows=rows, roofline=roof,
                         n_points=len(points), trace_id=tid, device=dev))
