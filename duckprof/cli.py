@@ -47,6 +47,11 @@ def load(paths: List[str] = typer.Argument(..., help="trace files (.json, .json.
          salvage: bool = typer.Option(False, "--salvage", help="load the complete events of a truncated trace"),
          tag: Optional[List[str]] = typer.Option(None, "--tag", "-t", help="KEY=VALUE stored with the run "
                                                  "(repeatable; see `duckprof tag`)"),
+         prepare_html: bool = typer.Option(
+             False, "--prepare-html", help="with --db: after the load, compute and store the report results of "
+             "the run's html page, so that `duckprof html --db F --run R` reads them instead of computing them "
+             "(its first page otherwise runs every report); each load into the run with it computes the "
+             "run's page again"),
          wait: float = WaitOpt,
          quiet: bool = QuietOpt):
     """Load traces into a database (in memory without --db: a validity check). The traces
@@ -56,12 +61,14 @@ def load(paths: List[str] = typer.Argument(..., help="trace files (.json, .json.
     Example: duckprof load job_42/ --db perf.duckdb --run job42 --tag commit=abc123 --tag batch=64
     """
     tags = parse_tags(tag)
+    if prepare_html and not db:
+        fail("--prepare-html stores the run's html page in a database file: give --db FILE")
     progress = Progress(quiet)
     report = LoadReport(run=run)
     try:
         if db:
             load_into(db, paths, run=run, salvage=salvage, progress=progress, wait=wait, report=report,
-                      tags=tags)
+                      tags=tags, prepare_html=prepare_html)
         else:
             with Session(None) as s:
                 s.attach_progress(progress)
@@ -73,11 +80,16 @@ def load(paths: List[str] = typer.Argument(..., help="trace files (.json, .json.
         if interrupts.is_interrupt(e):
             interrupts.acknowledge()
             raise Interrupted(_interrupted(report, db)) from None
+        if report.page_prepared is False:  # the load is done: what it loaded, then why the page is not
+            typer.echo(report.summary())
         raise
 
 
 def _interrupted(report: LoadReport, db: Optional[str]) -> str:
     """What an interrupted load kept: it says whether the run was loaded."""
+    if report.page_prepared is False:
+        return (f"interrupted while preparing the html page: run {report.run!r} is loaded into {db} "
+                f"({len(report.loaded)} trace(s) loaded now), its html page was not prepared")
     if report.committed:
         n = len(report.loaded)
         return (f"interrupted after the load had committed: run {report.run!r} is loaded into {db} "

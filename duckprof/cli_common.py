@@ -193,6 +193,9 @@ class Progress:
         load's tables filled at first use), drawn after the same delay."""
         if not self.enabled:
             return
+        if self._thread:  # still drawing an earlier phase's connection (a load's, then the html page's)
+            self._stop.set()
+            self._thread.join()
         self.con = con
         self.t0 = time.monotonic()
         self._stop.clear()

@@ -51,6 +51,9 @@ class LoadReport:
     committed: bool = False      # the load's transaction committed: the run is in the database
     commit_failed: bool = False  # COMMIT itself failed: whether it took effect is checked after
     tags_set: bool = False       # the run's tags were written in the load's transaction
+    # load --prepare-html: None not asked (or not reached), False being prepared
+    # (or failed), True its results stored
+    page_prepared: bool | None = None
 
     @property
     def loaded(self):
@@ -79,6 +82,9 @@ class LoadReport:
                 out.append(f"{f.path}: {f.skipped}")
             for note in f.notes:
                 out.append(f"{f.path}: {note}")
+        if self.page_prepared:
+            out.append(f"html page of run '{self.run}' prepared: its report results are stored, "
+                       "`duckprof html --run` reads them")
         return "\n".join(out)
 
     def job(self) -> dict:

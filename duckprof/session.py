@@ -900,13 +900,20 @@ class Session:
 
     # -- API ----------------------------------------------------------------
     def load(self, paths, run: str = "default", salvage: bool = False, progress=None,
-             report: LoadReport | None = None, tags: dict | None = None) -> LoadReport:
+             report: LoadReport | None = None, tags: dict | None = None,
+             prepare_html: bool = False) -> LoadReport:
         """Load trace files, directories or globs as (part of) `run`. Atomic: on
         error nothing is added. Files already loaded into this run are skipped.
         tags: {key: value} stored with the run (as set_tags). A Parquet lake
-        directory (`duckprof export --parquet`) loads its runs back."""
+        directory (`duckprof export --parquet`) loads its runs back.
+        prepare_html (a database file only): then compute and store the
+        results of the run's html page, as its first html(run=...) would
+        (prepare_page)."""
         self._writable()
         check_tags(tags)
+        if prepare_html and not self.db:
+            raise DuckprofError("prepare_html stores the run's html page in a database file: "
+                                "this session is in memory")
         from . import lake
         if lake.is_lake(paths):
             got = lake.import_lake(self, paths, run=run, progress=progress)
@@ -923,6 +930,8 @@ class Session:
             report = loader.load(paths, run=run, salvage=salvage, target=_SessionTarget(self, tags), report=report)
         if tags and not report.tags_set:
             self.set_tags(report.run, tags)
+        if prepare_html:
+            prepare_page(report, self.db, session=self, progress=progress)
         return report
 
     def set_tags(self, run: str, tags: dict | None = None, remove=()) -> dict:
@@ -1244,9 +1253,28 @@ class DatabaseTarget(Target):
         self.attached = False
 
 
+def prepare_page(report: LoadReport, db: str, session: Session | None = None, wait: float = 0, progress=None):
+    """After a load into the database file `db`: the results of its run's
+    html page computed and stored (html.prepare; on `session` when given).
+    The load stays committed whatever happens here; report.page_prepared
+    says how far it got. A failure is a DuckprofError saying the run is
+    loaded and its page not prepared; an interrupt is raised as it is."""
+    from .html import prepare
+    report.page_prepared = False
+    try:
+        prepare(db, report.run, session=session, wait=wait, progress=progress)
+    except Exception as e:
+        if interrupts.is_interrupt(e):
+            raise
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise DuckprofError(f"{db}: run {report.run!r} is loaded, but its html page was not prepared "
+                            f"({why}); the run's next html page computes it") from e
+    report.page_prepared = True
+
+
 def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool = False, progress=None,
               wait: float = 0, report: LoadReport | None = None, threads: int | None = None,
-              tags: dict | None = None) -> LoadReport:
+              tags: dict | None = None, prepare_html: bool = False) -> LoadReport:
     """Load traces into the database file `db` (created if needed), holding
     its write lock only while inserting: the traces are parsed, checked and
     nested first, so readers can use the database meanwhile, and bad input
@@ -1255,7 +1283,9 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
     loaded). progress: a callable for phase messages; its attach(con), if any,
     is called with the loading connection. tags: stored with the run in the
     load's transaction. A Parquet lake directory is loaded by a Session on
-    the file (it holds the lock for the whole import)."""
+    the file (it holds the lock for the whole import). prepare_html: then the
+    results of the run's html page are computed and stored (prepare_page:
+    built on a read-only open, the file opened for writing only to store)."""
     db = os.fspath(db)
     dbfile.check_file(db, must_exist=False)
     check_tags(tags)
@@ -1264,7 +1294,7 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
         with Session(db, wait=wait) as s:
             if hasattr(progress, "attach"):
                 progress.attach(s.con)
-            return s.load(paths, run=run, progress=progress, report=report, tags=tags)
+            return s.load(paths, run=run, progress=progress, report=report, tags=tags, prepare_html=prepare_html)
     report = report if report is not None else LoadReport(run=run)
     target = DatabaseTarget(db, wait, tags)
     try:
@@ -1294,6 +1324,8 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
     if tags and not report.tags_set:  # nothing new was loaded: the run may exist
         with Session(db, wait=wait) as s:
             s.set_tags(run, tags)
+    if prepare_html:
+        prepare_page(report, db, wait=wait, progress=progress)
     return report
 
 

@@ -3,22 +3,29 @@ duckprof/html/store.py): the first page of a run on a writable database
 stores them, later pages read them and are the same page; a change to what
 they were computed from (a load into the run, its tags, a peak row, a
 removed trace) makes the next page compute again and equal a live page; a
-read-only database stores nothing; `duckprof rm` removes a run's rows."""
+read-only database stores nothing; `duckprof rm` removes a run's rows.
+`duckprof load --prepare-html` (Session.load(prepare_html=True)) stores
+them at load: the first page reads them; a preparation that fails or is
+interrupted leaves the load committed and stores nothing."""
 
 from __future__ import annotations
 
 import decimal
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
+import duckdb
 import pytest
 
 import duckprof
-from conftest import REPO, corpus_path, run_cli, slow_when
-from duckprof import reports
+from conftest import REPO, assert_one_line_error, corpus_path, invoke, run_cli, slow_when
+from duckprof import dbfile, reports
 from duckprof.html import page as P
 from duckprof.html import store
 
@@ -392,3 +399,153 @@ def test_code_key_names_the_sql(monkeypatch):
         assert store.code_key() not in (None, key)
     finally:
         store.code_key.cache_clear()
+
+
+# -- load --prepare-html ---------------------------------------------------------------------------
+
+def runs_loaded(db) -> dict:
+    with duckprof.connect(db, read_only=True) as s:
+        return dict(s.sql("SELECT run, count(*) FROM traces GROUP BY 1").fetchall())
+
+
+def test_a_prepared_load_makes_the_first_page_read_every_result(cli_app, tmp_path, report_runs):
+    """`load --prepare-html`, then `html`: no report runs, nothing is stored
+    (every result was read), and the page is byte for byte the page a plain
+    load's first `html` computes (the same file path: the page names it)."""
+    db, prepared, live = tmp_path / "p.duckdb", tmp_path / "prepared.html", tmp_path / "live.html"
+    r = invoke(cli_app, "load", TWO, "--db", db, "-r", "r", "--prepare-html")
+    assert r.exit_code == 0, r.stderr
+    assert "html page of run 'r' prepared" in r.stdout
+    assert len(report_runs) > 10
+    with duckprof.connect(db, read_only=True) as s:
+        assert stored_count(s, "r") == len(report_runs)
+    report_runs.clear()
+    r = invoke(cli_app, "html", "--db", db, "--run", "r", "-o", prepared)
+    assert r.exit_code == 0, r.stderr
+    assert report_runs == [] and "report results" not in r.stdout + r.stderr
+
+    for f in (db, f"{db}.wal"):  # the same file again, loaded without the flag: it stores nothing
+        if os.path.exists(f):
+            os.remove(f)
+    r = invoke(cli_app, "load", TWO, "--db", db, "-r", "r")
+    assert r.exit_code == 0, r.stderr
+    assert report_runs == [] and "html page" not in r.stdout
+    with duckprof.connect(db, read_only=True) as s:
+        assert stored_count(s, None) + stored_count(s, "r") == 0
+    r = invoke(cli_app, "html", "--db", db, "--run", "r", "-o", live)
+    assert r.exit_code == 0, r.stderr
+    assert report_runs and "report results stored" in r.stdout and "--prepare-html" in r.stdout
+    assert prepared.read_bytes() == live.read_bytes()
+
+
+def test_session_load_prepare_html_each_load_recomputes_the_runs_page(tmp_path, report_runs):
+    """The API, and a run loaded in two loads: each load with prepare_html
+    computes the run's page again; the page then reads every result and is
+    the live page of both traces."""
+    db = tmp_path / "a.duckdb"
+    with duckprof.connect(db) as s:
+        rep = s.load([str(TWO)], run="r", prepare_html=True)
+        assert rep.page_prepared and "html page of run 'r' prepared" in rep.summary()
+        first = len(report_runs)
+        assert first > 10 and stored_count(s, "r") == first
+        s.load([str(H100_TWO)], run="r", prepare_html=True)
+        second = len(report_runs) - first  # every report again (and ranks: two traces)
+        assert second >= first and stored_count(s, "r") == second
+        report_runs.clear()
+        page = s.html(run="r")
+        assert report_runs == [] and page.stored_results == second and page.unstored is None
+        assert "h100_two_kernels_one_op.json" in str(page) and str(page) == live_page(s, "r")
+
+
+def test_prepare_html_needs_a_database_file(cli_app, report_runs):
+    r = invoke(cli_app, "load", TWO, "--prepare-html")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, ["--prepare-html", "--db"])
+    with duckprof.connect() as s:
+        with pytest.raises(duckprof.DuckprofError, match="prepare_html"):
+            s.load([str(TWO)], prepare_html=True)
+        assert s.sql("SELECT count(*) FROM traces").fetchall() == [(0,)]  # nothing loaded
+    assert report_runs == []
+
+
+def fail_after(n: int, error: BaseException):
+    """reports.run raising `error` at its n-th call."""
+    run = reports.run
+    calls = []
+
+    def failing(con, name, /, **kw):
+        calls.append(name)
+        if len(calls) == n:
+            raise error
+        return run(con, name, **kw)
+    return failing
+
+
+@pytest.mark.parametrize("error, code", [(KeyboardInterrupt(), 130),
+                                         (RuntimeError("Query interrupted"), 130),
+                                         (duckdb.IOException("IO Error: could not read block"), 2)])
+def test_a_failed_preparation_keeps_the_load_and_stores_nothing(cli_app, tmp_path, monkeypatch, error, code):
+    db = tmp_path / "f.duckdb"
+    monkeypatch.setattr(reports, "run", fail_after(5, error))
+    r = invoke(cli_app, "load", TWO, "--db", db, "-q", "-r", "r", "--prepare-html")
+    assert r.exit_code == code, r.stderr
+    line = assert_one_line_error(r.stderr, ["run 'r' is loaded", "html page was not prepared", str(db)])
+    if code == 130:
+        assert "interrupted" in line and r.stdout == ""
+    else:
+        assert "could not read block" in line and "loaded 1 trace(s)" in r.stdout  # the load's summary
+    assert runs_loaded(db) == {"r": 1}
+    with duckprof.connect(db, read_only=True) as s:
+        assert s.sql("SELECT count(*) FROM report_results").fetchall() == [(0,)]
+
+
+def test_an_interrupt_in_the_stores_transaction_stores_nothing(cli_app, tmp_path, monkeypatch):
+    """Ctrl-C once the results are inserted, before the COMMIT: rolled back."""
+    db = tmp_path / "i.duckdb"
+    held = []
+
+    class Interrupting:  # dbfile, whose in_transaction is interrupted before it commits
+        def __getattr__(self, name):
+            return getattr(dbfile, name)
+
+        @staticmethod
+        def in_transaction(con, fn):
+            def then_interrupt():
+                fn()
+                held.append(con.execute("SELECT count(*) FROM report_results").fetchall()[0][0])
+                raise KeyboardInterrupt
+            dbfile.in_transaction(con, then_interrupt)
+    monkeypatch.setattr(store, "dbfile", Interrupting())
+    r = invoke(cli_app, "load", TWO, "--db", db, "-q", "-r", "r", "--prepare-html")
+    assert r.exit_code == 130, r.stderr
+    assert_one_line_error(r.stderr, ["interrupted while preparing the html page", "run 'r' is loaded"])
+    assert held and held[0] > 10  # the rows were in the transaction
+    assert runs_loaded(db) == {"r": 1}
+    with duckprof.connect(db, read_only=True) as s:
+        assert stored_count(s, "r") == 0
+
+
+@pytest.mark.slow  # a real process
+def test_sigint_while_preparing_the_page(tmp_path):
+    """A real Ctrl-C while the page is being prepared (paused there through
+    DUCKPROF_PHASE_PAUSE): one line, exit 130, the run loaded, nothing stored."""
+    db, phases = tmp_path / "s.duckdb", tmp_path / "phase.txt"
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               DUCKPROF_PHASE_FILE=str(phases), DUCKPROF_PHASE_PAUSE="preparing html")
+    code = "import sys; from duckprof.cli import main; sys.argv[0] = 'duckprof'; main()"
+    p = subprocess.Popen([sys.executable, "-c", code, "load", str(TWO), "--db", str(db), "-r", "r",
+                          "--prepare-html"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (phases.exists() and "preparing html" in phases.read_text().split("\n")):
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.01)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 130, err
+    assert_one_line_error(err, ["interrupted while preparing the html page", "run 'r' is loaded"])
+    assert runs_loaded(db) == {"r": 1}
+    with duckprof.connect(db, read_only=True) as s:
+        assert stored_count(s, "r") == 0

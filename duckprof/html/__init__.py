@@ -2,8 +2,8 @@
 
 import importlib
 
-__all__ = ["build", "build_diff", "Page", "Section", "SECTIONS", "DIFF_SECTIONS"]
-_FROM = {"build": "page", "Page": "page", "Section": "page", "SECTIONS": "page",
+__all__ = ["build", "build_diff", "prepare", "Page", "Section", "SECTIONS", "DIFF_SECTIONS"]
+_FROM = {"build": "page", "prepare": "page", "Page": "page", "Section": "page", "SECTIONS": "page",
          "build_diff": "diff_page", "DIFF_SECTIONS": "diff_page"}
 
 

@@ -25,7 +25,8 @@ def html_command(
     """One self-contained HTML page of the standard reports: overview, GPU timeline, time
     breakdown, top kernels with a roofline, GPU idle and queue, steps (and ranks); or with
     --diff A B, what changed between two runs. Opens offline in any browser. With --db, the
-    first page of a run stores its report results in the database; later pages read them.
+    first page of a run stores its report results in the database; later pages read them
+    (`duckprof load --db F --run R --prepare-html` stores them at load).
 
     Example: duckprof html trace.json.gz -o report.html
     """
@@ -42,7 +43,7 @@ def html_command(
         else:
             with open_data(traces, db, run=run, progress=progress, wait=wait) as s:
                 progress.done()
-                page = build(s, run=run, top=top)
+                page = build(s, run=run, top=top, progress=progress)
     finally:
         progress.done()
     page.save(output)
@@ -56,4 +57,5 @@ def html_command(
         why = store_in_file(db, page.unstored, wait=wait)
         if not quiet:
             typer.echo(f"report results not stored ({why}): the next page computes them again" if why else
-                       "report results stored: the next page reads them", err=bool(why))
+                       "report results stored: the next page reads them (`duckprof load --prepare-html` "
+                       "stores them at load)", err=bool(why))

@@ -38,7 +38,7 @@ import duckdb
 import jinja2
 from markupsafe import Markup
 
-from .. import __version__, reports, render, sqlfiles
+from .. import __version__, interrupts, phase, reports, render, sqlfiles
 from ..errors import DuckprofError
 from ..session import create_views
 from . import charts, store
@@ -108,13 +108,14 @@ class Reports:
     which the reports' rules may read instead of computing their rows again
     (reports.run). stored: results read from the database (store.read),
     used instead of running their reports; prepare: called once before the
-    first report that runs (computes the shared views). computed: what ran,
-    for the store."""
+    first report that runs (computes the shared views); say: called with a
+    phase message before each (a progress line). computed: what ran, for the
+    store."""
 
     def __init__(self, con, run: str | None, materialized: tuple[str, ...] = (), stored: dict | None = None,
-                 prepare: Callable[[], None] | None = None):
+                 prepare: Callable[[], None] | None = None, say: Callable[[str], None] | None = None):
         self.con, self.run, self.materialized = con, run, tuple(materialized)
-        self.stored, self.prepare = stored or {}, prepare
+        self.stored, self.prepare, self.say = stored or {}, prepare, say
         self.computed: list[tuple] = []
         self._memo: dict = {}
 
@@ -133,14 +134,20 @@ class Reports:
                                                 reports.documented(name, **opts), hit.notes, hit.instead)
                 return self._memo[key]
             if self.prepare is not None:
+                self._say("shared views")
                 self.prepare()
                 self.prepare = None
+            self._say(f"report {name}")
             res = reports.run(self.con, name, materialized=self.materialized, **opts)
             rows = res.relation.fetchall()
             t = self._memo[key] = Table.of_rows(name, options, res.relation.columns, rows, res.columns,
                                                 res.notes, res.instead)
             self.computed.append((name, text, t.columns, rows, t.notes, t.instead))
         return self._memo[key]
+
+    def _say(self, what: str):
+        if self.say is not None:
+            self.say(f"html page{'' if self.run is None else f' of run {self.run!r}'}: {what}")
 
 
 # -- cells ------------------------------------------------------------------------------------
@@ -1044,23 +1051,31 @@ def share_views(con, run: str | None = None):
         share_view(con, name, run)
 
 
-def build(session, run: str | None = None, top: int = TOP_KERNELS) -> Page:
-    """The page of one run of `session` (all its data when run is None)."""
+def build(session, run: str | None = None, top: int = TOP_KERNELS, progress=None) -> Page:
+    """The page of one run of `session` (all its data when run is None).
+    progress: a callable for phase messages (the report being computed); its
+    attach(con), if any, is called with the page's connection, its done()
+    when the reports have run (cli_common.Progress)."""
     t0 = time.perf_counter()
     if run is not None:
         session._require_run(run)
     key = store.inputs_key(session, run)
     con = page_connection(session, run, share=False)
+    drawn = hasattr(progress, "attach")
     try:
+        if drawn:
+            progress.attach(con)
         stored = store.read(con, run, key)
         rep = Reports(con, run, materialized=shared_names(), stored=stored,
-                      prepare=lambda: share_views(con, run))
+                      prepare=lambda: share_views(con, run), say=progress)
         traces = rep.get("traces")
         if traces.instead:
             raise DuckprofError("; ".join(traces.instead))
         ctx = Context(rep, run, traces, rep.get("devices"), top=top)
         sections = render_sections(ctx, SECTIONS)
     finally:
+        if drawn:
+            progress.done()  # it polls the connection: before it closes
         con.close()
     runs = sorted({t["run"] for t in traces.rows})
     files = [t["file_name"] for t in traces.rows]
@@ -1078,6 +1093,37 @@ def build(session, run: str | None = None, top: int = TOP_KERNELS) -> Page:
         else:
             try:
                 store.write(session.con, pending)
-            except duckdb.Error:
+            except duckdb.Error as e:
+                if interrupts.is_interrupt(e):
+                    raise
                 page.unstored = pending  # the page stands; the next one computes again
+    return page
+
+
+def prepare(db: str, run: str, session=None, wait: float = 0, progress=None) -> Page:
+    """What the first `duckprof html --db DB --run RUN` computes and stores,
+    done now (`duckprof load --prepare-html`, after the load has committed):
+    the page of `run` is built and its report results stored under the same
+    key (store.inputs_key), so that the next page reads them. On `session`
+    (writable, on `db`) when given; otherwise on a read-only session of its
+    own (other readers go on), the file then opened for writing only to
+    store (store.store_in_file), as `duckprof html` does. Stored in one
+    transaction: a failure or an interrupt stores nothing. Raises
+    DuckprofError saying why the results were not stored."""
+    from ..session import Session
+    phase.mark("preparing html")  # for tests (duckprof/phase.py)
+    if session is None:
+        with Session(db, read_only=True, wait=wait) as s:
+            page = build(s, run=run, progress=progress)
+    else:
+        page = build(session, run=run, progress=progress)
+    interrupts.check()  # a signal DuckDB let pass: nothing is stored
+    if page.unstored is not None and session is None:
+        why = store.store_in_file(db, page.unstored, wait=wait)
+        if why:
+            raise DuckprofError(why)
+    elif page.unstored is not None:
+        store.write(session.con, page.unstored)  # the build kept its page; here the error is raised
+    elif store.code_key() is None:
+        raise DuckprofError("this installation of duckprof has no SQL sources to key stored results by")
     return page

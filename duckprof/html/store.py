@@ -34,7 +34,7 @@ from pathlib import Path
 
 import duckdb
 
-from .. import __version__, dbfile, sqlfiles
+from .. import __version__, dbfile, interrupts, sqlfiles
 from ..errors import DuckprofError
 
 
@@ -164,5 +164,7 @@ def store_in_file(db: str | os.PathLike, pending: Pending, wait: float = 0) -> s
                 return "the database changed while the page was built"
             write(s.con, pending)
     except (DuckprofError, duckdb.Error, OSError) as e:
+        if interrupts.is_interrupt(e):
+            raise
         return str(e).splitlines()[0] if str(e) else type(e).__name__
     return None
