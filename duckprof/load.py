@@ -11,6 +11,7 @@ import glob
 import json
 import os
 import re
+import shlex
 import shutil
 import tempfile
 import threading
@@ -84,7 +85,7 @@ class LoadReport:
                 out.append(f"{f.path}: {note}")
         if self.page_prepared:
             out.append(f"html page of run '{self.run}' prepared: its report results are stored, "
-                       "`duckprof html --run` reads them")
+                       f"`duckprof html --run {shlex.quote(self.run)}` reads them")
         return "\n".join(out)
 
     def job(self) -> dict:

@@ -423,6 +423,10 @@ def test_a_prepared_load_makes_the_first_page_read_every_result(cli_app, tmp_pat
     r = invoke(cli_app, "html", "--db", db, "--run", "r", "-o", prepared)
     assert r.exit_code == 0, r.stderr
     assert report_runs == [] and "report results" not in r.stdout + r.stderr
+    # a database of one run: its page without --run is that run's, and reads too
+    r = invoke(cli_app, "html", "--db", db, "-o", tmp_path / "no_run.html")
+    assert r.exit_code == 0, r.stderr
+    assert report_runs == [] and (tmp_path / "no_run.html").read_bytes() == prepared.read_bytes()
 
     for f in (db, f"{db}.wal"):  # the same file again, loaded without the flag: it stores nothing
         if os.path.exists(f):

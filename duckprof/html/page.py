@@ -1052,11 +1052,16 @@ def share_views(con, run: str | None = None):
 
 
 def build(session, run: str | None = None, top: int = TOP_KERNELS, progress=None) -> Page:
-    """The page of one run of `session` (all its data when run is None).
+    """The page of one run of `session` (all its data when run is None; a
+    database file holding one run: that run's page, whose results `load
+    --prepare-html` stores).
     progress: a callable for phase messages (the report being computed); its
     attach(con), if any, is called with the page's connection, its done()
     when the reports have run (cli_common.Progress)."""
     t0 = time.perf_counter()
+    if run is None and session.db:
+        runs = session.con.execute("SELECT DISTINCT run FROM traces LIMIT 2").fetchall()
+        run = runs[0][0] if len(runs) == 1 else None
     if run is not None:
         session._require_run(run)
     key = store.inputs_key(session, run)
