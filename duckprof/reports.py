@@ -270,10 +270,16 @@ def _asof_joins_stay(con):
     threshold at 0, then restores it."""
     old = con.execute("SELECT current_setting('asof_loop_join_threshold')").fetchone()[0]
     con.execute("SET asof_loop_join_threshold = 0")
+    restore = f"SET asof_loop_join_threshold = {int(old)}"
     try:
         yield
-    finally:
-        con.execute(f"SET asof_loop_join_threshold = {int(old)}")
+    except BaseException:
+        # the report failed or was interrupted (the connection may be closed
+        # by now): its error stands, not one from restoring the setting
+        with contextlib.suppress(duckdb.Error):
+            con.execute(restore)
+        raise
+    con.execute(restore)
 
 
 #: CTEs several rules compute alike: name -> the Jinja text of its SQL (with the
