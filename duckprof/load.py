@@ -660,6 +660,13 @@ class Target:
 
     label = "in-memory database"
     run = None  # the run being loaded (set by Loader.load)
+    # True: nothing else writes to the target from the first snapshot to the
+    # COMMIT (a session's private in-memory database), so the snapshot is not
+    # taken again once write access is held
+    exclusive = False
+    # True: the target's COMMIT may checkpoint (a database file), which the
+    # load keeps from vacuuming (complete_load)
+    checkpoints = True
     # True: the load does not compute the op estimates (the nesting columns
     # of events) of its traces; the target computes them when first read (a
     # session in memory: session.DEFERRED)
@@ -667,8 +674,8 @@ class Target:
     defer_nesting = False
 
     def snapshot(self, con, run: str) -> tuple[set, int]:
-        known = {h for (h,) in con.execute(sqlfiles.read("load/known_hashes.sql"), {"run": run}).fetchall()}
-        return known, con.execute(sqlfiles.read("load/next_trace_id.sql")).fetchall()[0][0]
+        next_id, known = con.execute(sqlfiles.read("load/snapshot.sql"), {"run": run}).fetchall()[0]
+        return set(known), next_id
 
     def acquire(self, con):
         pass
@@ -866,6 +873,10 @@ class Loader:
         self.phase = ""
         self.write_out_of_memory = False  # the last error of the load's transaction (_write_error)
         self.defer_nesting = False  # the target's (Target.defer_nesting), during a load
+        # DuckDB's preserve_insertion_order as the load found it, then as it set
+        # it; set: the load changed it (reset to the default when it ends)
+        self.insertion_order = True
+        self.insertion_order_set = False
 
     def _phase(self, name: str):
         interrupts.check()  # a signal whose interrupt DuckDB let pass: the load stops here
@@ -887,8 +898,10 @@ class Loader:
         report.run = run
         con = self.con
         tmp = temp_dir()
-        threads = int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
-        old_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        threads, old_limit, self.insertion_order = con.execute(
+            "SELECT current_setting('threads'), current_setting('memory_limit'), "
+            "current_setting('preserve_insertion_order')").fetchall()[0]
+        threads, self.insertion_order_set = int(threads), False
         workers, grow_to = threads, None
         if str(self.memory_limit).lower() == AUTO_MEMORY:
             scaled = load_memory_limit(sum(_json_bytes(f) for f in files))
@@ -913,7 +926,7 @@ class Loader:
             batches = self._nest_all(prepared, next_id, tmp)
             self._phase("locking")
             target.acquire(con)
-            known_now, next_now = target.snapshot(con, run)
+            known_now, next_now = (known, next_id) if target.exclusive else target.snapshot(con, run)
             if next_now != next_id or known_now != known:
                 # another process loaded into the database while this one parsed
                 prepared = self._skip_known(prepared, known_now, run, stager)
@@ -946,7 +959,8 @@ class Loader:
         finally:
             with interrupts.deferred():
                 stager.close(abort=not done)
-                _quietly(lambda: con.execute("RESET preserve_insertion_order"))
+                if self.insertion_order_set:
+                    _quietly(lambda: con.execute("RESET preserve_insertion_order"))
                 _quietly(lambda: con.execute(f"DETACH DATABASE IF EXISTS {STAGE_DB}"))
                 shutil.rmtree(tmp, ignore_errors=True)
                 if self.memory_limit:
@@ -1355,14 +1369,14 @@ class Loader:
         # one after another while it keeps insertion order. One big trace keeps
         # its file order on disk, which keeps the zone maps of ts_ns tight.
         # (load() resets the setting once the transaction has ended.)
-        con.execute(f"SET preserve_insertion_order = {'true' if len(batch) == 1 else 'false'}")
+        order = len(batch) == 1
+        if order != self.insertion_order:
+            con.execute(f"SET preserve_insertion_order = {'true' if order else 'false'}")
+            self.insertion_order, self.insertion_order_set = order, True
         con.execute(sqlfiles.render("load/insert_events.sql", raws=self._sources(batch),
                                     exact=b.exact, nest=b.nest),
                     {"first_trace_id": b.first, "base_ns": b.base})
-        windows = {t: (lo, hi) for t, lo, hi in con.execute(
-            sqlfiles.read("load/trace_windows.sql"),
-            {"first_trace_id": b.first, "last_trace_id": b.first + len(batch) - 1}).fetchall()}
-        self._insert_trace_rows(batch, run, b.first, b.base, windows)
+        self._insert_trace_rows(batch, run, b.first, b.base)
         for p, fr in batch:
             fr.events = p.events
             fr.json_bytes = p.split.json_bytes
@@ -1434,16 +1448,15 @@ class Loader:
         return msg
 
     _TRACE_COLUMNS = ("trace_id", "run", "rank", "path", "size_bytes", "json_bytes", "content_hash", "loaded_at",
-                      "base_time_ns", "schema_version", "event_count", "salvaged_bytes", "metadata",
-                      "first_ts_ns", "last_end_ns")
+                      "base_time_ns", "schema_version", "event_count", "salvaged_bytes", "metadata")
     _DEVICE_COLUMNS = ("trace_id", "device", "name", "total_global_mem_bytes", "compute_major", "compute_minor",
                        "num_sms", "properties")
 
-    def _insert_trace_rows(self, batch, run, first, base, windows):
+    def _insert_trace_rows(self, batch, run, first, base):
         """The traces and devices rows of one batch, each table in one
-        statement (insert_traces.sql, insert_devices.sql): per-row statements
-        would cost more than the rest of a small trace's insert. windows:
-        trace_id -> (first_ts_ns, last_end_ns), from trace_windows.sql."""
+        statement (insert_traces.sql, which adds each trace's window from its
+        events, insert_devices.sql): per-row statements would cost more than
+        the rest of a small trace's insert."""
         loaded_at = datetime.now(timezone.utc).replace(tzinfo=None)
         traces, devices = [], []
         for k, (p, _) in enumerate(batch):
@@ -1451,8 +1464,7 @@ class Loader:
             traces.append((first + k, run, rank_of(p.path, meta), p.path, split.size_bytes, split.json_bytes,
                            split.content_hash, loaded_at, base[k] or None,
                            None if meta.get("schemaVersion") is None else str(meta.get("schemaVersion")),
-                           p.events, split.salvaged_bytes, json.dumps(meta, allow_nan=True, default=str),
-                           *windows.get(first + k, (None, None))))
+                           p.events, split.salvaged_bytes, json.dumps(meta, allow_nan=True, default=str)))
             props = meta.get("deviceProperties")
             for d in props if isinstance(props, list) else []:
                 if isinstance(d, dict):
@@ -1461,10 +1473,12 @@ class Loader:
                                     _int_or_none(d.get("computeMinor")),
                                     _int_or_none(d.get("numSms", d.get("multiProcessorCount"))),
                                     json.dumps(d, default=str)))
-        self._insert_rows("load/insert_traces.sql", self._TRACE_COLUMNS, traces)
+        self._insert_rows("load/insert_traces.sql", self._TRACE_COLUMNS, traces,
+                          first_trace_id=first, last_trace_id=first + len(batch) - 1)
         self._insert_rows("load/insert_devices.sql", self._DEVICE_COLUMNS, devices)
 
-    def _insert_rows(self, sql_file, columns, rows):
-        """Tuples in the order of ``columns``: one list parameter per column."""
+    def _insert_rows(self, sql_file, columns, rows, **params):
+        """Tuples in the order of ``columns``: one list parameter per column
+        (and `params`)."""
         if rows:
-            self.con.execute(sqlfiles.read(sql_file), dict(zip(columns, (list(c) for c in zip(*rows)))))
+            self.con.execute(sqlfiles.read(sql_file), {**dict(zip(columns, (list(c) for c in zip(*rows)))), **params})

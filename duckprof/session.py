@@ -1070,17 +1070,22 @@ def write_tags(con, run: str, tags: dict | None, remove=()):
                     {"run": run, "keys": list(tags), "values": list(tags.values())})
 
 
-def complete_load(con, report: LoadReport, tags: dict | None, defer: bool = False):
+def complete_load(con, report: LoadReport, tags: dict | None, defer: bool = False, checkpoints: bool = True,
+                  stored_results: bool = True):
     """In the load's transaction, after the inserts: the loaded traces'
     trace_facts and derived tables (unless defer: the caller fills them on
-    first use), their rank and world size in the report, the run's tags. The
-    derived rows can make the COMMIT checkpoint on its own (a WAL past
-    checkpoint_threshold): that one must not vacuum either (see
-    checkpoint_without_vacuum, which runs next and resets the setting; the
-    target's release resets it when the load fails)."""
+    first use), their rank and world size in the report, the run's tags, and
+    the run's stored report results dropped (stored_results False: the
+    database can hold none, as a session's own in-memory one). The derived
+    rows can make the COMMIT of a database file (checkpoints) checkpoint on
+    its own (a WAL past checkpoint_threshold): that one must not vacuum
+    either (see checkpoint_without_vacuum, which runs next and resets the
+    setting; the target's release resets it when the load fails). An
+    in-memory database never checkpoints."""
     if not defer:
         fill_trace_facts(con)
-    con.execute("SET max_vacuum_tasks = 0")
+    if checkpoints:
+        con.execute("SET max_vacuum_tasks = 0")
     ids = report.trace_ids
     found = {t: (r, w) for t, r, w in con.execute(
         "SELECT trace_id, rank, world_size FROM trace_files WHERE list_contains($ids, trace_id)",
@@ -1091,7 +1096,7 @@ def complete_load(con, report: LoadReport, tags: dict | None, defer: bool = Fals
     if tags:
         write_tags(con, report.run, tags)  # drops the run's stored results too
         report.tags_set = True
-    elif ids:
+    elif ids and stored_results:
         drop_stored_results(con, report.run)
 
 
@@ -1107,13 +1112,20 @@ class _SessionTarget(Target):
         self.tags = tags
         # a connection taken from the session (session.con) reads past it
         self.defer = self.defer_estimates = self.defer_nesting = not session.db and not session._con_taken
+        # the session's own in-memory database: nothing else writes to it, and
+        # nothing stores report results there but SQL of the user's (the html
+        # page stores them in a database file only)
+        self.exclusive = self.defer
+        self.stored_results = not self.defer or session._user_objects
+        self.checkpoints = bool(session.db)
 
     def prepare(self, con):
         if self.session.db:
             refresh_stored(con)
 
     def complete(self, con, report):
-        complete_load(con, report, self.tags, defer=self.defer)
+        complete_load(con, report, self.tags, defer=self.defer, checkpoints=self.checkpoints,
+                      stored_results=self.stored_results)
         if self.defer:
             # before the COMMIT, so that no loaded trace goes without: the ids of
             # a load that does not commit have no rows to fill (and are the next
@@ -1125,6 +1137,8 @@ class _SessionTarget(Target):
             checkpoint_without_vacuum(con, self.label, self.run)
 
     def release(self, con, committed: bool):
+        if not self.checkpoints:
+            return
         try:
             con.execute("RESET max_vacuum_tasks")  # set by complete_load
         except duckdb.Error:
