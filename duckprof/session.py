@@ -218,9 +218,11 @@ def _schema_template_key() -> str | None:
     """The hash naming the schema template: of everything create_schema writes
     from (the same for the whole process: 2.6 ms a connect when computed each
     time). None for an installation without its .py sources."""
-    try:
+    def compute():
         return dbfile.digest(sqlfiles.read("schema.sql"), str(SCHEMA_VERSION), views_digest(), packaged_digest(),
                              estimators_digest(), derived_digest(), _schema_code_digest())
+    try:
+        return sqlfiles.from_sources("schema-key", compute)
     except OSError:
         return None
 
@@ -507,7 +509,8 @@ def nesting_views() -> frozenset:
 def reads_nesting(names) -> bool:
     """Whether reading the packaged views, macros and tables `names` reads the
     nesting columns of events (through the views' `requires:`)."""
-    return bool(sqlfiles.relations_read(names) & nesting_views())
+    read = sqlfiles.relations_read(names)
+    return bool(read & sqlfiles.view_names() and read & nesting_views())
 
 
 def reads_nesting_columns(con, text: str) -> bool:
@@ -565,7 +568,7 @@ def deferred_tables(tables) -> set[str]:
     """The DEFERRED tables that reading `tables` (NESTING among them: the
     nesting columns) needs filled."""
     want, todo = set(), [t for t in tables if t in DEFERRED]
-    needs = deferred_needs()
+    needs = deferred_needs() if todo else {}
     while todo:
         t = todo.pop()
         if t not in want:
@@ -823,7 +826,7 @@ class Session:
         if not self._deferred:
             return
         words = _words(text)
-        views = sqlfiles.view_headers()
+        views = sqlfiles.view_names()
         if self._user_objects:  # (listing the macros costs 8 ms: only then)
             own = {n for (n,) in self._con.execute(
                 "SELECT lower(view_name) FROM duckdb_views() WHERE NOT internal UNION "
