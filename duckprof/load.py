@@ -626,6 +626,8 @@ class _Prepared:
     group: _Group | None = None  # its group, when staged with other small files (then no tables)
     src: int = 0               # its index in the group
     error: Exception | None = None  # found when its group was checked; raised at its turn
+    direct: bool = False       # may be read straight into events (Loader._split_all)
+    chunk: str | None = None   # its one chunk file, read by the insert itself (not staged)
 
 
 @dataclass
@@ -843,6 +845,12 @@ def _quietly(fn):
         pass
 
 
+class _Restage(Exception):
+    """A chunk read straight into events (Loader._insert) holds what the
+    staged path decides (bad times, exact timestamps, an error): the load's
+    transaction is rolled back, and the file staged."""
+
+
 class Loader:
     """Loads files into one connection, atomically.
 
@@ -894,6 +902,10 @@ class Loader:
         target.run = run
         self.defer_nesting = target.defer_nesting
         files = expand_paths(paths)
+        # one file into a session's memory (nesting left to first use, which
+        # is what reads staged events before the transaction): its one chunk
+        # is read by the insert itself, without a staging table (_insert)
+        self.direct = target.defer_nesting and len(files) == 1
         report = report if report is not None else LoadReport(run=run)
         report.run = run
         con = self.con
@@ -934,6 +946,16 @@ class Loader:
                 batches = self._nest_all(prepared, next_now, tmp)
             notes = [list(fr.notes) for fr in report.files]
             try:
+                self._write(batches, run, len(prepared), target, report)
+            except _Restage:
+                # rolled back: the file is staged as any other, which decides
+                # what its direct read could not (and names any error)
+                for fr, kept in zip(report.files, notes):
+                    fr.notes = kept
+                self._phase("parsing")
+                for p, _ in prepared:
+                    self._restage(p, tmp, stager, salvage)
+                batches = self._nest_all(prepared, next_now, tmp)
                 self._write(batches, run, len(prepared), target, report)
             except DuckprofError:
                 if not (grow_to and self.write_out_of_memory) or report.committed or report.commit_failed:
@@ -990,7 +1012,8 @@ class Loader:
                               + _of_bytes(read, sum(sizes), len(files)))
                 read += sizes[i]
                 t0 = time.perf_counter()
-                p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}", held=[] if sizes[i] <= GROUPED_FILE_BYTES else None)
+                p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}", direct=self.direct,
+                              held=[] if sizes[i] <= GROUPED_FILE_BYTES or self.direct else None)
                 try:
                     p.split = self._split(p, tmp, stager, chunks=max(2, 2 * threads), salvage=salvage)
                 except NotATraceError as e:
@@ -1000,7 +1023,10 @@ class Loader:
                     not_traces.append(str(e))
                     continue
                 try:
-                    grouper.add(p)
+                    if p.direct:
+                        self._direct_or_staged(p, stager)
+                    else:
+                        grouper.add(p)
                 except OSError as e:  # writing the group's chunk file
                     raise _temp_space_error(e, tmp, path) from None
                 fr.seconds = time.perf_counter() - t0
@@ -1032,6 +1058,9 @@ class Loader:
                 self._discard(p, stager)
                 continue
             known = known | {p.split.content_hash}
+            if p.chunk is not None:  # read by the insert (_insert)
+                prepared.append((p, fr))
+                continue
             if p.group is not None and not p.group.checked:
                 self._finish_group(p.group, stager)
             if p.error is not None:
@@ -1182,7 +1211,7 @@ class Loader:
             # a small file's events go straight into its group's file (_Grouper)
             return split_trace(p.path, tmp, chunks=chunks, salvage=salvage, sanitize=sanitize,
                                spaces=spaces, on_chunk=on_chunk, hash_name=self.hash_name,
-                               exact_salvage=exact_salvage, defer=p.held is not None)
+                               exact_salvage=exact_salvage, defer=p.held is not None and not p.direct)
         except OSError as e:
             self._discard(p, stager)
             raise _temp_space_error(e, tmp, p.path) from None
@@ -1325,9 +1354,13 @@ class Loader:
     def _sources(files) -> list:
         """The staged relations of a batch's files for normalize.sql (raws):
         {view, position} for a file staged alone, {view, positions} for the
-        files of a group (its other files: none)."""
+        files of a group (its other files: none), {chunk, position} for a
+        chunk the insert reads (p.chunk)."""
         raws, groups = [], {}
         for k, (p, _) in enumerate(files):
+            if p.chunk is not None:
+                raws.append({"chunk": _MIN_OBJECT, "position": k})
+                continue
             if p.group is None:
                 raws.append({"view": p.name, "position": k})
                 continue
@@ -1373,9 +1406,12 @@ class Loader:
         if order != self.insertion_order:
             con.execute(f"SET preserve_insertion_order = {'true' if order else 'false'}")
             self.insertion_order, self.insertion_order_set = order, True
-        con.execute(sqlfiles.render("load/insert_events.sql", raws=self._sources(batch),
-                                    exact=b.exact, nest=b.nest),
-                    {"first_trace_id": b.first, "base_ns": b.base})
+        sql = sqlfiles.render("load/insert_events.sql", raws=self._sources(batch), exact=b.exact, nest=b.nest)
+        direct = [p for p, _ in batch if p.chunk is not None]
+        if not direct:
+            con.execute(sql, {"first_trace_id": b.first, "base_ns": b.base})
+        else:
+            self._insert_direct(sql, b, direct[0])
         self._insert_trace_rows(batch, run, b.first, b.base)
         for p, fr in batch:
             fr.events = p.events
@@ -1388,6 +1424,48 @@ class Loader:
         if estimate:
             say("estimating")
             estimators.add_estimates(con, b.first, b.first + len(batch) - 1)
+
+    def _direct_or_staged(self, p: _Prepared, stager):
+        """After p's split (p.direct): its one chunk is read by the insert
+        (p.chunk), unless it has several, or its head has fractional absolute
+        timestamps (parsed with their exact values when staged: _stage_exact);
+        then they are staged as a big file's are."""
+        held, p.held = p.held, None
+        if len(held) == 1 and not _fractional_epoch_ahead(held[0]):
+            p.chunk = held[0]
+            return
+        p.direct = False
+        for chunk in held:
+            p.tables.append(f"{p.name}_{len(p.tables)}")
+            p.futures.append(stager.submit(p.tables[-1], chunk))
+
+    def _insert_direct(self, sql, b, p: _Prepared):
+        """The insert of batch b (its one file p) reading p's chunk itself,
+        then direct_check.sql on what it inserted: p's number of events, or
+        _Restage when the read failed or an event may be one that staging
+        decides (validate.sql, exact_ts_needed.sql). An interrupt, a lack of
+        memory or disk space is no reason to stage: it is raised."""
+        con = self.con
+        try:
+            con.execute(sql, {"first_trace_id": b.first, "base_ns": b.base, "files": [p.chunk]})
+            events, doubtful = con.execute(sqlfiles.read("load/direct_check.sql"),
+                                           {"trace_id": b.first, "base_ns": b.base[0]}).fetchall()[0]
+        except duckdb.Error as e:
+            if interrupts.is_interrupt(e) or isinstance(e, duckdb.OutOfMemoryException) or dbfile.disk_full(e):
+                raise
+            raise _Restage() from None
+        if doubtful:
+            raise _Restage()
+        p.events = events
+
+    def _restage(self, p: _Prepared, tmp, stager, salvage):
+        """p's chunk, which the insert was to read (p.chunk), staged and
+        checked as any file's (_finish: its retries, its errors)."""
+        if p.chunk is None:
+            return
+        p.tables, p.futures = [f"{p.name}_0"], [stager.submit(f"{p.name}_0", p.chunk)]
+        p.chunk, p.direct = None, False
+        self._finish(p, tmp, stager, salvage)
 
     # how far the diagnosis of an event that does not end reads (the whole
     # array is held in one buffer)

@@ -41,6 +41,7 @@
 -- fills a fraction of it, and the staged events outgrow the load's memory
 -- limit. In a column of their own the long args share few segments, and
 -- their blocks fill up.
+{% from "load/read_chunk.sql" import read_chunk %}
 CREATE OR REPLACE TABLE {{ raw }} AS
 {% if exact -%}
 SELECT * EXCLUDE (txt) REPLACE (txt::DOUBLE AS ts),
@@ -54,9 +55,6 @@ SELECT ordinality AS {{ 'pos' if grouped else 'event_id' }},
 {%- endif %} dur, id,
        CASE WHEN strlen(args) < {{ long_args | int }} THEN args END AS args,
        CASE WHEN strlen(args) >= {{ long_args | int }} THEN args END AS args_long
-FROM read_json($files, format = 'array', maximum_object_size = {{ max_object | int }},
-               columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR',
-                          pid: 'VARCHAR', tid: 'VARCHAR', ts: '{{ 'DECIMAL(38, 9)' if exact else 'DOUBLE' }}',
-                          dur: 'DOUBLE', id: 'VARCHAR', args: 'JSON'}) WITH ORDINALITY
+FROM {{ read_chunk(max_object, 'DECIMAL(38, 9)' if exact else 'DOUBLE') }}
 {%- if exact %}
 ){%- endif %}
