@@ -628,6 +628,7 @@ class _Prepared:
     error: Exception | None = None  # found when its group was checked; raised at its turn
     direct: bool = False       # may be read straight into events (Loader._split_all)
     chunk: str | None = None   # its one chunk file, read by the insert itself (not staged)
+    chunk_exact: bool = False  # ... with the exact values of its fractional absolute timestamps
 
 
 @dataclass
@@ -1359,7 +1360,7 @@ class Loader:
         raws, groups = [], {}
         for k, (p, _) in enumerate(files):
             if p.chunk is not None:
-                raws.append({"chunk": _MIN_OBJECT, "position": k})
+                raws.append({"chunk": _MIN_OBJECT, "position": k, "exact": p.chunk_exact})
                 continue
             if p.group is None:
                 raws.append({"view": p.name, "position": k})
@@ -1427,12 +1428,15 @@ class Loader:
 
     def _direct_or_staged(self, p: _Prepared, stager):
         """After p's split (p.direct): its one chunk is read by the insert
-        (p.chunk), unless it has several, or its head has fractional absolute
-        timestamps (parsed with their exact values when staged: _stage_exact);
-        then they are staged as a big file's are."""
+        (p.chunk): with the exact values of its timestamps when its head has
+        fractional absolute ones (as _stage_exact) and the trace has no
+        baseTimeNanoseconds (with one, they are not used). A file of several
+        chunks is staged as a big file is."""
         held, p.held = p.held, None
-        if len(held) == 1 and not _fractional_epoch_ahead(held[0]):
+        if len(held) == 1:
             p.chunk = held[0]
+            p.chunk_exact = (not _int_or_none(p.split.metadata.get("baseTimeNanoseconds"))
+                             and _fractional_epoch_ahead(held[0]))
             return
         p.direct = False
         for chunk in held:
@@ -1448,13 +1452,14 @@ class Loader:
         con = self.con
         try:
             con.execute(sql, {"first_trace_id": b.first, "base_ns": b.base, "files": [p.chunk]})
-            events, doubtful = con.execute(sqlfiles.read("load/direct_check.sql"),
-                                           {"trace_id": b.first, "base_ns": b.base[0]}).fetchall()[0]
+            events, doubtful, confirmed = con.execute(
+                sqlfiles.read("load/direct_check.sql"),
+                {"trace_id": b.first, "base_ns": b.base[0], "exact": p.chunk_exact}).fetchall()[0]
         except duckdb.Error as e:
             if interrupts.is_interrupt(e) or isinstance(e, duckdb.OutOfMemoryException) or dbfile.disk_full(e):
                 raise
             raise _Restage() from None
-        if doubtful:
+        if doubtful or (p.chunk_exact and not confirmed):
             raise _Restage()
         p.events = events
 
@@ -1464,7 +1469,7 @@ class Loader:
         if p.chunk is None:
             return
         p.tables, p.futures = [f"{p.name}_0"], [stager.submit(f"{p.name}_0", p.chunk)]
-        p.chunk, p.direct = None, False
+        p.chunk, p.chunk_exact, p.direct = None, False, False
         self._finish(p, tmp, stager, salvage)
 
     # how far the diagnosis of an event that does not end reads (the whole

@@ -107,10 +107,51 @@ def test_exact_timestamps_beyond_the_head_are_read_again(reads, tmp_path):
     assert reads == ["direct", "staged"]
 
 
-def test_the_head_with_exact_timestamps_is_staged(reads):
+def exact_ns(text: str) -> int:
+    import decimal
+    return int((decimal.Decimal(text) * 1000).to_integral_value(decimal.ROUND_HALF_UP))
+
+
+def test_a_head_with_exact_timestamps_is_read_with_them(reads, tmp_path):
+    """Fractional absolute timestamps in the chunk's head: the insert reads
+    ts as DECIMAL(38, 9), and ts_ns is the ns of the text, as staging gives."""
+    path = HANDMADE / "absolute_fractional.json"
     with duckprof.connect() as s:
-        s.load([str(HANDMADE / "absolute_fractional.json")])
+        s.load([str(path)])
+        got = contents(s)
+    assert reads == ["direct"]
+    reads.clear()
+    with duckprof.connect(tmp_path / "staged.duckdb") as s:
+        s.load([str(path)])
+        want = contents(s)
     assert reads == ["staged"]
+    for t in TABLES:
+        assert got[t] == want[t], t
+
+
+@pytest.mark.parametrize("name, ts, direct", [
+    # fractions of at least one double's spacing (0.25 us here) from a whole us:
+    # their doubles are fractional, as staging's check finds: read exactly
+    ("quarter_on", ["1700000000000000.380", "1700000000000001.600"], True),
+    # fractions the double rounds to a whole us (.120 -> .0, .900 -> 1.0):
+    # staging's check on the doubles says no exact timestamps are needed, so
+    # the staged doubles are what the trace gets; the insert cannot tell, and
+    # hands the trace to staging
+    ("all_near_whole", ["1700000000000000.120", "1700000000000001.900"], False),
+])
+def test_exact_timestamps_are_kept_only_where_staging_keeps_them(name, ts, direct, reads, tmp_path):
+    path = events_file(tmp_path / f"{name}.json", [ev(f"e{k}", t) for k, t in enumerate(ts)])
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        got = [t for (t,) in rows(s, "SELECT ts_ns FROM events ORDER BY event_id")]
+    assert reads == (["direct"] if direct else ["direct", "staged"])
+    with duckprof.connect(tmp_path / "staged.duckdb") as s:
+        s.load([str(path)])
+        assert got == [t for (t,) in rows(s, "SELECT ts_ns FROM events ORDER BY event_id")]
+    if direct:
+        assert got == [exact_ns(t) for t in ts]
+    else:  # the doubles' whole us
+        assert got == [1700000000000000000, 1700000000000002000]
 
 
 def test_a_file_that_needs_sanitizing_loads_as_before(reads, tmp_path):

@@ -41,12 +41,11 @@
 -- fills a fraction of it, and the staged events outgrow the load's memory
 -- limit. In a column of their own the long args share few segments, and
 -- their blocks fill up.
-{% from "load/read_chunk.sql" import read_chunk %}
+{% from "load/read_chunk.sql" import read_chunk, exact_ns %}
 CREATE OR REPLACE TABLE {{ raw }} AS
 {% if exact -%}
 SELECT * EXCLUDE (txt) REPLACE (txt::DOUBLE AS ts),
-       coalesce(CASE WHEN ends_with(txt, '000000') THEN try_cast(replace(left(txt, -6), '.', '') AS BIGINT) END,
-                round(ts * 1000)::BIGINT) AS exact_ns
+       {{ exact_ns('ts', 'txt') }} AS exact_ns
 FROM (
     SELECT ordinality AS event_id, ph, cat, name, pid, tid, ts, ts::VARCHAR AS txt,
 {%- else %}
