@@ -464,6 +464,14 @@ class _ChunkStager:
         # this load, so that no trace's own event has it
         self.marker_ph = f"duckprof-next-file-{uuid.uuid4().hex}"
         self.marker = json.dumps({"ph": self.marker_ph}).encode()
+        self.attached = False  # STAGE_DB, attached by the first submit (a load may stage nothing)
+
+    def _attach(self):
+        """Attach STAGE_DB before the first staging job (from the loader's
+        thread, outside its transaction)."""
+        if not self.attached:
+            self.con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE_DB}")
+            self.attached = True
 
     def _cursor(self):
         cur = getattr(self.local, "cur", None)
@@ -474,9 +482,11 @@ class _ChunkStager:
         return cur
 
     def submit(self, table: str, chunk: str):
+        self._attach()
         return self.pool.submit(self._stage, table, chunk)
 
     def submit_group(self, table: str, joined: JoinedChunk):
+        self._attach()
         return self.pool.submit(self._stage_group, table, joined)
 
     def _stage_group(self, table: str, joined: JoinedChunk):
@@ -923,7 +933,6 @@ class Loader:
                 workers, grow_to = parse_workers(scaled, threads), UNSCALED_MEMORY
         if self.memory_limit:
             con.execute("SET memory_limit = $m", {"m": self.memory_limit})
-        con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE_DB}")
         stager = _ChunkStager(con, workers, grow_to=grow_to)
         done = False
         try:
@@ -984,7 +993,8 @@ class Loader:
                 stager.close(abort=not done)
                 if self.insertion_order_set:
                     _quietly(lambda: con.execute("RESET preserve_insertion_order"))
-                _quietly(lambda: con.execute(f"DETACH DATABASE IF EXISTS {STAGE_DB}"))
+                if stager.attached:
+                    _quietly(lambda: con.execute(f"DETACH DATABASE IF EXISTS {STAGE_DB}"))
                 shutil.rmtree(tmp, ignore_errors=True)
                 if self.memory_limit:
                     _quietly(lambda: con.execute("SET memory_limit = $m", {"m": old_limit}))
@@ -1459,7 +1469,7 @@ class Loader:
             if interrupts.is_interrupt(e) or isinstance(e, duckdb.OutOfMemoryException) or dbfile.disk_full(e):
                 raise
             raise _Restage() from None
-        if doubtful or (p.chunk_exact and not confirmed):
+        if doubtful or not confirmed:
             raise _Restage()
         p.events = events
 

@@ -9,8 +9,8 @@
 -- staged as a trace of a file is, where they are decided exactly.
 -- Read with its exact timestamps (exact), the trace is staged unless one
 -- confirms what staging would have found: a ts of at least 2^43 us whose
--- double is fractional for sure (its ns at least one double's spacing, as
--- ns, away from a whole us).
+-- double is fractional for sure: below 2^51 us (2041) doubles are at most
+-- 0.25 us apart, so one whose ns are 252-748 past a whole us.
 -- Parameters: trace_id, base_ns (the trace's baseTimeNanoseconds; 0: none),
 -- exact (BOOLEAN).
 -- Returns events BIGINT, doubtful BIGINT, confirmed BIGINT.
@@ -20,9 +20,8 @@ SELECT count(*) AS events,
                 OR abs(dur_ns) >= 8999000000000000000
                 OR (NOT $exact AND $base_ns = 0 AND abs(ts_ns) >= 8796093022207000 AND ts_ns % 1000 <> 0))
            AS doubtful,
-       count_if($exact AND abs(ts_ns) >= 8796093022208000 AND abs(ts_ns) < 9007199254740992000
-                AND abs(ts_ns) % 1000 BETWEEN 1000 * power(2.0, floor(log2(abs(ts_ns) / 1000.0)) - 52) + 2
-                                          AND 998 - 1000 * power(2.0, floor(log2(abs(ts_ns) / 1000.0)) - 52))
+       count_if(NOT $exact OR (abs(ts_ns) BETWEEN 8796093022208000 AND 2251799813685247999
+                               AND abs(ts_ns) % 1000 BETWEEN 252 AND 748))
            AS confirmed
 FROM events
 WHERE trace_id = $trace_id
