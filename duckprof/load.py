@@ -632,7 +632,8 @@ class _Prepared:
     events: int | None = None
     exact: str | None = None  # its view of exact timestamps (exact_ts.sql), when it has one
     held: list | None = None  # chunks written but not yet submitted (a small file, maybe grouped;
-                              # or none: split.events holds its events, not written yet)
+                              # or none: split.events holds its events, not written yet; or a
+                              # file the insert may read: direct)
     group: _Group | None = None  # its group, when staged with other small files (then no tables)
     src: int = 0               # its index in the group
     error: Exception | None = None  # found when its group was checked; raised at its turn
@@ -879,6 +880,13 @@ class Loader:
     groups), which is why bad input must be caught in phase 1. Phase 1 ends
     before the transaction begins: a transaction sees the staged tables that
     existed when it first read dp_stage, and may not write to two databases.
+
+    One file into a session's own memory (nesting left to first use): its
+    one chunk is not staged; the transaction's insert reads it itself
+    (normalize.sql's chunk source), and direct_check.sql doubts, widely,
+    what staging would refuse or treat apart. A doubt or a failed read
+    rolls the transaction back (which restores an in-memory database), and
+    the file goes through phase 1 as any other (_Restage).
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, progress=None, memory_limit: str | None = None):
