@@ -1431,7 +1431,10 @@ class Loader:
             con.execute(sql, {"first_trace_id": b.first, "base_ns": b.base})
         else:
             self._insert_direct(sql, b, direct[0])
-        self._insert_trace_rows(batch, run, b.first, b.base)
+        windows = {t: (lo, hi) for t, lo, hi in con.execute(
+            sqlfiles.read("load/trace_windows.sql"),
+            {"first_trace_id": b.first, "last_trace_id": b.first + len(batch) - 1}).fetchall()}
+        self._insert_trace_rows(batch, run, b.first, b.base, windows)
         for p, fr in batch:
             fr.events = p.events
             fr.json_bytes = p.split.json_bytes
@@ -1549,15 +1552,17 @@ class Loader:
         return msg
 
     _TRACE_COLUMNS = ("trace_id", "run", "rank", "path", "size_bytes", "json_bytes", "content_hash", "loaded_at",
-                      "base_time_ns", "schema_version", "event_count", "salvaged_bytes", "metadata")
+                      "base_time_ns", "schema_version", "event_count", "salvaged_bytes", "metadata",
+                      "first_ts_ns", "last_end_ns")
     _DEVICE_COLUMNS = ("trace_id", "device", "name", "total_global_mem_bytes", "compute_major", "compute_minor",
                        "num_sms", "properties")
 
-    def _insert_trace_rows(self, batch, run, first, base):
+    def _insert_trace_rows(self, batch, run, first, base, windows):
         """The traces and devices rows of one batch, each table in one
-        statement (insert_traces.sql, which adds each trace's window from its
-        events, insert_devices.sql): per-row statements would cost more than
-        the rest of a small trace's insert."""
+        statement (insert_traces.sql, insert_devices.sql): per-row statements
+        would cost more than the rest of a small trace's insert. windows:
+        trace_id -> (first_ts_ns, last_end_ns), from trace_windows.sql (read
+        apart: a traces insert that joins them costs 1 ms more to plan)."""
         loaded_at = datetime.now(timezone.utc).replace(tzinfo=None)
         traces, devices = [], []
         for k, (p, _) in enumerate(batch):
@@ -1565,7 +1570,8 @@ class Loader:
             traces.append((first + k, run, rank_of(p.path, meta), p.path, split.size_bytes, split.json_bytes,
                            split.content_hash, loaded_at, base[k] or None,
                            None if meta.get("schemaVersion") is None else str(meta.get("schemaVersion")),
-                           p.events, split.salvaged_bytes, json.dumps(meta, allow_nan=True, default=str)))
+                           p.events, split.salvaged_bytes, json.dumps(meta, allow_nan=True, default=str),
+                           *windows.get(first + k, (None, None))))
             props = meta.get("deviceProperties")
             for d in props if isinstance(props, list) else []:
                 if isinstance(d, dict):
@@ -1574,12 +1580,10 @@ class Loader:
                                     _int_or_none(d.get("computeMinor")),
                                     _int_or_none(d.get("numSms", d.get("multiProcessorCount"))),
                                     json.dumps(d, default=str)))
-        self._insert_rows("load/insert_traces.sql", self._TRACE_COLUMNS, traces,
-                          first_trace_id=first, last_trace_id=first + len(batch) - 1)
+        self._insert_rows("load/insert_traces.sql", self._TRACE_COLUMNS, traces)
         self._insert_rows("load/insert_devices.sql", self._DEVICE_COLUMNS, devices)
 
-    def _insert_rows(self, sql_file, columns, rows, **params):
-        """Tuples in the order of ``columns``: one list parameter per column
-        (and `params`)."""
+    def _insert_rows(self, sql_file, columns, rows):
+        """Tuples in the order of ``columns``: one list parameter per column."""
         if rows:
-            self.con.execute(sqlfiles.read(sql_file), {**dict(zip(columns, (list(c) for c in zip(*rows)))), **params})
+            self.con.execute(sqlfiles.read(sql_file), dict(zip(columns, (list(c) for c in zip(*rows)))))
