@@ -18,7 +18,8 @@ parse+validate (wait for the staged chunks, validate.sql; since issue 19 also
 the exact text of fractional absolute timestamps, read from each chunk as it is
 parsed), exact_ts (before issue 19: the second read of the file for those),
 nesting, insert (insert_events.sql, the
-traces rows), estimates, trace_facts, derived (schema 4's derived tables,
+traces rows; one file into memory since 2026-12-07: the parse too, which that
+insert reads itself, and its direct_check.sql), estimates, trace_facts, derived (schema 4's derived tables,
 session.fill_derived: the sum of derived_launches, derived_kernel_estimates,
 derived_memory_events and derived_call_totals, each also shown), rest
 (what no phase holds: the schema, the COMMIT, the count query, Python

@@ -11,7 +11,8 @@ Bytecode is cached under /tmp/duckprof-pyc/<tree> with PYTHONDONTWRITEBYTECODE
 unset (an installed package has its bytecode; a checkout without __pycache__
 under PYTHONDONTWRITEBYTECODE compiles every module in every run). One
 uncounted run of each command first. --trace: also `query "select count(*)
-from events" FILE`, and `json.load` of FILE in a process of its own.
+from events" FILE`, and `json.load` of FILE in a process of its own (a .json.gz
+through gzip.open: before 2026-12-07 it was opened as text, which fails).
 """
 
 from __future__ import annotations
@@ -68,7 +69,8 @@ def main():
     for f in a.trace:
         cases.append((f"query count, {os.path.basename(f)}", [py, "-m", "duckprof", "query", COUNT, f], True))
         cases.append((f"json.load, {os.path.basename(f)}",
-                      [py, "-c", "import json, sys; json.load(open(sys.argv[1]))", f], False))
+                      [py, "-c", "import json, gzip, sys; p = sys.argv[1]; "
+                                 "json.load(gzip.open(p, 'rb') if p.endswith('.gz') else open(p, 'rb'))", f], False))
     jobs = [(label, cmd, t) for label, cmd, per_tree in cases for t in (trees if per_tree else trees[:1])]
     for label, cmd, t in jobs:
         run(cmd, t)  # compiles the bytecode

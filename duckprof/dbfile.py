@@ -181,22 +181,7 @@ def user_cache(key: str, compute) -> str:
     (which names everything the text depends on): what every open of a
     database compares with is worked out once, not in every process. Best
     effort: without a writable cache it is computed each time."""
-    path = sqlfiles.user_cache_dir(key)
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError:
-        pass
-    text = compute()
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        pass
-    return text
+    return sqlfiles.cached_text(key, compute)
 
 
 def digest(*texts: str) -> str:

@@ -471,6 +471,14 @@ class _ChunkStager:
         # this load, so that no trace's own event has it
         self.marker_ph = f"duckprof-next-file-{uuid.uuid4().hex}"
         self.marker = json.dumps({"ph": self.marker_ph}).encode()
+        self.attached = False  # STAGE_DB, attached by the first submit (a load may stage nothing)
+
+    def _attach(self):
+        """Attach STAGE_DB before the first staging job (from the loader's
+        thread, outside its transaction)."""
+        if not self.attached:
+            self.con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE_DB}")
+            self.attached = True
 
     def _cursor(self):
         cur = getattr(self.local, "cur", None)
@@ -481,9 +489,11 @@ class _ChunkStager:
         return cur
 
     def submit(self, table: str, chunk: str):
+        self._attach()
         return self.pool.submit(self._stage, table, chunk)
 
     def submit_group(self, table: str, joined: JoinedChunk):
+        self._attach()
         return self.pool.submit(self._stage_group, table, joined)
 
     def _stage_group(self, table: str, joined: JoinedChunk):
@@ -629,10 +639,14 @@ class _Prepared:
     events: int | None = None
     exact: str | None = None  # its view of exact timestamps (exact_ts.sql), when it has one
     held: list | None = None  # chunks written but not yet submitted (a small file, maybe grouped;
-                              # or none: split.events holds its events, not written yet)
+                              # or none: split.events holds its events, not written yet; or a
+                              # file the insert may read: direct)
     group: _Group | None = None  # its group, when staged with other small files (then no tables)
     src: int = 0               # its index in the group
     error: Exception | None = None  # found when its group was checked; raised at its turn
+    direct: bool = False       # may be read straight into events (Loader._split_all)
+    chunk: str | None = None   # its one chunk file, read by the insert itself (not staged)
+    chunk_exact: bool = False  # ... with the exact values of its fractional absolute timestamps
 
 
 @dataclass
@@ -667,6 +681,13 @@ class Target:
 
     label = "in-memory database"
     run = None  # the run being loaded (set by Loader.load)
+    # True: nothing else writes to the target from the first snapshot to the
+    # COMMIT (a session's private in-memory database), so the snapshot is not
+    # taken again once write access is held
+    exclusive = False
+    # True: the target's COMMIT may checkpoint (a database file), which the
+    # load keeps from vacuuming (complete_load)
+    checkpoints = True
     # True: the load does not compute the op estimates (the nesting columns
     # of events) of its traces; the target computes them when first read (a
     # session in memory: session.DEFERRED)
@@ -674,8 +695,8 @@ class Target:
     defer_nesting = False
 
     def snapshot(self, con, run: str) -> tuple[set, int]:
-        known = {h for (h,) in con.execute(sqlfiles.read("load/known_hashes.sql"), {"run": run}).fetchall()}
-        return known, con.execute(sqlfiles.read("load/next_trace_id.sql")).fetchall()[0][0]
+        next_id, known = con.execute(sqlfiles.read("load/snapshot.sql"), {"run": run}).fetchall()[0]
+        return set(known), next_id
 
     def acquire(self, con):
         pass
@@ -843,6 +864,12 @@ def _quietly(fn):
         pass
 
 
+class _Restage(Exception):
+    """A chunk read straight into events (Loader._insert) holds what the
+    staged path decides (bad times, exact timestamps, an error): the load's
+    transaction is rolled back, and the file staged."""
+
+
 class Loader:
     """Loads files into one connection, atomically.
 
@@ -860,6 +887,13 @@ class Loader:
     groups), which is why bad input must be caught in phase 1. Phase 1 ends
     before the transaction begins: a transaction sees the staged tables that
     existed when it first read dp_stage, and may not write to two databases.
+
+    One file into a session's own memory (nesting left to first use): its
+    one chunk is not staged; the transaction's insert reads it itself
+    (normalize.sql's chunk source), and direct_check.sql doubts, widely,
+    what staging would refuse or treat apart. A doubt or a failed read
+    rolls the transaction back (which restores an in-memory database), and
+    the file goes through phase 1 as any other (_Restage).
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, progress=None, memory_limit: str | None = None):
@@ -873,6 +907,10 @@ class Loader:
         self.phase = ""
         self.write_out_of_memory = False  # the last error of the load's transaction (_write_error)
         self.defer_nesting = False  # the target's (Target.defer_nesting), during a load
+        # DuckDB's preserve_insertion_order as the load found it, then as it set
+        # it; set: the load changed it (reset to the default when it ends)
+        self.insertion_order = True
+        self.insertion_order_set = False
 
     def _phase(self, name: str):
         interrupts.check()  # a signal whose interrupt DuckDB let pass: the load stops here
@@ -890,12 +928,18 @@ class Loader:
         target.run = run
         self.defer_nesting = target.defer_nesting
         files = expand_paths(paths)
+        # one file into a session's memory (nesting left to first use, which
+        # is what reads staged events before the transaction): its one chunk
+        # is read by the insert itself, without a staging table (_insert)
+        self.direct = target.defer_nesting and len(files) == 1
         report = report if report is not None else LoadReport(run=run)
         report.run = run
         con = self.con
         tmp = temp_dir()
-        threads = int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
-        old_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        threads, old_limit, self.insertion_order = con.execute(
+            "SELECT current_setting('threads'), current_setting('memory_limit'), "
+            "current_setting('preserve_insertion_order')").fetchall()[0]
+        threads, self.insertion_order_set = int(threads), False
         workers, grow_to = threads, None
         if str(self.memory_limit).lower() == AUTO_MEMORY:
             scaled = load_memory_limit(sum(_json_bytes(f) for f in files))
@@ -904,7 +948,6 @@ class Loader:
                 workers, grow_to = parse_workers(scaled, threads), UNSCALED_MEMORY
         if self.memory_limit:
             con.execute("SET memory_limit = $m", {"m": self.memory_limit})
-        con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE_DB}")
         stager = _ChunkStager(con, workers, grow_to=grow_to)
         done = False
         try:
@@ -920,7 +963,7 @@ class Loader:
             batches = self._nest_all(prepared, next_id, tmp)
             self._phase("locking")
             target.acquire(con)
-            known_now, next_now = target.snapshot(con, run)
+            known_now, next_now = (known, next_id) if target.exclusive else target.snapshot(con, run)
             if next_now != next_id or known_now != known:
                 # another process loaded into the database while this one parsed
                 prepared = self._skip_known(prepared, known_now, run, stager)
@@ -928,6 +971,16 @@ class Loader:
                 batches = self._nest_all(prepared, next_now, tmp)
             notes = [list(fr.notes) for fr in report.files]
             try:
+                self._write(batches, run, len(prepared), target, report)
+            except _Restage:
+                # rolled back: the file is staged as any other, which decides
+                # what its direct read could not (and names any error)
+                for fr, kept in zip(report.files, notes):
+                    fr.notes = kept
+                self._phase("parsing")
+                for p, _ in prepared:
+                    self._restage(p, tmp, stager, salvage)
+                batches = self._nest_all(prepared, next_now, tmp)
                 self._write(batches, run, len(prepared), target, report)
             except DuckprofError:
                 if not (grow_to and self.write_out_of_memory) or report.committed or report.commit_failed:
@@ -953,8 +1006,10 @@ class Loader:
         finally:
             with interrupts.deferred():
                 stager.close(abort=not done)
-                _quietly(lambda: con.execute("RESET preserve_insertion_order"))
-                _quietly(lambda: con.execute(f"DETACH DATABASE IF EXISTS {STAGE_DB}"))
+                if self.insertion_order_set:
+                    _quietly(lambda: con.execute("RESET preserve_insertion_order"))
+                if stager.attached:
+                    _quietly(lambda: con.execute(f"DETACH DATABASE IF EXISTS {STAGE_DB}"))
                 shutil.rmtree(tmp, ignore_errors=True)
                 if self.memory_limit:
                     _quietly(lambda: con.execute("SET memory_limit = $m", {"m": old_limit}))
@@ -983,7 +1038,8 @@ class Loader:
                               + _of_bytes(read, sum(sizes), len(files)))
                 read += sizes[i]
                 t0 = time.perf_counter()
-                p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}", held=[] if sizes[i] <= GROUPED_FILE_BYTES else None)
+                p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}", direct=self.direct,
+                              held=[] if sizes[i] <= GROUPED_FILE_BYTES or self.direct else None)
                 try:
                     p.split = self._split(p, tmp, stager, chunks=max(2, 2 * threads), salvage=salvage)
                 except NotATraceError as e:
@@ -993,7 +1049,10 @@ class Loader:
                     not_traces.append(str(e))
                     continue
                 try:
-                    grouper.add(p)
+                    if p.direct:
+                        self._direct_or_staged(p, stager)
+                    else:
+                        grouper.add(p)
                 except OSError as e:  # writing the group's chunk file
                     raise _temp_space_error(e, tmp, path) from None
                 fr.seconds = time.perf_counter() - t0
@@ -1025,6 +1084,9 @@ class Loader:
                 self._discard(p, stager)
                 continue
             known = known | {p.split.content_hash}
+            if p.chunk is not None:  # read by the insert (_insert)
+                prepared.append((p, fr))
+                continue
             if p.group is not None and not p.group.checked:
                 self._finish_group(p.group, stager)
             if p.error is not None:
@@ -1175,7 +1237,7 @@ class Loader:
             # a small file's events go straight into its group's file (_Grouper)
             return split_trace(p.path, tmp, chunks=chunks, salvage=salvage, sanitize=sanitize,
                                spaces=spaces, on_chunk=on_chunk, hash_name=self.hash_name,
-                               exact_salvage=exact_salvage, defer=p.held is not None)
+                               exact_salvage=exact_salvage, defer=p.held is not None and not p.direct)
         except OSError as e:
             self._discard(p, stager)
             raise _temp_space_error(e, tmp, p.path) from None
@@ -1318,9 +1380,13 @@ class Loader:
     def _sources(files) -> list:
         """The staged relations of a batch's files for normalize.sql (raws):
         {view, position} for a file staged alone, {view, positions} for the
-        files of a group (its other files: none)."""
+        files of a group (its other files: none), {chunk, position} for a
+        chunk the insert reads (p.chunk)."""
         raws, groups = [], {}
         for k, (p, _) in enumerate(files):
+            if p.chunk is not None:
+                raws.append({"chunk": _MIN_OBJECT, "position": k, "exact": p.chunk_exact})
+                continue
             if p.group is None:
                 raws.append({"view": p.name, "position": k})
                 continue
@@ -1362,10 +1428,16 @@ class Loader:
         # one after another while it keeps insertion order. One big trace keeps
         # its file order on disk, which keeps the zone maps of ts_ns tight.
         # (load() resets the setting once the transaction has ended.)
-        con.execute(f"SET preserve_insertion_order = {'true' if len(batch) == 1 else 'false'}")
-        con.execute(sqlfiles.render("load/insert_events.sql", raws=self._sources(batch),
-                                    exact=b.exact, nest=b.nest),
-                    {"first_trace_id": b.first, "base_ns": b.base})
+        order = len(batch) == 1
+        if order != self.insertion_order:
+            con.execute(f"SET preserve_insertion_order = {'true' if order else 'false'}")
+            self.insertion_order, self.insertion_order_set = order, True
+        sql = sqlfiles.render("load/insert_events.sql", raws=self._sources(batch), exact=b.exact, nest=b.nest)
+        direct = [p for p, _ in batch if p.chunk is not None]
+        if not direct:
+            con.execute(sql, {"first_trace_id": b.first, "base_ns": b.base})
+        else:
+            self._insert_direct(sql, b, direct[0])
         windows = {t: (lo, hi) for t, lo, hi in con.execute(
             sqlfiles.read("load/trace_windows.sql"),
             {"first_trace_id": b.first, "last_trace_id": b.first + len(batch) - 1}).fetchall()}
@@ -1381,6 +1453,52 @@ class Loader:
         if estimate:
             say("estimating")
             estimators.add_estimates(con, b.first, b.first + len(batch) - 1)
+
+    def _direct_or_staged(self, p: _Prepared, stager):
+        """After p's split (p.direct): its one chunk is read by the insert
+        (p.chunk): with the exact values of its timestamps when its head has
+        fractional absolute ones (as _stage_exact) and the trace has no
+        baseTimeNanoseconds (with one, they are not used). A file of several
+        chunks is staged as a big file is."""
+        held, p.held = p.held, None
+        if len(held) == 1:
+            p.chunk = held[0]
+            p.chunk_exact = (not _int_or_none(p.split.metadata.get("baseTimeNanoseconds"))
+                             and _fractional_epoch_ahead(held[0]))
+            return
+        p.direct = False
+        for chunk in held:
+            p.tables.append(f"{p.name}_{len(p.tables)}")
+            p.futures.append(stager.submit(p.tables[-1], chunk))
+
+    def _insert_direct(self, sql, b, p: _Prepared):
+        """The insert of batch b (its one file p) reading p's chunk itself,
+        then direct_check.sql on what it inserted: p's number of events, or
+        _Restage when the read failed or an event may be one that staging
+        decides (validate.sql, exact_ts_needed.sql). An interrupt, a lack of
+        memory or disk space is no reason to stage: it is raised."""
+        con = self.con
+        try:
+            con.execute(sql, {"first_trace_id": b.first, "base_ns": b.base, "files": [p.chunk]})
+            events, doubtful, confirmed = con.execute(
+                sqlfiles.read("load/direct_check.sql"),
+                {"trace_id": b.first, "base_ns": b.base[0], "exact": p.chunk_exact}).fetchall()[0]
+        except duckdb.Error as e:
+            if interrupts.is_interrupt(e) or isinstance(e, duckdb.OutOfMemoryException) or dbfile.disk_full(e):
+                raise
+            raise _Restage() from None
+        if doubtful or not confirmed:
+            raise _Restage()
+        p.events = events
+
+    def _restage(self, p: _Prepared, tmp, stager, salvage):
+        """p's chunk, which the insert was to read (p.chunk), staged and
+        checked as any file's (_finish: its retries, its errors)."""
+        if p.chunk is None:
+            return
+        p.tables, p.futures = [f"{p.name}_0"], [stager.submit(f"{p.name}_0", p.chunk)]
+        p.chunk, p.chunk_exact, p.direct = None, False, False
+        self._finish(p, tmp, stager, salvage)
 
     # how far the diagnosis of an event that does not end reads (the whole
     # array is held in one buffer)
@@ -1450,7 +1568,8 @@ class Loader:
         """The traces and devices rows of one batch, each table in one
         statement (insert_traces.sql, insert_devices.sql): per-row statements
         would cost more than the rest of a small trace's insert. windows:
-        trace_id -> (first_ts_ns, last_end_ns), from trace_windows.sql."""
+        trace_id -> (first_ts_ns, last_end_ns), from trace_windows.sql (read
+        apart: a traces insert that joins them costs 1 ms more to plan)."""
         loaded_at = datetime.now(timezone.utc).replace(tzinfo=None)
         traces, devices = [], []
         for k, (p, _) in enumerate(batch):

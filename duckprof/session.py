@@ -218,9 +218,11 @@ def _schema_template_key() -> str | None:
     """The hash naming the schema template: of everything create_schema writes
     from (the same for the whole process: 2.6 ms a connect when computed each
     time). None for an installation without its .py sources."""
-    try:
+    def compute():
         return dbfile.digest(sqlfiles.read("schema.sql"), str(SCHEMA_VERSION), views_digest(), packaged_digest(),
                              estimators_digest(), derived_digest(), _schema_code_digest())
+    try:
+        return sqlfiles.from_sources("schema-key", compute)
     except OSError:
         return None
 
@@ -327,8 +329,8 @@ def _mark_checked(template: str):
 
 def copy_schema(con, label: str) -> bool:
     """Fill the new, empty database of `con` (in memory, or a new file that
-    can use zstd) from schema_template() (one COPY FROM DATABASE: 0.2 CPU-s
-    less per session than create_schema).
+    can use zstd) from schema_template() (COPY FROM DATABASE of its schema,
+    and its tables' rows: 0.2 CPU-s less per session than create_schema).
     The first copy of a template is checked as a database file is on open
     (read_version, verify_tables, views_current); once in a process, and
     once for its bytes across processes (_checked_mark). False, with nothing
@@ -352,7 +354,16 @@ def copy_schema(con, label: str) -> bool:
     check = stamp not in _TEMPLATES_CHECKED
 
     def copy():
-        con.execute(f"COPY FROM DATABASE dp_schema_template TO {_ident(catalog)}")
+        # the schema, then the rows of the few tables that hold some (the
+        # packaged peaks, the meta rows): COPY FROM DATABASE of the data runs
+        # an INSERT for each of the 14 tables, 0.003 CPU-s more
+        con.execute(f"COPY FROM DATABASE dp_schema_template TO {_ident(catalog)} (SCHEMA)")
+        full = [t for (t,) in con.execute(
+            "SELECT table_name FROM system.main.duckdb_tables() "
+            "WHERE database_name = 'dp_schema_template' AND schema_name = 'main' AND estimated_size > 0").fetchall()]
+        if full:
+            con.execute(";\n".join(f"INSERT INTO {_ident(catalog)}.main.{_ident(t)} "
+                                    f"SELECT * FROM dp_schema_template.main.{_ident(t)}" for t in full))
         if check:
             macros = dbfile.file_macros(con, catalog)
             if not (read_version(con, catalog, label, macros) == SCHEMA_VERSION
@@ -507,7 +518,8 @@ def nesting_views() -> frozenset:
 def reads_nesting(names) -> bool:
     """Whether reading the packaged views, macros and tables `names` reads the
     nesting columns of events (through the views' `requires:`)."""
-    return bool(sqlfiles.relations_read(names) & nesting_views())
+    read = sqlfiles.relations_read(names)
+    return bool(read & sqlfiles.view_names() and read & nesting_views())
 
 
 def reads_nesting_columns(con, text: str) -> bool:
@@ -565,7 +577,7 @@ def deferred_tables(tables) -> set[str]:
     """The DEFERRED tables that reading `tables` (NESTING among them: the
     nesting columns) needs filled."""
     want, todo = set(), [t for t in tables if t in DEFERRED]
-    needs = deferred_needs()
+    needs = deferred_needs() if todo else {}
     while todo:
         t = todo.pop()
         if t not in want:
@@ -823,7 +835,7 @@ class Session:
         if not self._deferred:
             return
         words = _words(text)
-        views = sqlfiles.view_headers()
+        views = sqlfiles.view_names()
         if self._user_objects:  # (listing the macros costs 8 ms: only then)
             own = {n for (n,) in self._con.execute(
                 "SELECT lower(view_name) FROM duckdb_views() WHERE NOT internal UNION "
@@ -1079,17 +1091,22 @@ def write_tags(con, run: str, tags: dict | None, remove=()):
                     {"run": run, "keys": list(tags), "values": list(tags.values())})
 
 
-def complete_load(con, report: LoadReport, tags: dict | None, defer: bool = False):
+def complete_load(con, report: LoadReport, tags: dict | None, defer: bool = False, checkpoints: bool = True,
+                  stored_results: bool = True):
     """In the load's transaction, after the inserts: the loaded traces'
     trace_facts and derived tables (unless defer: the caller fills them on
-    first use), their rank and world size in the report, the run's tags. The
-    derived rows can make the COMMIT checkpoint on its own (a WAL past
-    checkpoint_threshold): that one must not vacuum either (see
-    checkpoint_without_vacuum, which runs next and resets the setting; the
-    target's release resets it when the load fails)."""
+    first use), their rank and world size in the report, the run's tags, and
+    the run's stored report results dropped (stored_results False: the
+    database can hold none, as a session's own in-memory one). The derived
+    rows can make the COMMIT of a database file (checkpoints) checkpoint on
+    its own (a WAL past checkpoint_threshold): that one must not vacuum
+    either (see checkpoint_without_vacuum, which runs next and resets the
+    setting; the target's release resets it when the load fails). An
+    in-memory database never checkpoints."""
     if not defer:
         fill_trace_facts(con)
-    con.execute("SET max_vacuum_tasks = 0")
+    if checkpoints:
+        con.execute("SET max_vacuum_tasks = 0")
     ids = report.trace_ids
     found = {t: (r, w) for t, r, w in con.execute(
         "SELECT trace_id, rank, world_size FROM trace_files WHERE list_contains($ids, trace_id)",
@@ -1100,7 +1117,7 @@ def complete_load(con, report: LoadReport, tags: dict | None, defer: bool = Fals
     if tags:
         write_tags(con, report.run, tags)  # drops the run's stored results too
         report.tags_set = True
-    elif ids:
+    elif ids and stored_results:
         drop_stored_results(con, report.run)
 
 
@@ -1116,13 +1133,20 @@ class _SessionTarget(Target):
         self.tags = tags
         # a connection taken from the session (session.con) reads past it
         self.defer = self.defer_estimates = self.defer_nesting = not session.db and not session._con_taken
+        # the session's own in-memory database: nothing else writes to it, and
+        # nothing stores report results there but SQL of the user's (the html
+        # page stores them in a database file only)
+        self.exclusive = self.defer
+        self.stored_results = not self.defer or session._user_objects
+        self.checkpoints = bool(session.db)
 
     def prepare(self, con):
         if self.session.db:
             refresh_stored(con)
 
     def complete(self, con, report):
-        complete_load(con, report, self.tags, defer=self.defer)
+        complete_load(con, report, self.tags, defer=self.defer, checkpoints=self.checkpoints,
+                      stored_results=self.stored_results)
         if self.defer:
             # before the COMMIT, so that no loaded trace goes without: the ids of
             # a load that does not commit have no rows to fill (and are the next
@@ -1134,6 +1158,8 @@ class _SessionTarget(Target):
             checkpoint_without_vacuum(con, self.label, self.run)
 
     def release(self, con, committed: bool):
+        if not self.checkpoints:
+            return
         try:
             con.execute("RESET max_vacuum_tasks")  # set by complete_load
         except duckdb.Error:

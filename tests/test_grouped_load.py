@@ -304,7 +304,7 @@ def test_a_group_is_not_cut_between_batches_by_their_bytes(monkeypatch, tmp_path
 
     def render(name, **kw):
         if name == "load/insert_events.sql":
-            inserts.append([(raw["view"], raw.get("positions")) for raw in kw["raws"]])
+            inserts.append([(raw.get("view"), raw.get("positions")) for raw in kw["raws"]])
         return real(name, **kw)
     monkeypatch.setattr(sqlfiles, "render", render)
     grouped, single, groups = _grouped_and_alone(monkeypatch, files)

@@ -185,12 +185,21 @@ def test_absolute_fractional_one_read(monkeypatch, tmp_path):
     is the one reported)."""
     reads = _exact_reads(monkeypatch)
     path = HANDMADE / "absolute_fractional.json"
-    with duckprof.connect() as s:
+    want = {e["name"]: int(decimal.Decimal(e["ts"]) * 1000) for e in trace_events(read_trace(path, exact=True))
+            if "ts" in e}
+    with duckprof.connect(tmp_path / "staged.duckdb") as s:  # a file: staged
         s.load([str(path)])
         got = dict(rows(s, "SELECT name, ts_ns FROM events"))
     assert reads == [True]
-    assert {e["name"]: int(decimal.Decimal(e["ts"]) * 1000) for e in trace_events(read_trace(path, exact=True))
-            if "ts" in e} == {n: t for n, t in got.items() if t is not None}
+    assert want == {n: t for n, t in got.items() if t is not None}
+    # one file into memory: the insert reads the chunk, with the exact values
+    # (tests/test_direct_load.py); the same ones
+    reads.clear()
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        got = dict(rows(s, "SELECT name, ts_ns FROM events"))
+    assert reads == []
+    assert want == {n: t for n, t in got.items() if t is not None}
 
     reads.clear()
     late = tmp_path / "late.json"

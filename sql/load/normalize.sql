@@ -7,7 +7,15 @@
 -- view, stage_view.sql) or {view, positions} (a group of small traces,
 -- stage_group_view.sql: positions[k] for its file k, none for its files not in
 -- the batch); a position is the trace's place in the batch (trace_id =
--- first_trace_id + position). exact: {position: table of exact timestamps
+-- first_trace_id + position). Or a chunk file read here, not staged: {chunk:
+-- max_object, position} (read_chunk.sql; the parameter $files; the batch's
+-- only trace, a load into a session's memory: load.Loader._insert), with
+-- exact: true for fractional absolute timestamps (ts read as DECIMAL(38, 9):
+-- ts_ns is the ns of its text, which is what a staged trace of such
+-- timestamps gets, from its exact table, when their double is within 1 us of
+-- it: always, for a ts of its own; direct_check.sql confirms that the trace
+-- has such timestamps, which staging would have found).
+-- exact: {position: table of exact timestamps
 -- (exact_ts.sql)} for the traces that need one (never in a group).
 -- Bound parameters of the statement that uses it: first_trace_id (the first
 -- view's trace_id; the others follow), base_ns (BIGINT[], one per view; 0 when
@@ -26,6 +34,7 @@
 -- tid_label, ts_ns, dur_ns, end_ns, the arg_columns, flow_id, args (see
 -- sql/schema.sql, events).
 {% from "templates/categories.sql" import canonical_cats, sql_array, sql_list %}
+{% from "load/read_chunk.sql" import read_chunk, exact_ns %}
 {%- set arg_columns = [
     ('external_id', ['External id', 'external id'], 'BIGINT'),
     ('correlation', ['correlation'], 'BIGINT'),
@@ -45,7 +54,14 @@ CASE WHEN starts_with({{ x }}, '"') THEN trim({{ x }}, '"') ELSE {{ x }} END
     trace's view (src = its position), or a group's view (stage_group_view.sql)
     whose src k becomes positions[k], its files not in this batch (none) left out -#}
 {%- macro staged_source(raw) -%}
-{%- if raw.positions is defined -%}
+{%- if raw.chunk is defined and raw.exact -%}
+SELECT {{ raw.position | int }} AS src, ordinality AS event_id, ph, cat, name, pid, tid, NULL::DOUBLE AS ts, dur, id,
+       args, {{ exact_ns('ts', 'ts::VARCHAR') }} AS read_ns
+FROM {{ read_chunk(raw.chunk, 'DECIMAL(38, 9)') }}
+{%- elif raw.chunk is defined -%}
+SELECT {{ raw.position | int }} AS src, ordinality AS event_id, ph, cat, name, pid, tid, ts, dur, id, args
+FROM {{ read_chunk(raw.chunk) }}
+{%- elif raw.positions is defined -%}
 {%- set position -%}
 CAST([{% for p in raw.positions %}{{ 'NULL' if p is none else p | int }}{% if not loop.last %}, {% endif %}{% endfor %}] AS INTEGER[])[src + 1]
 {%- endset -%}
@@ -63,8 +79,13 @@ WITH staged AS (
 ),
 parsed AS (
     SELECT s.src, $first_trace_id + s.src AS trace_id, s.event_id, s.ph, s.cat, s.name, s.pid, s.tid, s.id, s.args,
+           {%- if raws | selectattr('exact', 'defined') | selectattr('exact') | list %}
+           -- (a chunk read with its exact timestamps: the only raw, without baseTimeNanoseconds)
+           CAST($base_ns AS BIGINT[])[s.src + 1] + s.read_ns AS ts_ns_double,
+           {%- else %}
            CAST($base_ns AS BIGINT[])[s.src + 1]
                + floor(s.ts)::BIGINT * 1000 + round((s.ts - floor(s.ts)) * 1000)::BIGINT AS ts_ns_double,
+           {%- endif %}
            round(s.dur * 1000)::BIGINT AS dur_ns,  -- finite and in range: checked by validate.sql
            {%- if exact %}
            CASE {% for src, table in exact.items() %}WHEN s.src = {{ src }} THEN x{{ src }}.exact_ns {% endfor %}END AS exact_ns,

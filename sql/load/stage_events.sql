@@ -41,11 +41,11 @@
 -- fills a fraction of it, and the staged events outgrow the load's memory
 -- limit. In a column of their own the long args share few segments, and
 -- their blocks fill up.
+{% from "load/read_chunk.sql" import read_chunk, exact_ns %}
 CREATE OR REPLACE TABLE {{ raw }} AS
 {% if exact -%}
 SELECT * EXCLUDE (txt) REPLACE (txt::DOUBLE AS ts),
-       coalesce(CASE WHEN ends_with(txt, '000000') THEN try_cast(replace(left(txt, -6), '.', '') AS BIGINT) END,
-                round(ts * 1000)::BIGINT) AS exact_ns
+       {{ exact_ns('ts', 'txt') }} AS exact_ns
 FROM (
     SELECT ordinality AS event_id, ph, cat, name, pid, tid, ts, ts::VARCHAR AS txt,
 {%- else %}
@@ -54,9 +54,6 @@ SELECT ordinality AS {{ 'pos' if grouped else 'event_id' }},
 {%- endif %} dur, id,
        CASE WHEN strlen(args) < {{ long_args | int }} THEN args END AS args,
        CASE WHEN strlen(args) >= {{ long_args | int }} THEN args END AS args_long
-FROM read_json($files, format = 'array', maximum_object_size = {{ max_object | int }},
-               columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR',
-                          pid: 'VARCHAR', tid: 'VARCHAR', ts: '{{ 'DECIMAL(38, 9)' if exact else 'DOUBLE' }}',
-                          dur: 'DOUBLE', id: 'VARCHAR', args: 'JSON'}) WITH ORDINALITY
+FROM {{ read_chunk(max_object, 'DECIMAL(38, 9)' if exact else 'DOUBLE') }}
 {%- if exact %}
 ){%- endif %}
