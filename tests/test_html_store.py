@@ -90,6 +90,29 @@ def multi_template(tmp_path_factory):
     return db
 
 
+@pytest.fixture(scope="module")
+def multi_stored_template(multi_template, tmp_path_factory):
+    """multi_template with the first page of run r stored (computed once per
+    module: the tests below that start from a stored page share it)."""
+    db = tmp_path_factory.mktemp("store") / "m_r.duckdb"
+    shutil.copyfile(multi_template, db)
+    with duckprof.connect(db) as s:
+        assert s.html(run="r").stored_results == 0 and stored_count(s, "r") > 10
+    return db
+
+
+@pytest.fixture(scope="module")
+def multi_all_stored_template(multi_stored_template, tmp_path_factory):
+    """multi_stored_template with the pages of run other and of every run stored too."""
+    db = tmp_path_factory.mktemp("store") / "m_all.duckdb"
+    shutil.copyfile(multi_stored_template, db)
+    with duckprof.connect(db) as s:
+        s.html(run="other")
+        s.html()
+        assert stored_count(s, "other") and stored_count(s, None)
+    return db
+
+
 @pytest.fixture
 def single(single_template, tmp_path):
     """two_streams.json as run r: the quick tests' database (a copy of
@@ -106,6 +129,24 @@ def multi(multi_template, tmp_path):
     multi_template of the test's own)."""
     db = tmp_path / "m.duckdb"
     shutil.copyfile(multi_template, db)
+    return db
+
+
+@pytest.fixture
+def multi_stored(multi_stored_template, tmp_path):
+    """multi with run r's page stored, as its first page stores it (a copy of
+    multi_stored_template of the test's own)."""
+    db = tmp_path / "m.duckdb"
+    shutil.copyfile(multi_stored_template, db)
+    return db
+
+
+@pytest.fixture
+def multi_all_stored(multi_all_stored_template, tmp_path):
+    """multi with the pages of run r, run other and every run stored (a copy
+    of multi_all_stored_template of the test's own)."""
+    db = tmp_path / "m.duckdb"
+    shutil.copyfile(multi_all_stored_template, db)
     return db
 
 
@@ -126,10 +167,9 @@ def test_the_second_page_reads_every_result_and_is_the_same_page(which, request,
 
 
 @pytest.mark.slow
-def test_the_store_holds_the_values_exactly(multi):
+def test_the_store_holds_the_values_exactly(multi_stored):
     # every result read back equals what the report returns: types and floats to the bit
-    with duckprof.connect(multi) as s:
-        s.html(run="r")
+    with duckprof.connect(multi_stored) as s:
         key = store.inputs_key(s, "r")
         got = store.read(s.con, "r", key)
         assert len(got) == stored_count(s, "r")
@@ -156,9 +196,10 @@ def test_a_corpus_trace_page_from_the_store_is_the_live_page(tmp_path, report_ru
 
 
 def change_and_recompute(db, change, report_runs, run="r"):
-    """Store the page of `run`, apply `change(session)`, then the next page:
-    it runs reports again, equals a live page, differs from the page before
-    when the change shows on the page, and the run keeps one set of rows."""
+    """The page of `run` (stored: by this call, or before it in `db`), apply
+    `change(session)`, then the next page: it runs reports again, equals a
+    live page, differs from the page before when the change shows on the
+    page, and the run keeps one set of rows."""
     with duckprof.connect(db) as s:
         before = str(s.html(run=run))
         n = stored_count(s, run)
@@ -208,7 +249,7 @@ CHANGES = {"load": (add_cpu_trace, None, "cpu_small_model.json"),
 @pytest.mark.slow  # three pages each; the quick run has test_the_key_changes_with_each_input
 @pytest.mark.parametrize("change", list(CHANGES))
 def test_a_change_to_the_inputs_recomputes(change, request, report_runs):
-    db = request.getfixturevalue("single" if change == "tags" else "multi")
+    db = request.getfixturevalue("single" if change == "tags" else "multi_stored")
     fn, gone, new = CHANGES[change]
     before, after = change_and_recompute(db, fn, report_runs)
     assert before != after  # a page from the results stored before would be wrong
@@ -237,30 +278,24 @@ def test_the_key_changes_with_each_input(single):
 
 
 @pytest.mark.slow
-def test_rm_deletes_the_runs_stored_results(multi):
-    with duckprof.connect(multi) as s:
-        s.html(run="r")
-        s.html(run="other")
-        s.html()  # a page of every run
+def test_rm_deletes_the_runs_stored_results(multi_all_stored):
+    with duckprof.connect(multi_all_stored) as s:  # the pages of r, other and every run stored
         assert stored_count(s, "r") and stored_count(s, "other") and stored_count(s, None)
         s.remove_run("r")
         assert stored_count(s, "r") == 0 and stored_count(s, None) == 0 and stored_count(s, "other") > 0
 
 
-def test_a_load_or_a_tag_deletes_the_runs_stored_results(multi, tmp_path):
+def test_a_load_or_a_tag_deletes_the_runs_stored_results(multi_all_stored, tmp_path):
     """Rows a page can no longer use (their key names the run's old traces or
     tags) go with the change, not at the run's next page: a load into the run,
     a tag of it, a load with tags; another run's rows stay. The pages are stored once; each
     change is made to a copy of that file."""
-    with duckprof.connect(multi) as s:
-        s.html(run="r")
-        s.html(run="other")
-        s.html()
+    with duckprof.connect(multi_all_stored, read_only=True) as s:  # the pages of r, other and every run stored
         counts = stored_count(s, "r"), stored_count(s, None), stored_count(s, "other")
     assert all(counts)
     for i, change in enumerate((add_cpu_trace, tag_run, add_cpu_trace_tagged)):
         db = tmp_path / f"copy{i}.duckdb"
-        shutil.copyfile(multi, db)
+        shutil.copyfile(multi_all_stored, db)
         with duckprof.connect(db) as s:
             assert (stored_count(s, "r"), stored_count(s, None), stored_count(s, "other")) == counts
             change(s)
@@ -375,9 +410,8 @@ def test_store_in_file_stores_nothing_when_the_run_changed_meanwhile(multi):
 
 
 @pytest.mark.slow
-def test_the_page_connection_computes_shared_views_only_for_a_live_report(multi, monkeypatch):
-    with duckprof.connect(multi) as s:
-        s.html(run="r")
+def test_the_page_connection_computes_shared_views_only_for_a_live_report(multi_stored, monkeypatch):
+    with duckprof.connect(multi_stored) as s:  # run r's page stored
         shared = []
         share = P.share_view
         monkeypatch.setattr(P, "share_view", lambda con, name, run=None: (shared.append(name), share(con, name, run)))
