@@ -261,14 +261,18 @@ def _batches(prepared):
     """Consecutive runs of prepared files to insert with one set of statements.
     The byte cap does not cut a group (only BATCH_FILES does): the nesting and
     the insert of each batch read all of a group's staged rows, so a group in
-    two batches would be read twice by each."""
+    two batches would be read twice by each. A group is a batch (_Grouper cuts
+    it at about that size): the next group starts another, so that a batch
+    reads one staged table (stage_group_table.sql)."""
     batch, size, grouped = [], 0, True  # grouped: every file of the batch was parsed in a group
     for item in prepared:
         n = item[0].split.json_bytes
         group = item[0].group
         cap = BATCH_BYTES * (GROUPED_BATCH if grouped and group is not None else 1)
-        inside = group is not None and bool(batch) and batch[-1][0].group is group
-        if batch and ((size + n > cap and not inside) or len(batch) >= BATCH_FILES):
+        last = batch[-1][0].group if batch else None
+        inside = group is not None and last is group
+        other = group is not None and last is not None and last is not group
+        if batch and ((size + n > cap and not inside) or other or len(batch) >= BATCH_FILES):
             yield batch
             batch, size, grouped = [], 0, True
         batch.append(item)
@@ -847,8 +851,14 @@ class _Grouper:
     chunks as tables, as a big file's). A small file whose content is in the
     run already is not staged: _parse_all skips it."""
 
-    def __init__(self, stager, known, tmp):
+    def __init__(self, stager, known, tmp, small_bytes: int = 0):
         self.stager, self.seen, self.tmp = stager, set(known), tmp
+        # a group is closed at this many bytes: the small files' bytes in as
+        # many equal groups as there are grouped batches in them (1,000 x 1
+        # MB: five groups of 203 MB rather than five of 201 and one of 12:
+        # one batch, a set of statements, less)
+        cap = BATCH_BYTES * GROUPED_BATCH
+        self.cap = small_bytes / max(1, round(small_bytes / cap)) if 0 < cap < small_bytes else cap
         self.group: list = []  # the files of the group being filled
         self.parts: list = []  # its parts submitted
         self.joined: JoinedChunk | None = None  # its part being written
@@ -882,7 +892,7 @@ class _Grouper:
         self.group.append(p)
         self.bytes += p.split.json_bytes
         self.part_bytes += p.split.json_bytes
-        if self.bytes >= BATCH_BYTES * GROUPED_BATCH or len(self.group) >= BATCH_FILES:
+        if self.bytes >= self.cap or len(self.group) >= BATCH_FILES:
             self.flush()
         elif self.part_bytes >= GROUP_BYTES or len(self.group) - self.part_first >= GROUP_FILES:
             self._submit_part()
@@ -1103,7 +1113,10 @@ class Loader:
         not_traces, pending = [], []
         sizes = [_size(f) for f in files]
         read = 0
-        grouper = _Grouper(stager, known, tmp)
+        # the small files' JSON, as far as known before reading them: groups of
+        # about equal size (_Grouper)
+        grouper = _Grouper(stager, known, tmp,
+                           sum(_json_bytes(f) for f, n in zip(files, sizes) if n <= GROUPED_FILE_BYTES))
         try:
             for i, path in enumerate(files):
                 fr = FileReport(path=path)

@@ -371,6 +371,31 @@ def test_a_group_of_several_parts_is_one_relation_of_its_batch(monkeypatch, tmp_
         assert grouped[k] == single[k], k
 
 
+def test_groups_are_even_and_each_is_a_batch(monkeypatch, tmp_path):
+    """Eight files of one size, a grouped batch of five: two groups of four
+    (as many equal groups as the files' bytes make batches, rather than five
+    and three), and the second group starts a batch of its own though its
+    first file would fit in the first's: a batch reads one staged table."""
+    files = [str(f) for f in _bad_copies(tmp_path, n=8)]
+    size = len(open(files[0], "rb").read())
+    assert all(len(open(f, "rb").read()) == size for f in files)
+    monkeypatch.setattr(load, "GROUPED_BATCH", 1)
+    monkeypatch.setattr(load, "BATCH_BYTES", 5 * size)
+    inserts = []
+    real = sqlfiles.render
+
+    def render(name, **kw):
+        if name == "load/insert_events.sql":
+            inserts.append([(raw.get("view"), raw.get("positions")) for raw in kw["raws"]])
+        return real(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", render)
+    grouped, single, groups = _grouped_and_alone(monkeypatch, files)
+    assert groups == [4, 4]
+    assert inserts[:2] == [[("dp_stage.grp_0", [0, 1, 2, 3])], [("dp_stage.grp_1", [0, 1, 2, 3])]]
+    for k in TABLES:
+        assert grouped[k] == single[k], k
+
+
 @pytest.mark.slow  # the quick run has test_grouped_load_equals_one_by_one_quick
 def test_derived_tables_filled_once_per_load(monkeypatch, tmp_path):
     """A job's derived tables (schema 4, sql/load/derived_*.sql) are filled
