@@ -92,7 +92,10 @@ POSTLUDE = """
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 cpu = sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
                                             resource.getrusage(resource.RUSAGE_CHILDREN)))
-print('RESULT ' + json.dumps({{'seconds': secs, 'events': int(n), 'peak_rss_bytes': rss, 'cpu_seconds': cpu}}))
+out = {{'seconds': secs, 'events': int(n), 'peak_rss_bytes': rss, 'cpu_seconds': cpu}}
+if 'cli' in dir():  # a command run in its own process (bench_ranks.py's duckprof-cli): its figures
+    out.update(peak_rss_bytes=cli['rss'], cpu_seconds=cli['cpu_user'] + cli['cpu_sys'], **cli)
+print('RESULT ' + json.dumps(out))
 shutil.rmtree(tmp, ignore_errors=True)  # its database files: up to a few GB a run
 """
 

@@ -63,6 +63,44 @@ def synthetic_ranks(spec: str, gz: bool = False, data_dir: str = DATA_DIR) -> st
     return d
 
 
+def rank_blocks(size_bytes: int) -> int:
+    """The transformer blocks per step duckprof.synth.generate picks for a
+    trace of this size (its default): 1 for a 1 MB rank, 12 from ~30 MB."""
+    from duckprof.synth import approx_events_for_bytes
+
+    return max(1, min(12, approx_events_for_bytes(size_bytes) // 2500))
+
+
+def synthetic_job_trace(spec: str, data_dir: str = DATA_DIR) -> str:
+    """Path of ONE trace holding as many bytes as the rank job `spec`
+    ('NxSIZE', synthetic_ranks) with the same events per event: rank 0 of a
+    world of N (the same "Process Group Ranks" args, 5.3 KB at N = 1000)
+    and the rank files' blocks per step (rank_blocks: one 1 MB rank is 1
+    block a step, where a 1 GB trace would get 12), so as many collectives
+    and long args per event as the ranks. Loading the job against this file
+    measures the per-file cost alone; against synth_1gb.json (one GPU, 12
+    blocks a step: 4x fewer long args an event, 6% fewer bytes) it also
+    counts the job's heavier events. Generated once."""
+    from duckprof.synth import generate
+
+    n, size = spec.lower().split("x")
+    total = int(n) * parse_size(size)
+    name = f"synth_{_size_name(total)}_job{int(n)}.json"
+    os.makedirs(data_dir, exist_ok=True)
+    path = os.path.join(data_dir, name)
+    if not os.path.exists(path):
+        print(f"generating {path} ...", file=sys.stderr)
+        generate(path + ".part", target_bytes=total, seed=0, rank=0, world_size=int(n),
+                 blocks=rank_blocks(parse_size(size)))
+        os.rename(path + ".part", path)
+    return path
+
+
+def _size_name(n: int) -> str:
+    """1_000_000_000 -> '1gb', 1_600_000_000 -> '1600mb'."""
+    return f"{n // 10**9}gb" if n % 10**9 == 0 else f"{n // 10**6}mb"
+
+
 SHAPES = {
     # python frames around every top-level op, crossing every ProfilerStep (with_stack)
     "stack": dict(stack=6),

@@ -229,19 +229,22 @@ def exact_table(table: str) -> str:
 # bytes and files at once: per statement, not per event, costs dominate small
 # traces, and a job may have thousands of rank files. A batch of files that
 # were all parsed in groups (small ones) may hold GROUPED_BATCH times as many
-# bytes: a few whole groups (its last group is not cut: up to one group
-# more). (Bigger traces keep smaller batches: a batch of several traces is
+# bytes: one whole group (a group is cut at that size: up to one file more).
+# (Bigger traces keep smaller batches: a batch of several traces is
 # inserted without keeping file order, see _insert.)
 BATCH_BYTES = 64 << 20
 BATCH_FILES = 1024
 GROUPED_BATCH = 3
 # Files up to GROUPED_FILE_BYTES whose traceEvents make one chunk are also
-# parsed and checked together, up to GROUP_BYTES and GROUP_FILES per statement
-# (their chunks joined into one file, one read_json, stage_events.sql
-# grouped): a group is cut smaller than a batch so that groups parse side by
-# side while the next files are split. Groups of several row groups (122,880
-# events) let a batch's statements spread over the cores, and fewer groups
-# cost fewer statements and less staged memory (benchmarks/README.md).
+# parsed and checked together: a group, up to a grouped batch, staged in one
+# table, in parts of up to GROUP_BYTES and GROUP_FILES per statement (their
+# chunks joined into one file, one read_json, stage_events.sql grouped): a
+# part is cut smaller than a batch so that parts parse side by side while the
+# next files are split. One table a batch: DuckDB inserts a relation of
+# several tables (UNION ALL) table by table, and appends each thread's share
+# of a small table row by row a second time; parts of several row groups
+# (122,880 events) let the parse spread over the cores, and fewer parts cost
+# fewer statements (benchmarks/README.md).
 GROUPED_FILE_BYTES = 16 << 20
 GROUP_BYTES = 48 << 20
 GROUP_FILES = 256
@@ -258,14 +261,18 @@ def _batches(prepared):
     """Consecutive runs of prepared files to insert with one set of statements.
     The byte cap does not cut a group (only BATCH_FILES does): the nesting and
     the insert of each batch read all of a group's staged rows, so a group in
-    two batches would be read twice by each."""
+    two batches would be read twice by each. A group is a batch (_Grouper cuts
+    it at about that size): the next group starts another, so that a batch
+    reads one staged table (stage_group_table.sql)."""
     batch, size, grouped = [], 0, True  # grouped: every file of the batch was parsed in a group
     for item in prepared:
         n = item[0].split.json_bytes
         group = item[0].group
         cap = BATCH_BYTES * (GROUPED_BATCH if grouped and group is not None else 1)
-        inside = group is not None and bool(batch) and batch[-1][0].group is group
-        if batch and ((size + n > cap and not inside) or len(batch) >= BATCH_FILES):
+        last = batch[-1][0].group if batch else None
+        inside = group is not None and last is group
+        other = group is not None and last is not None and last is not group
+        if batch and ((size + n > cap and not inside) or other or len(batch) >= BATCH_FILES):
             yield batch
             batch, size, grouped = [], 0, True
         batch.append(item)
@@ -492,32 +499,57 @@ class _ChunkStager:
         self._attach()
         return self.pool.submit(self._stage, table, chunk)
 
-    def submit_group(self, table: str, joined: JoinedChunk):
+    def create_group_table(self, table: str):
+        """The empty staged table of a group (stage_group_table.sql), before
+        any of its parts is parsed into it."""
         self._attach()
-        return self.pool.submit(self._stage_group, table, joined)
+        cur = self.con.cursor()
+        try:
+            cur.execute(sqlfiles.render("load/stage_group_table.sql", raw=table))
+        finally:
+            cur.close()
 
-    def _stage_group(self, table: str, joined: JoinedChunk):
-        """Parse the chunk file of a group of small traces (their events, a
-        marker event between two traces: split.JoinedChunk) into one table
-        (stage_events.sql grouped). Returns (starts, srcs) for
-        stage_group_view.sql: the pos before each segment of events (0, then
-        the markers' positions; group_markers.sql deletes them) and the trace of each
-        segment; None when the group must be staged again file by file: a
-        marker is not where it belongs (a damaged file hid it), or a file
-        needs exact timestamps (read file by file by exact_ts.sql). A parse
-        error is raised. The group's file stays until the group is checked:
-        a group that fails is parsed again file by file, to name the file at
-        fault."""
-        cur = self._cursor()
-        self._read(cur, "load/stage_events.sql", joined.path, raw=table, grouped=True, exact=False,
-                   long_args=STAGED_LONG_ARGS)
-        markers = sorted(m for (m,) in cur.execute(sqlfiles.render("load/group_markers.sql", raw=table),
-                                                   {"marker": self.marker_ph}).fetchall())
-        if len(markers) != max(len(joined.segments) - 1, 0):
-            return None
-        if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=table)).fetchall():
-            return None
-        return [0] + markers, joined.segments or [0]
+    def submit_group(self, table: str, joined: JoinedChunk, part: int = 0):
+        self._attach()
+        return self.pool.submit(self._stage_group, table, joined, part)
+
+    def _stage_group(self, table: str, joined: JoinedChunk, part: int = 0):
+        """Parse the chunk file of part `part` of a group of small traces
+        (their events, a marker event between two traces: split.JoinedChunk)
+        into the group's table (stage_events.sql grouped). A parse error is
+        raised. The part's file stays until the group is checked
+        (check_group): a group that fails is parsed again file by file, to
+        name the file at fault."""
+        self._read(self._cursor(), "load/stage_events.sql", joined.path, raw=table, grouped=True, part=part,
+                   exact=False, long_args=STAGED_LONG_ARGS)
+
+    def check_group(self, g) -> tuple | None:
+        """Once every part of group g is parsed: takes the markers out of its
+        table (group_markers.sql) and returns (starts, srcs) for
+        stage_group_view.sql: per segment of events, the pos before it (its
+        part's first, part x 2^32, then the markers' positions) and its
+        trace's index in the group. None when the group must be staged again
+        file by file: a marker is not where it belongs (a damaged file hid
+        it), or a file needs exact timestamps (read file by file by
+        exact_ts.sql)."""
+        cur = self.con.cursor()
+        try:
+            markers = sorted(m for (m,) in cur.execute(sqlfiles.render("load/group_markers.sql", raw=g.table),
+                                                       {"marker": self.marker_ph}).fetchall())
+            starts, srcs = [], []
+            for k, part in enumerate(g.parts):
+                lo = k << _PART_SHIFT
+                mine = [m for m in markers if lo <= m < lo + (1 << _PART_SHIFT)]
+                if len(mine) != max(len(part.joined.segments) - 1, 0):
+                    return None
+                if part.joined.segments:
+                    starts += [lo] + mine
+                    srcs += [part.first + s for s in part.joined.segments]
+            if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=g.table)).fetchall():
+                return None
+        finally:
+            cur.close()
+        return (starts, srcs) if starts else ([0], [0])
 
     def _stage(self, table: str, chunk: str) -> int:
         cur = self._cursor()
@@ -612,20 +644,41 @@ class _ChunkStager:
             c.close()
 
 
+# a group's pos: the event's position in its part's chunk + the part's index
+# times 2^32 (stage_events.sql grouped: a part holds far fewer events)
+_PART_SHIFT = 32
+
+
+@dataclass
+class _Part:
+    """Files of a group parsed by one statement (stage_events.sql grouped):
+    their events joined into one chunk file."""
+    joined: JoinedChunk  # its chunk file
+    first: int           # the index in the group of its first file
+    future: object = None  # its staging job
+
+
 @dataclass
 class _Group:
-    """Small traces parsed and checked together (stage_events.sql grouped):
-    one staged table, and one view numbering each file's events
+    """Small traces parsed and checked together and inserted as one batch:
+    one staged table, filled by the parse of each of its parts
+    (stage_events.sql grouped), and one view numbering each file's events
     (stage_group_view.sql)."""
     view: str                                    # its view in dp_stage; its table is view + '_t'
     members: list = field(default_factory=list)  # [_Prepared], src = index
-    joined: JoinedChunk | None = None            # its chunk file
-    future: object = None                        # its staging job
+    parts: list = field(default_factory=list)    # [_Part], in order
     checked: bool = False                        # staged and checked (or fell back to file by file)
 
     @property
     def table(self) -> str:
         return self.view + "_t"
+
+    def part_of(self, k: int) -> tuple:
+        """(part, index in the part's chunk file) of member k."""
+        for part in reversed(self.parts):
+            if part.first <= k:
+                return part, k - part.first
+        raise IndexError(k)
 
 
 @dataclass
@@ -787,21 +840,34 @@ def _bad_time_error(path, bad: int, bad_name) -> TraceError:
 
 class _Grouper:
     """Collects the small files of a load, as they are split, into groups of
-    up to GROUP_BYTES / GROUP_FILES, each written as one chunk file of their
-    events (split.JoinedChunk: a small plain file's events are written there
-    straight from the split, a compressed one's chunk is copied in) and
-    staged in one statement (_ChunkStager.submit_group) as soon as it is
-    full. A file of several chunks, a bigger one, or a group of one is staged
-    alone (its chunks as tables, as a big file's). A small file whose content
-    is in the run already is not staged: _parse_all skips it."""
+    up to a grouped batch (GROUPED_BATCH x BATCH_BYTES, BATCH_FILES), each
+    staged in one table, in parts of up to GROUP_BYTES / GROUP_FILES: each
+    part is written as one chunk file of its files' events (split.JoinedChunk:
+    a small plain file's events are written there straight from the split, a
+    compressed one's chunk is copied in) and parsed into the group's table in
+    one statement (_ChunkStager.submit_group) as soon as it is full, beside
+    the split of the next files and the parse of other parts. A file of
+    several chunks, a bigger one, or a group of one is staged alone (its
+    chunks as tables, as a big file's). A small file whose content is in the
+    run already is not staged: _parse_all skips it."""
 
-    def __init__(self, stager, known, tmp):
+    def __init__(self, stager, known, tmp, small_bytes: int = 0):
         self.stager, self.seen, self.tmp = stager, set(known), tmp
-        self.group: list = []
-        self.joined: JoinedChunk | None = None
-        self.bytes = 0
+        # a group is closed at this many bytes: the small files' bytes in as
+        # many equal groups as there are grouped batches in them (1,000 x 1
+        # MB: five groups of 203 MB rather than five of 201 and one of 12:
+        # one batch, a set of statements, less)
+        cap = BATCH_BYTES * GROUPED_BATCH
+        self.cap = small_bytes / max(1, round(small_bytes / cap)) if 0 < cap < small_bytes else cap
+        self.group: list = []  # the files of the group being filled
+        self.parts: list = []  # its parts submitted
+        self.joined: JoinedChunk | None = None  # its part being written
+        self.bytes = 0       # the group's
+        self.part_bytes = 0  # the part's
+        self.part_first = 0  # the index in the group of the part's first file
+        self.view: str | None = None  # the group's, once its first part is submitted
         self.count = 0  # groups made
-        self.files = 0  # group files made (a group of one is staged alone)
+        self.files = 0  # part files made (a group of one is staged alone)
 
     def add(self, p: _Prepared):
         held, p.held = p.held, None
@@ -816,6 +882,7 @@ class _Grouper:
         if self.joined is None:
             self.joined = JoinedChunk(os.path.join(self.tmp, f"group_{self.files}.json"), self.stager.marker)
             self.files += 1
+            self.part_first = len(self.group)
         if events is not None:
             self.joined.add_events(events)
         else:
@@ -824,8 +891,24 @@ class _Grouper:
             p.split.chunks = []
         self.group.append(p)
         self.bytes += p.split.json_bytes
-        if self.bytes >= GROUP_BYTES or len(self.group) >= GROUP_FILES:
+        self.part_bytes += p.split.json_bytes
+        if self.bytes >= self.cap or len(self.group) >= BATCH_FILES:
             self.flush()
+        elif self.part_bytes >= GROUP_BYTES or len(self.group) - self.part_first >= GROUP_FILES:
+            self._submit_part()
+
+    def _submit_part(self):
+        """Parse the part being written into the group's table (created with
+        the group's first part)."""
+        joined, self.joined, self.part_bytes = self.joined, None, 0
+        joined.close()
+        if self.view is None:
+            self.view = f"{STAGE_DB}.grp_{self.count}"
+            self.count += 1
+            self.stager.create_group_table(self.view + "_t")
+        part = _Part(joined, self.part_first)
+        part.future = self.stager.submit_group(self.view + "_t", joined, len(self.parts))
+        self.parts.append(part)
 
     def _alone(self, p: _Prepared, chunks):
         for chunk in chunks:
@@ -834,23 +917,24 @@ class _Grouper:
             p.futures.append(self.stager.submit(table, chunk))
 
     def flush(self):
-        members, self.group, self.bytes = self.group, [], 0
-        joined, self.joined = self.joined, None
-        if joined is None:
-            return
-        joined.close()
-        if len(members) == 1:  # its events alone: a chunk of its own
-            members[0].split.chunks = [joined.path]
-            self._alone(members[0], [joined.path])
-            return
-        g = _Group(f"{STAGE_DB}.grp_{self.count}", members, joined=joined)
-        self.count += 1
-        for k, p in enumerate(members):
-            p.group, p.src = g, k
-        g.future = self.stager.submit_group(g.table, joined)
+        """The group being filled is complete: its last part is parsed."""
+        if self.joined is not None:
+            if len(self.group) == 1:  # its events alone: a chunk of its own
+                joined, self.joined, self.part_bytes = self.joined, None, 0
+                joined.close()
+                self.group[0].split.chunks = [joined.path]
+                self._alone(self.group[0], [joined.path])
+                self.group, self.bytes = [], 0
+                return
+            self._submit_part()
+        if self.view is not None:
+            g = _Group(self.view, self.group, self.parts)
+            for k, p in enumerate(g.members):
+                p.group, p.src = g, k
+        self.group, self.parts, self.view, self.bytes = [], [], None, 0
 
     def close(self):
-        """After an error: the group being written is not staged."""
+        """After an error: the part being written is not staged."""
         if self.joined is not None:
             self.joined.close(complete=False)
 
@@ -1029,7 +1113,10 @@ class Loader:
         not_traces, pending = [], []
         sizes = [_size(f) for f in files]
         read = 0
-        grouper = _Grouper(stager, known, tmp)
+        # the small files' JSON, as far as known before reading them: groups of
+        # about equal size (_Grouper)
+        grouper = _Grouper(stager, known, tmp,
+                           sum(_json_bytes(f) for f, n in zip(files, sizes) if n <= GROUPED_FILE_BYTES))
         try:
             for i, path in enumerate(files):
                 fr = FileReport(path=path)
@@ -1336,31 +1423,39 @@ class Loader:
         retries and errors apply."""
         g.checked = True
         first = g.members[0]
-        try:
-            staged = g.future.result()
-        except duckdb.OutOfMemoryException as e:
-            raise _out_of_memory(first.path, f"parsing (with {len(g.members) - 1} other file(s))", e,
+        error = None
+        for part in g.parts:  # every part ended before the group is checked or dropped
+            try:
+                part.future.result()
+            except BaseException as e:  # noqa: BLE001 - the first is acted on below
+                error = error or e
+        if isinstance(error, duckdb.OutOfMemoryException):
+            raise _out_of_memory(first.path, f"parsing (with {len(g.members) - 1} other file(s))", error,
                                  self.memory_limit) from None
-        except duckdb.Error as e:
-            if dbfile.disk_full(e):
-                raise self._stage_error(e, first, "parsing") from None
-            staged = None
+        if isinstance(error, duckdb.Error) and dbfile.disk_full(error):
+            raise self._stage_error(error, first, "parsing") from None
+        if error is not None and not isinstance(error, duckdb.Error):
+            raise error
+        staged = None if error is not None else stager.check_group(g)
         if staged is None:
             stager.drop([g.table])
             try:
                 for k, p in enumerate(g.members):  # each file's events as a chunk of its own
-                    p.split.chunks = [f"{g.joined.path[:-len('.json')]}.{k}.json"]
-                    g.joined.extract(k, p.split.chunks[0])
+                    part, i = g.part_of(k)
+                    p.split.chunks = [f"{part.joined.path[:-len('.json')]}.{i}.json"]
+                    part.joined.extract(i, p.split.chunks[0])
             except OSError as e:
-                raise _temp_space_error(e, os.path.dirname(g.joined.path), first.path) from None
+                raise _temp_space_error(e, os.path.dirname(g.parts[0].joined.path), first.path) from None
             finally:
-                os.remove(g.joined.path)
+                for part in g.parts:
+                    os.remove(part.joined.path)
             for p in g.members:
                 p.group = None
                 p.tables = [f"{p.name}_0"]
                 p.futures = [stager.submit(p.tables[0], p.split.chunks[0])]
             return
-        os.remove(g.joined.path)  # parsed: the file is not needed any more
+        for part in g.parts:  # parsed: the files are not needed any more
+            os.remove(part.joined.path)
         starts, srcs = staged
         con = self.con.cursor()
         try:

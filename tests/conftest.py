@@ -193,9 +193,9 @@ def group_sizes(monkeypatch) -> list:
     sizes = []
     real = load._ChunkStager.submit_group
 
-    def submit_group(self, table, joined):
+    def submit_group(self, table, joined, part=0):
         sizes.append(len(joined.ranges))
-        return real(self, table, joined)
+        return real(self, table, joined, part)
     monkeypatch.setattr(load._ChunkStager, "submit_group", submit_group)
     return sizes
 

@@ -56,19 +56,24 @@ def mixed(tmp_path):
 def _together(monkeypatch) -> dict:
     """Per group the stager parsed (its table's name, dp_stage.grp_N_t),
     whether its files were parsed together (True) or must be staged again
-    file by file (False)."""
+    file by file (False): a part failed to parse, or the group's check
+    (markers, exact timestamps) failed."""
     out = {}
-    real = load._ChunkStager._stage_group
+    real_stage, real_check = load._ChunkStager._stage_group, load._ChunkStager.check_group
 
-    def stage_group(self, table, joined):
+    def stage_group(self, table, joined, part=0):
         try:
-            staged = real(self, table, joined)
+            return real_stage(self, table, joined, part)
         except Exception:
             out[table] = False
             raise
-        out[table] = staged is not None
+
+    def check_group(self, g):
+        staged = real_check(self, g)
+        out[g.table] = staged is not None
         return staged
     monkeypatch.setattr(load._ChunkStager, "_stage_group", stage_group)
+    monkeypatch.setattr(load._ChunkStager, "check_group", check_group)
     return out
 
 
@@ -106,30 +111,55 @@ def test_grouped_load_equals_one_by_one(monkeypatch, mixed):
         assert grouped[k] == single[k], k
 
 
-def test_grouped_load_equals_one_by_one_quick(monkeypatch, tmp_path):
-    """Two groups (GROUP_FILES = 3): three files parsed together, and a group
-    with a file that needs sanitising (a raw control character, invalid
-    UTF-8), whose parse fails: its files are parsed again one by one. Batches
-    of two files insert a group in two parts."""
-    monkeypatch.setattr(load, "GROUP_FILES", 3)
-    monkeypatch.setattr(load, "BATCH_FILES", 2)
+def _odd_job(tmp_path) -> list:
+    """Two small copies of a trace, a corpus trace, a with_stack trace (.gz),
+    and a file that needs sanitising (a raw control character, invalid
+    UTF-8: its group's parse fails) last."""
     files = [str(f) for f in _bad_copies(tmp_path, n=2)] + [str(corpus_path("backward_thread_minimal.json"))]
     stack = tmp_path / "stack.json.gz"
     synth.generate(str(stack), events=400, seed=1, stack=2)
     odd = tmp_path / "odd_names.json"
     odd.write_bytes((HANDMADE / "nesting3.json").read_bytes().replace(b'"name": "', b'"name": "ctl\x01\xff', 1))
     assert b"ctl\x01\xff" in odd.read_bytes()
-    files += [str(stack), str(odd)]
-    together = _together(monkeypatch)
-    grouped, single, groups = _grouped_and_alone(monkeypatch, files)
-    assert groups == [3, 2]
-    # the odd file's group parsed again file by file
-    assert together == {"dp_stage.grp_0_t": True, "dp_stage.grp_1_t": False}
+    return files + [str(stack), str(odd)]
+
+
+def _same_rows(grouped, single):
     assert len(grouped["events"]) > 400
     assert sum(any(str(v).startswith("ctl\x01\ufffd") for v in r) for r in grouped["events"]) == 1
     assert grouped["notes"][-1] == single["notes"][-1] and "invalid UTF-8" in " ".join(grouped["notes"][-1])
     for k in list(TABLES) + ["notes"]:
         assert grouped[k] == single[k], k
+
+
+def test_grouped_load_equals_one_by_one_quick(monkeypatch, tmp_path):
+    """Two groups of at most a batch (BATCH_FILES = 3) in parts of at most two
+    files (GROUP_FILES = 2): three files parsed in two parts into one table,
+    and a group whose part holds a file that needs sanitising, whose parse
+    fails: its files are parsed again one by one."""
+    monkeypatch.setattr(load, "GROUP_FILES", 2)
+    monkeypatch.setattr(load, "BATCH_FILES", 3)
+    files = _odd_job(tmp_path)
+    together = _together(monkeypatch)
+    grouped, single, groups = _grouped_and_alone(monkeypatch, files)
+    assert groups == [2, 1, 2]
+    # the odd file's group parsed again file by file
+    assert together == {"dp_stage.grp_0_t": True, "dp_stage.grp_1_t": False}
+    _same_rows(grouped, single)
+
+
+def test_a_group_whose_last_part_fails_is_staged_file_by_file(monkeypatch, tmp_path):
+    """One group of five files in parts of two (GROUP_FILES = 2): the third
+    part, the odd file alone, fails to parse after the first two have filled
+    the group's table: the table is dropped and every file of the group is
+    taken out of its part's file and staged again alone."""
+    monkeypatch.setattr(load, "GROUP_FILES", 2)
+    files = _odd_job(tmp_path)
+    together = _together(monkeypatch)
+    grouped, single, groups = _grouped_and_alone(monkeypatch, files)
+    assert groups == [2, 2, 1]
+    assert together == {"dp_stage.grp_0_t": False}
+    _same_rows(grouped, single)
 
 
 def test_group_with_files_without_events_equals_one_by_one(monkeypatch, tmp_path):
@@ -310,6 +340,58 @@ def test_a_group_is_not_cut_between_batches_by_their_bytes(monkeypatch, tmp_path
     grouped, single, groups = _grouped_and_alone(monkeypatch, files)
     assert groups == [3, 2]
     assert inserts[:2] == [[("dp_stage.grp_0", [0, 1, 2])], [("dp_stage.grp_1", [0, 1])]]
+    for k in TABLES:
+        assert grouped[k] == single[k], k
+
+
+def test_a_group_of_several_parts_is_one_relation_of_its_batch(monkeypatch, tmp_path):
+    """The parts of a group (GROUP_FILES = 2: five ranks in parts of 2, 2
+    and 1, parsed side by side) fill one staged table, which the batch's
+    insert (and nesting, into a file) read as one relation: DuckDB inserts a UNION ALL of
+    several tables table by table, appending each thread's share of a small
+    one twice (benchmarks/README.md, ranks12). The same rows as one load call
+    per file."""
+    files = _five_ranks(tmp_path)
+    monkeypatch.setattr(load, "GROUP_FILES", 2)
+    inserts = []
+    real = sqlfiles.render
+
+    def render(name, **kw):
+        if name in ("load/insert_events.sql", "load/nesting.sql") and kw["raws"] is not None:
+            inserts.append((name, [(raw.get("view"), raw.get("positions")) for raw in kw["raws"]]))
+        return real(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", render)
+    grouped, single, groups = _grouped_and_alone(monkeypatch, files)
+    assert groups == [2, 2, 1]
+    # (in memory the nesting is left to first use: of the stored events)
+    # (then the five files loaded one by one: a relation each)
+    assert inserts[0] == ("load/insert_events.sql", [("dp_stage.grp_0", [0, 1, 2, 3, 4])])
+    assert len(inserts) == 1 + 5
+    for k in TABLES:
+        assert grouped[k] == single[k], k
+
+
+def test_groups_are_even_and_each_is_a_batch(monkeypatch, tmp_path):
+    """Eight files of one size, a grouped batch of five: two groups of four
+    (as many equal groups as the files' bytes make batches, rather than five
+    and three), and the second group starts a batch of its own though its
+    first file would fit in the first's: a batch reads one staged table."""
+    files = [str(f) for f in _bad_copies(tmp_path, n=8)]
+    size = len(open(files[0], "rb").read())
+    assert all(len(open(f, "rb").read()) == size for f in files)
+    monkeypatch.setattr(load, "GROUPED_BATCH", 1)
+    monkeypatch.setattr(load, "BATCH_BYTES", 5 * size)
+    inserts = []
+    real = sqlfiles.render
+
+    def render(name, **kw):
+        if name == "load/insert_events.sql":
+            inserts.append([(raw.get("view"), raw.get("positions")) for raw in kw["raws"]])
+        return real(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", render)
+    grouped, single, groups = _grouped_and_alone(monkeypatch, files)
+    assert groups == [4, 4]
+    assert inserts[:2] == [[("dp_stage.grp_0", [0, 1, 2, 3])], [("dp_stage.grp_1", [0, 1, 2, 3])]]
     for k in TABLES:
         assert grouped[k] == single[k], k
 

@@ -4,15 +4,20 @@
 -- of several small traces concatenated into one chunk, a marker event between
 -- two traces (load._ChunkStager._stage_group; one file costs DuckDB's reader
 -- ~2 ms less a trace than one file per trace), from which
--- stage_group_view.sql tells each event's trace.
--- Template: raw = the table's qualified name; grouped (boolean); exact
+-- stage_group_view.sql tells each event's trace. Grouped, the chunk is one
+-- part of a group and its rows are added to the group's table
+-- (stage_group_table.sql), which the other parts of the group fill too,
+-- maybe at the same time.
+-- Template: raw = the table's qualified name; grouped (boolean); part (grouped:
+-- the chunk's index in its group); exact
 -- (boolean, never with grouped: see below); long_args
 -- (the length in bytes from which args go into args_long); max_object
 -- (DuckDB's maximum_object_size: its parse buffer is twice that, and an
 -- event must fit in the buffer; load._ChunkStager._read).
 -- Parameter: files (VARCHAR[]: one chunk).
 -- Columns: event_id (BIGINT, position in the chunk from 1; grouped: pos, the
--- position in the concatenated chunk, markers included); ph, cat, name, pid,
+-- position in the concatenated chunk, markers included, plus part x 2^32, so
+-- that the positions of the group's parts follow each one another); ph, cat, name, pid,
 -- tid, id (VARCHAR, as written); ts, dur (DOUBLE, microseconds as written);
 -- args (JSON; NULL when long: see args_long), args_long (JSON: args of
 -- STAGED_LONG_ARGS bytes or more, else NULL). Read both through the views
@@ -42,14 +47,18 @@
 -- limit. In a column of their own the long args share few segments, and
 -- their blocks fill up.
 {% from "load/read_chunk.sql" import read_chunk, exact_ns %}
+{% if grouped -%}
+INSERT INTO {{ raw }} BY NAME
+{%- else -%}
 CREATE OR REPLACE TABLE {{ raw }} AS
+{%- endif %}
 {% if exact -%}
 SELECT * EXCLUDE (txt) REPLACE (txt::DOUBLE AS ts),
        {{ exact_ns('ts', 'txt') }} AS exact_ns
 FROM (
     SELECT ordinality AS event_id, ph, cat, name, pid, tid, ts, ts::VARCHAR AS txt,
 {%- else %}
-SELECT ordinality AS {{ 'pos' if grouped else 'event_id' }},
+SELECT {% if grouped %}ordinality + {{ (part | int) * 4294967296 }} AS pos{% else %}ordinality AS event_id{% endif %},
        ph, cat, name, pid, tid, ts,
 {%- endif %} dur, id,
        CASE WHEN strlen(args) < {{ long_args | int }} THEN args END AS args,

@@ -4,7 +4,8 @@
 -- = its position in its traceEvents, as stage_view.sql gives a single trace.
 -- Template: raw = the view's qualified name; table = the group's staged
 -- table; starts = per segment (the events between two markers, in order) the
--- pos before its first event: 0, then each marker's pos (group_markers.sql);
+-- pos before its first event: per part of the group (stage_events.sql
+-- grouped), part x 2^32, then each of its markers' pos (group_markers.sql);
 -- srcs = per segment the file's index in the group (a file without events
 -- has no segment). Integers the loader read: a view cannot take bound
 -- parameters. A row's segment is the number of markers at or before its pos,
