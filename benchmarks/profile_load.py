@@ -4,6 +4,7 @@ profile of each, with its costliest operators.
 
     python benchmarks/profile_load.py TRACE --db /tmp/me_prof.duckdb --out /tmp/prof [--top 8]
     python benchmarks/profile_load.py TRACE --out /tmp/prof     # into memory, as `duckprof query TRACE`
+    python benchmarks/profile_load.py TRACE --db F --out /tmp/prof --cli   # as `duckprof load TRACE --db F`
 
 The database file is replaced. Statements on the stagers' cursors (the
 parses of the chunks, which run beside the split) are not wrapped: the
@@ -68,6 +69,9 @@ def main() -> None:
     ap.add_argument("--db", default=None, help="the database file (default: in memory)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--top", type=int, default=8, help="statements whose operators are listed")
+    ap.add_argument("--cli", action="store_true",
+                    help="load as `duckprof load TRACE --db DB` does (session.load_into: its own connection, "
+                         "its memory settings) instead of through a Session on the file")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     stats: list = []
@@ -80,8 +84,14 @@ def main() -> None:
     if a.db and os.path.exists(a.db):
         os.remove(a.db)
     c0, w0 = cpu(), time.perf_counter()
-    with duckprof.connect(a.db) as s:
-        s.load([a.trace], run="profile")
+    if a.cli:
+        if not a.db:
+            ap.error("--cli needs --db")
+        from duckprof.session import load_into
+        load_into(a.db, [a.trace], run="profile")
+    else:
+        with duckprof.connect(a.db) as s:
+            s.load([a.trace], run="profile")
     print(f"total: {cpu() - c0:.2f} CPU-s, {time.perf_counter() - w0:.2f} s wall; "
           f"statements: {sum(x[1] for x in stats):.2f} CPU-s")
     kinds: dict = {}
