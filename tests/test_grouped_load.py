@@ -317,6 +317,20 @@ def _renders(monkeypatch) -> list:
     return rendered
 
 
+def _relations(monkeypatch, names=("load/insert_events.sql",)) -> list:
+    """From now on, per rendering of a batch statement in `names` (of its
+    staged events): (name, [(view, positions) of each relation it reads])."""
+    read = []
+    real = sqlfiles.render
+
+    def render(name, **kw):
+        if name in names and kw.get("raws") is not None:
+            read.append((name, [(raw.get("view"), raw.get("positions")) for raw in kw["raws"]]))
+        return real(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", render)
+    return read
+
+
 def test_a_group_is_not_cut_between_batches_by_their_bytes(monkeypatch, tmp_path):
     """A batch of grouped files ends at the end of a group even past its
     byte cap (BATCH_BYTES x GROUPED_BATCH): the nesting and the insert of a
@@ -329,17 +343,10 @@ def test_a_group_is_not_cut_between_batches_by_their_bytes(monkeypatch, tmp_path
     monkeypatch.setattr(load, "GROUP_FILES", 3)
     monkeypatch.setattr(load, "GROUPED_BATCH", 1)
     monkeypatch.setattr(load, "BATCH_BYTES", 2 * size)
-    inserts = []
-    real = sqlfiles.render
-
-    def render(name, **kw):
-        if name == "load/insert_events.sql":
-            inserts.append([(raw.get("view"), raw.get("positions")) for raw in kw["raws"]])
-        return real(name, **kw)
-    monkeypatch.setattr(sqlfiles, "render", render)
+    inserts = _relations(monkeypatch)
     grouped, single, groups = _grouped_and_alone(monkeypatch, files)
     assert groups == [3, 2]
-    assert inserts[:2] == [[("dp_stage.grp_0", [0, 1, 2])], [("dp_stage.grp_1", [0, 1])]]
+    assert [r for _, r in inserts[:2]] == [[("dp_stage.grp_0", [0, 1, 2])], [("dp_stage.grp_1", [0, 1])]]
     for k in TABLES:
         assert grouped[k] == single[k], k
 
@@ -353,14 +360,7 @@ def test_a_group_of_several_parts_is_one_relation_of_its_batch(monkeypatch, tmp_
     per file."""
     files = _five_ranks(tmp_path)
     monkeypatch.setattr(load, "GROUP_FILES", 2)
-    inserts = []
-    real = sqlfiles.render
-
-    def render(name, **kw):
-        if name in ("load/insert_events.sql", "load/nesting.sql") and kw["raws"] is not None:
-            inserts.append((name, [(raw.get("view"), raw.get("positions")) for raw in kw["raws"]]))
-        return real(name, **kw)
-    monkeypatch.setattr(sqlfiles, "render", render)
+    inserts = _relations(monkeypatch, ("load/insert_events.sql", "load/nesting.sql"))
     grouped, single, groups = _grouped_and_alone(monkeypatch, files)
     assert groups == [2, 2, 1]
     # (in memory the nesting is left to first use: of the stored events)
@@ -381,17 +381,10 @@ def test_groups_are_even_and_each_is_a_batch(monkeypatch, tmp_path):
     assert all(len(open(f, "rb").read()) == size for f in files)
     monkeypatch.setattr(load, "GROUPED_BATCH", 1)
     monkeypatch.setattr(load, "BATCH_BYTES", 5 * size)
-    inserts = []
-    real = sqlfiles.render
-
-    def render(name, **kw):
-        if name == "load/insert_events.sql":
-            inserts.append([(raw.get("view"), raw.get("positions")) for raw in kw["raws"]])
-        return real(name, **kw)
-    monkeypatch.setattr(sqlfiles, "render", render)
+    inserts = _relations(monkeypatch)
     grouped, single, groups = _grouped_and_alone(monkeypatch, files)
     assert groups == [4, 4]
-    assert inserts[:2] == [[("dp_stage.grp_0", [0, 1, 2, 3])], [("dp_stage.grp_1", [0, 1, 2, 3])]]
+    assert [r for _, r in inserts[:2]] == [[("dp_stage.grp_0", [0, 1, 2, 3])], [("dp_stage.grp_1", [0, 1, 2, 3])]]
     for k in TABLES:
         assert grouped[k] == single[k], k
 
