@@ -33,13 +33,12 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))
-from common import CORPUS, DATA_DIR, REPO, shaped_trace  # noqa: E402
+from common import add_trace_args, run_measured, trace_paths  # noqa: E402
 
 COLUMNS = ("{ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', ts: 'DOUBLE', "
            "dur: 'DOUBLE', id: 'VARCHAR', args: 'JSON'}")
@@ -82,45 +81,15 @@ PROCESS_JSON = ("import json, gzip, sys; p = sys.argv[1]; "
 PROCESS_READ = "import duckdb, sys; duckdb.connect().execute(%r, {'f': [sys.argv[1]]})" % READ
 
 
-def env():
-    e = dict(os.environ)
-    e.pop("PYTHONDONTWRITEBYTECODE", None)
-    e["PYTHONPYCACHEPREFIX"] = os.path.join("/tmp/duckprof-pyc", REPO.strip("/").replace("/", "_"))
-    e["PYTHONPATH"] = REPO
-    return e
-
-
-def run(cmd):
-    """(CPU-s of the child from wait4, its RESULT or None)."""
-    p = subprocess.Popen(cmd, cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out = p.stdout.read()
-    err = p.stderr.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    p.stdout.close()
-    p.stderr.close()
-    if status:
-        raise SystemExit(f"{' '.join(cmd[:4])} failed: {err.decode()[-600:]}")
-    res = None
-    for line in out.decode().splitlines():
-        if line.startswith("RESULT "):
-            res = json.loads(line[7:])
-    return ru.ru_utime + ru.ru_stime, res
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("paths", nargs="*")
-    ap.add_argument("--corpus", action="store_true")
-    ap.add_argument("--shapes", default="")
-    ap.add_argument("--data-dir", default=DATA_DIR)
+    add_trace_args(ap)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json-out", default=None)
     a = ap.parse_args(argv)
     from duckprof.split import split_trace
     py = sys.executable
-    paths = list(a.paths) + [shaped_trace(s, a.data_dir) for s in a.shapes.split(",") if s]
-    if a.corpus:
-        paths += sorted(os.path.join(CORPUS, f) for f in os.listdir(CORPUS) if f.endswith((".json", ".json.gz")))
+    paths = trace_paths(a)
     tmp = tempfile.mkdtemp(prefix="duckprof-floor-")
     chunks = {}
     for p in paths:  # the events as one JSON array, cut once, untimed
@@ -135,13 +104,13 @@ def main(argv=None):
         jobs.append(((p, "process json"), [py, "-c", PROCESS_JSON, p]))
         jobs.append(((p, "process read_json"), [py, "-c", PROCESS_READ, chunks[p]]))
     for _, cmd in jobs:
-        run(cmd)
+        run_measured(cmd)
     got = {k: [] for k, _ in jobs}
     notes = {}
     load0, t0 = open("/proc/loadavg").read().split()[0], time.strftime("%H:%M", time.gmtime())
     for _ in range(a.repeat):
         for k, cmd in jobs:
-            cpu, res = run(cmd)
+            cpu, _, res = run_measured(cmd)
             got[k].append(res[0] if res else cpu)
             if res and res[1]:
                 notes[k] = res[1]

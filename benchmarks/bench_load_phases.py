@@ -44,7 +44,7 @@ import subprocess
 import sys
 import textwrap
 
-from common import CORPUS, DATA_DIR, REPO, joined_ranks, shaped_trace
+from common import REPO, add_trace_args, joined_ranks, trace_paths
 
 DERIVED = ["derived_launches", "derived_kernel_estimates", "derived_memory_events", "derived_call_totals"]
 PHASES = ["split", "parse+validate", "exact_ts", "nesting", "insert", "estimates", "trace_facts", "derived", *DERIVED,
@@ -195,10 +195,7 @@ def json_bytes(path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("paths", nargs="*")
-    ap.add_argument("--corpus", action="store_true", help="every trace of $DUCKPROF_CORPUS (../shared/traces)")
-    ap.add_argument("--shapes", default="", help="SHAPE:SIZE,... real-shaped traces (see benchmarks/common.py)")
-    ap.add_argument("--data-dir", default=DATA_DIR)
+    add_trace_args(ap)
     ap.add_argument("--before", default=None,
                     help="another duckprof checkout (e.g. `git archive main | tar -x -C DIR`): its load is "
                          "measured too, as tool 'before', in the same rounds")
@@ -212,9 +209,7 @@ def main(argv=None):
                     help="print DuckDB's JSON profile of the slowest statements (one duckprof run)")
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args(argv)
-    paths = list(args.paths) + [shaped_trace(spec, args.data_dir) for spec in args.shapes.split(",") if spec]
-    if args.corpus:
-        paths += sorted(os.path.join(CORPUS, f) for f in os.listdir(CORPUS) if f.endswith((".json", ".json.gz")))
+    paths = trace_paths(args)
     if args.joined:
         paths = [q for p in paths for q in ([p, joined_ranks(p, args.data_dir)] if os.path.isdir(p) else [p])]
     tools = args.tools.split(",")

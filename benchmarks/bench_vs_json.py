@@ -25,12 +25,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))
-from common import CORPUS, DATA_DIR, REPO, shaped_trace  # noqa: E402
+from common import REPO, add_trace_args, run_measured, trace_paths  # noqa: E402
 
 COUNT = "select count(*) from events"
 
@@ -59,39 +58,9 @@ PROCESS_JSON = ("import json, gzip, sys; p = sys.argv[1]; "
                 "json.load(gzip.open(p, 'rb') if p.endswith('.gz') else open(p, 'rb'))")
 
 
-def env_for(tree):
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = os.path.join("/tmp/duckprof-pyc", os.path.abspath(tree).strip("/").replace("/", "_"))
-    env["PYTHONPATH"] = os.path.abspath(tree)
-    return env
-
-
-def run_wait4(cmd, tree):
-    t = time.perf_counter()
-    p = subprocess.Popen(cmd, cwd=tree, env=env_for(tree), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out = p.stdout.read()
-    err = p.stderr.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    p.returncode = status
-    wall = time.perf_counter() - t
-    p.stdout.close()
-    p.stderr.close()
-    if status:
-        raise SystemExit(f"{' '.join(cmd)} in {tree} failed: {err.decode()[-800:]}")
-    result = None
-    for line in out.decode().splitlines():
-        if line.startswith("RESULT "):
-            result = json.loads(line[7:])
-    return ru.ru_utime + ru.ru_stime, wall, result
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("paths", nargs="*")
-    ap.add_argument("--corpus", action="store_true", help="every trace of $DUCKPROF_CORPUS (../shared/traces)")
-    ap.add_argument("--shapes", default="", help="SHAPE:SIZE,... (benchmarks/common.py shaped_trace)")
-    ap.add_argument("--data-dir", default=DATA_DIR)
+    add_trace_args(ap)
     ap.add_argument("--tree", default=REPO, help="comma-separated duckprof checkouts (PYTHONPATH)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--modes", default="inproc,process")
@@ -100,9 +69,7 @@ def main(argv=None):
     py = sys.executable
     trees = [os.path.abspath(t.strip()) for t in a.tree.split(",") if t.strip()]
     modes = a.modes.split(",")
-    paths = list(a.paths) + [shaped_trace(s, a.data_dir) for s in a.shapes.split(",") if s]
-    if a.corpus:
-        paths += sorted(os.path.join(CORPUS, f) for f in os.listdir(CORPUS) if f.endswith((".json", ".json.gz")))
+    paths = trace_paths(a)
     jobs = []  # (key, cmd, tree)
     for path in paths:
         for mode in modes:
@@ -115,7 +82,7 @@ def main(argv=None):
                 for t in trees:
                     jobs.append(((path, mode, t), [py, "-m", "duckprof", "query", COUNT, path], t))
     for _, cmd, t in jobs:  # one uncounted round: bytecode, page cache
-        run_wait4(cmd, t)
+        run_measured(cmd, t)
     got = {k: [] for k, _, _ in jobs}
     load0 = open("/proc/loadavg").read().split()[0]
     started = time.strftime("%H:%M", time.gmtime())
@@ -124,7 +91,7 @@ def main(argv=None):
             for k, cmd, t in jobs:
                 if k[0] != path:
                     continue
-                cpu, wall, res = run_wait4(cmd, t)
+                cpu, wall, res = run_measured(cmd, t)
                 # in process: the timed part's CPU and wall (the child's own clocks)
                 got[k].append((res[0], res[1]) if k[1] == "inproc" else (cpu, wall))
     load1 = open("/proc/loadavg").read().split()[0]

@@ -10,6 +10,7 @@ DUCKPROF_REFERENCE_PYTHON: an interpreter with the reference tools installed
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -199,3 +200,55 @@ def run_once(args, repo: str = REPO) -> tuple[float, float]:
     if r.returncode != 0:
         raise RuntimeError(f"duckprof {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()[:300]}")
     return dt, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def add_trace_args(ap):
+    """The trace inputs of a per-trace benchmark: paths, --corpus, --shapes,
+    --data-dir (trace_paths turns them into files)."""
+    ap.add_argument("paths", nargs="*")
+    ap.add_argument("--corpus", action="store_true", help="every trace of $DUCKPROF_CORPUS (../shared/traces)")
+    ap.add_argument("--shapes", default="",
+                    help="SHAPE:SIZE,... real-shaped traces, generated once (shaped_trace)")
+    ap.add_argument("--data-dir", default=DATA_DIR)
+
+
+def trace_paths(args) -> list:
+    """The files named by add_trace_args' arguments: the paths, the shaped
+    traces, then every corpus trace."""
+    paths = list(args.paths) + [shaped_trace(spec, args.data_dir) for spec in args.shapes.split(",") if spec]
+    if args.corpus:
+        paths += sorted(os.path.join(CORPUS, f) for f in os.listdir(CORPUS) if f.endswith((".json", ".json.gz")))
+    return paths
+
+
+def child_env(tree: str = REPO) -> dict:
+    """The environment of a child Python running the duckprof of `tree`:
+    its own bytecode cache per checkout (checkouts of one code would share
+    .pyc files otherwise)."""
+    tree = os.path.abspath(tree)
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = os.path.join("/tmp/duckprof-pyc", tree.strip("/").replace("/", "_"))
+    env["PYTHONPATH"] = tree
+    return env
+
+
+def run_measured(cmd, tree: str = REPO):
+    """Run cmd in `tree` (child_env): (its CPU-s from wait4, wall s, the JSON
+    of its stdout's line 'RESULT ...' or None). A failing child stops the
+    benchmark with the end of its stderr."""
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, cwd=tree, env=child_env(tree), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = p.stdout.read()
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    p.stdout.close()
+    p.stderr.close()
+    if status:
+        raise SystemExit(f"{' '.join(cmd[:4])} in {tree} failed: {err.decode()[-800:]}")
+    result = None
+    for line in out.decode().splitlines():
+        if line.startswith("RESULT "):
+            result = json.loads(line[7:])
+    return ru.ru_utime + ru.ru_stime, wall, result
