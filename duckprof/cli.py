@@ -326,8 +326,12 @@ def demo(events: int = typer.Option(20000, "--events", "-n", help="size of the b
         with Session(None) as s:
             rep = s.load([path], run="demo")
             typer.echo(rep.summary().replace(path, "built-in sample"))
+            import textwrap
+            width = render.terminal_width()
             for title, sql in DEMO_QUERIES:
-                typer.echo(f"\n== {title}\n-- {' '.join(sql.split())}")
+                # the query as SQL comment lines that fit the terminal
+                shown = textwrap.wrap(" ".join(sql.split()), max(40, width - 3), break_long_words=False)
+                typer.echo(f"\n== {title}\n" + "\n".join(f"-- {line}" for line in shown))
                 render.emit(s.sql(sql), "table", None, name_width=70)
     typer.echo("\nNext: duckprof load YOUR_TRACES --db runs.duckdb --run NAME; "
                "duckprof query \"...\" --db runs.duckdb; duckprof schema")

@@ -330,3 +330,22 @@ def test_traces_and_db_together_are_refused(cli_app, base_db):
         r = invoke(cli_app, *args)
         assert r.exit_code == 2, args
         assert_one_line_error(r.stderr, ["give trace files or --db, not both", f"duckprof load TRACES --db {db}"])
+
+
+def test_demo_fits_the_terminal(cli_app, monkeypatch):
+    """`duckprof demo` (the README's first command) prints each query as SQL
+    comment lines that fit the terminal (one line of up to 143 characters
+    before), and every line fits 120 columns; the comment lines read back as
+    the query."""
+    from duckprof.cli import DEMO_QUERIES
+    for columns in (120, 80):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        r = invoke(cli_app, "demo", "--events", "2000")
+        assert r.exit_code == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert max(len(line) for line in lines) <= 120
+        comments = [line for line in lines if line.startswith("-- ")]
+        assert max(len(line) for line in comments) <= columns
+        shown = " ".join(line[3:] for line in comments)
+        assert shown == " ".join(" ".join(sql.split()) for _, sql in DEMO_QUERIES)
+    assert len(comments) > len(DEMO_QUERIES)  # at 80 columns some query takes two lines
