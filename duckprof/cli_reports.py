@@ -70,8 +70,10 @@ def report_command(report: reports.Report, after=None):
         finally:
             progress.done()
         sys.stdout.flush()  # the table before the notes, also when both go to one pipe
+        width = render.terminal_width() if sys.stderr.isatty() else None
         for n in res.notes:
-            typer.echo(f"note: {n}", err=True)
+            for line in render.note_lines(n, width):
+                typer.echo(line, err=True)
         if res.exit_code:  # e.g. patterns --fail-on: findings at that severity
             raise typer.Exit(res.exit_code)
 

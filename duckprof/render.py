@@ -198,6 +198,19 @@ def terminal_width() -> int:
     return shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
 
 
+def note_lines(note: str, width: int | None) -> list[str]:
+    """A report's note as printed: one line 'note: ...' (a pipe, a log, a
+    grep keep one line a note), or, for a terminal of `width` columns,
+    wrapped at word boundaries with the continuation lines indented under
+    its text (a note can run to 400 characters: long kernel names, how an
+    estimate was made)."""
+    if not width:
+        return [f"note: {note}"]
+    import textwrap
+    return textwrap.wrap(note, max(40, width), initial_indent="note: ", subsequent_indent="      ",
+                         break_long_words=False, break_on_hyphens=False) or ["note:"]
+
+
 def _si(v: float, unit: str, base: float = 1000.0) -> str:
     for prefix in ("", "k", "M", "G", "T", "P", "E"):
         if abs(v) < base or prefix == "E":

@@ -8,14 +8,17 @@ import csv
 import gzip
 import io
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import duckdb
 import pytest
 
 import duckprof
 from conftest import (HANDMADE, CORPUS, assert_error_block, assert_one_line_error, cli_app, corpus_files, invoke,  # noqa: F401
-                      rows, run_cli, scalar, slow_when)
+                      REPO, rows, run_cli, scalar, slow_when)
 from duckprof.load import expand_paths, rank_of
 
 NESTING3 = HANDMADE / "nesting3.json"
@@ -349,3 +352,52 @@ def test_demo_fits_the_terminal(cli_app, monkeypatch):
         shown = " ".join(line[3:] for line in comments)
         assert shown == " ".join(" ".join(sql.split()) for _, sql in DEMO_QUERIES)
     assert len(comments) > len(DEMO_QUERIES)  # at 80 columns some query takes two lines
+
+
+def test_a_note_wraps_only_on_a_terminal():
+    """A report's note is one line 'note: ...' on a pipe (what grep and logs
+    read), and on a terminal wrapped at its width at word boundaries, the
+    continuation lines indented under the text (notes run to ~400
+    characters)."""
+    from duckprof.render import note_lines
+    note = "no_launches.json: no launch call in this trace matches its device activity (correlation), so no queue depth"
+    assert note_lines(note, None) == [f"note: {note}"]
+    assert note_lines(note, 50) == ["note: no_launches.json: no launch call in this",
+                                    "      trace matches its device activity",
+                                    "      (correlation), so no queue depth"]
+    long_name = "x" * 70  # a word longer than the width stays whole
+    assert note_lines(f"{long_name} is slow", 50) == [f"note: {long_name}", "      is slow"]
+
+
+def test_report_notes_on_a_terminal_fit_it(tmp_path):
+    """The real process with its stderr on a pseudo-terminal of 50 columns
+    (COLUMNS): the note comes wrapped, every line within 50, and the same
+    words as the one line it prints to a pipe."""
+    import pty
+    trace = REPO / "fixtures" / "gpu_time" / "no_launches.json"
+    piped = run_cli("report", "queue", trace)
+    assert piped.returncode == 0, piped.stderr
+    one = [line for line in piped.stderr.splitlines() if line.startswith("note: ")]
+    assert len(one) == 1 and len(one[0]) > 50
+    main, child = pty.openpty()
+    env = dict(os.environ, COLUMNS="50", PYTHONPATH=str(REPO))
+    code = "import sys; from duckprof.cli import main; sys.argv[0] = 'duckprof'; main()"
+    p = subprocess.run([sys.executable, "-c", code, "report", "queue", str(trace)], stdout=subprocess.PIPE,
+                       stderr=child, env=env, timeout=120)
+    os.close(child)
+    got = b""
+    while True:
+        try:
+            data = os.read(main, 4096)
+        except OSError:  # the terminal's other end is closed: all is read
+            break
+        if not data:
+            break
+        got += data
+    os.close(main)
+    assert p.returncode == 0
+    lines = [line for line in got.decode().replace("\r", "").splitlines() if line.strip()]
+    assert lines[0].startswith("note: ") and len(lines) >= 3
+    assert all(len(line) <= 50 for line in lines)
+    assert all(line.startswith("      ") for line in lines[1:])
+    assert " ".join(line.strip() for line in lines) == one[0]
