@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from . import render, reports
+from . import render, reports, sqlfiles
 from .cli_common import (DbOpt, FormatOpt, LakeOpt, NameWidthOpt, OutputOpt, Progress, QuietOpt, TracesArg, WaitOpt,
                          WideOpt, check_format, friendly_errors, open_data)
 
@@ -147,6 +147,8 @@ def diff_command(
         summary: bool = typer.Option(True, "--summary/--no-summary", help="print the summary block"),
         fmt: str = FormatOpt, output: Optional[str] = OutputOpt,
         name_width: int = typer.Option(80, "--name-width", help="truncate long names in table/markdown"),
+        wide: bool = typer.Option(False, "--wide", help="every column in the table, names in full (default: "
+                                  "the table fits the terminal)"),
         salvage: bool = typer.Option(False, "--salvage", help="load the complete events of a truncated trace"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress line")):
     """What changed between two traces or two runs: per kernel, operator, category or device.
@@ -186,7 +188,10 @@ def diff_command(
             if summary:
                 _echo_summary_stderr(res)
         else:
-            table = render.to_text(cols, rows, fmt, name_width=width)
+            # for people, as a report's table: units in the cells, fits the terminal
+            shown = [tuple(_whole(v) for v in r) for r in rows]  # per-step counts: 5, not 5.000
+            table = render.report_table(cols, shown, sqlfiles.parse_header("reports/diff.sql").columns, fmt=fmt,
+                                        wide=wide, name_width=width, width=render.terminal_width())
             if not rows:
                 table = (f"(no rows: {_EMPTY[res.by]})" if not res.options.get("statuses")
                          else "(no rows with status " + ", ".join(res.options["statuses"]) + ")") + "\n"

@@ -345,7 +345,8 @@ def test_cli_table_and_markdown():
     assert "per-step averages" in text and "A: " in text and "NVIDIA A100-SXM4-80GB" in text
     assert "| metric" in text and "| name" in text
     body = text[text.index("| name"):].strip().splitlines()
-    assert len(body) == 4  # header, rule, 2 rows
+    assert len(body) == 5  # header, rule, 2 rows, as a report's markdown: the footer naming the --wide columns
+    assert body[-1] == "(3 more column(s) with --wide: delta_count, a_mean_us, b_mean_us)"
     r = CliRunner().invoke(app, ["diff", A, B, "--status", "slower"])
     assert r.exit_code == 0 and "gemm_kernel" in r.stdout and "old_kernel" not in r.stdout
 
@@ -477,3 +478,26 @@ def test_corpus_files_route_tiny():
     # the one change: a CUDAFunctor_add<int> kernel of base is missing from test
     changed = {n: r["delta_count"] for n, r in rows.items() if r["delta_count"]}
     assert list(changed.values()) == [-1] and "CUDAFunctor_add<int>" in next(iter(changed))
+
+
+def test_cli_table_reads_as_a_report(monkeypatch):
+    """The terminal table is drawn as a report's: times with their unit in the
+    cell, delta % in the heading, whole per-step counts without decimals, the
+    mean and delta-count columns only with --wide (the footer names them), and
+    it fits 120 columns (212 before, with cells like 15,587.386 and 5.000)."""
+    monkeypatch.setenv("COLUMNS", "120")
+    r = CliRunner().invoke(app, ["diff", A, B, "--no-summary"])
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 120
+    assert lines[0].split() == ["name", "a", "count", "b", "count", "a", "total", "b", "total", "delta", "total",
+                                "delta", "status"]
+    row = {line.split()[0]: line.split()[1:] for line in lines[2:] if line.strip()}
+    assert row["gemm_kernel"] == ["2", "2", "200", "µs", "220", "µs", "20.0", "µs", "10.0%", "slower"]
+    assert row["old_kernel"] == ["0.500", "25.0", "µs", "-25.0", "µs", "-100.0%", "removed"]
+    assert lines[-1] == "(3 more column(s) with --wide: delta_count, a_mean_us, b_mean_us)"
+    r = CliRunner().invoke(app, ["diff", A, B, "--no-summary", "--wide"])
+    assert r.exit_code == 0, r.stderr
+    gemm = next(line for line in r.stdout.splitlines() if line.startswith("gemm_kernel")).split()
+    assert gemm == ["gemm_kernel", "2", "2", "0", "200", "µs", "220", "µs", "20.0", "µs", "10.0%", "100", "µs",
+                    "110", "µs", "slower"]

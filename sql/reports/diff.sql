@@ -40,13 +40,13 @@
 -- input_dims      VARCHAR  (only with --group-by-input-shape) the op's 'Input Dims' as JSON text
 -- a_count         BIGINT   calls / executions in A (DOUBLE with per_step; NULL: absent in A)
 -- b_count         BIGINT   same in B
--- delta_count     BIGINT   b_count - a_count (absent side counts as 0)
+-- delta_count     BIGINT   [wide] b_count - a_count (absent side counts as 0)
 -- a_total_us      DOUBLE   total time in A, us (op level: CPU time; others: device time)
 -- b_total_us      DOUBLE   total time in B, us
 -- delta_total_us  DOUBLE   b_total_us - a_total_us, us (absent side counts as 0)
 -- delta_pct       DOUBLE   100 * delta_total_us / a_total_us; NULL when A's total is 0 or absent
--- a_mean_us       DOUBLE   mean time per call in A, us
--- b_mean_us       DOUBLE   mean time per call in B, us
+-- a_mean_us       DOUBLE   [wide] mean time per call in A, us
+-- b_mean_us       DOUBLE   [wide] mean time per call in B, us
 -- status          VARCHAR  'added' (only in B), 'removed' (only in A), 'slower' / 'faster'
 --                          (|delta_total_us| >= min_delta_us and, when A's total > 0,
 --                          |delta_pct| >= threshold_pct), else 'unchanged'
