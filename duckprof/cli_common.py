@@ -253,7 +253,8 @@ def open_data(traces=None, db=None, run=None, salvage=False, progress=None, wait
         from .lake import open_lake
         s = open_lake(lake)
         if run is not None:
-            have = [r[0] for r in s.con.execute("SELECT DISTINCT run FROM trace_files ORDER BY 1").fetchall()]
+            # sql(), not con: taking the connection would compute every derived table
+            have = [r[0] for r in s.sql("SELECT DISTINCT run FROM trace_files ORDER BY 1").fetchall()]
             if run not in have:
                 s.close()
                 raise DuckprofError(f"{lake}: no run named {run!r} (runs: {', '.join(have) or 'none'})")

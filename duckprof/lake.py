@@ -240,7 +240,7 @@ def export_lake(session, directory, runs=None, progress=None) -> ExportReport:
 def open_lake(directory):
     """A read-only Session whose tables are views over the lake's Parquet files
     (an in-memory database: nothing is imported), with duckprof's views on top."""
-    from .session import Session, fill_derived
+    from .session import DERIVED, Session
 
     class LakeSession(Session):
         def __init__(self, directory):
@@ -248,20 +248,23 @@ def open_lake(directory):
             self.read_only = True
             self.lake = os.path.abspath(os.fspath(directory))
             read_marker(self.lake)
-            self.con = duckdb.connect(":memory:")
+            self._con = duckdb.connect(":memory:")
             try:
-                self.con.execute("SET enable_progress_bar = false")
-                self.con.execute(sqlfiles.read("schema.sql"))
+                self._con.execute("SET enable_progress_bar = false")
+                self._con.execute(sqlfiles.read("schema.sql"))
                 for table in TABLES:
-                    sql = _reader(self.con, self.lake, table)
+                    sql = _reader(self._con, self.lake, table)
                     if sql is not None:  # a table the lake has no file of stays an empty table
-                        self.con.execute(f"DROP TABLE {table}")
-                        self.con.execute(f"CREATE VIEW {table} AS {sql}")
+                        self._con.execute(f"DROP TABLE {table}")
+                        self._con.execute(f"CREATE VIEW {table} AS {sql}")
                 self._create_views()
-                # the derived tables are not in the lake: computed here, in memory
-                fill_derived(self.con, [r[0] for r in self.con.execute("SELECT trace_id FROM traces").fetchall()])
+                # the derived tables are not in the lake: computed here, in memory, at first use
+                # (Session.DEFERRED: a statement fills those it reads), as after a load into memory;
+                # the nesting, estimates and trace facts are the lake's
+                ids = {r[0] for r in self._con.execute("SELECT trace_id FROM traces").fetchall()}
+                self._deferred = {t: set(ids) for t in DERIVED} if ids else {}
             except BaseException:
-                self.con.close()
+                self._con.close()
                 raise
 
     return LakeSession(directory)

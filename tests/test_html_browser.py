@@ -108,6 +108,20 @@ def build(db, tmp, *args) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def pages(db, tmp_path_factory):
+    """run -> the page `duckprof html --db DB --run RUN` wrote, built once per
+    module (the page tests and the sorting test open the same page; the
+    browser changes only its own copy of the document)."""
+    built = {}
+
+    def page(run):
+        if run not in built:
+            built[run] = build(db, tmp_path_factory.mktemp(f"page_{run}"), "--run", run)
+        return built[run]
+    return page
+
+
 def check_loaded(page):
     assert page.requests == [page.url], f"requests beyond the file: {page.requests}"
     assert page.errors == [], page.errors
@@ -119,9 +133,9 @@ def nonzero(row, *cols):
 
 
 @pytest.mark.parametrize("run", list(PAGES))
-def test_page_in_a_browser(browser, cli_app, db, tmp_path, shots, run):
+def test_page_in_a_browser(browser, cli_app, db, pages, shots, run):
     cli = Cli(cli_app, db)
-    path = build(db, tmp_path, "--run", run)
+    path = pages(run)
     page = browser.open(path)
     check_loaded(page)
     page.screenshot(shots / f"{run}.png")
@@ -240,8 +254,8 @@ def test_page_in_a_browser(browser, cli_app, db, tmp_path, shots, run):
         assert [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"] == []
 
 
-def test_sorting_a_table(browser, db, tmp_path):
-    page = browser.open(build(db, tmp_path, "--run", "gpu_training"))
+def test_sorting_a_table(browser, pages):
+    page = browser.open(pages("gpu_training"))
     order = page.eval("""(() => { const t = document.querySelector('#kernels table');
         const th = Array.from(t.tHead.rows[0].cells).find(c => c.dataset.col === 'count');
         const i = th.cellIndex; th.click();

@@ -174,3 +174,28 @@ def test_a_lake_written_at_schema_version_4_opens(tmp_path):
     marker.write_text(json.dumps(dict(meta, schema_version=3)))
     with pytest.raises(duckprof.DuckprofError, match="a lake of schema version 3"):
         lake.open_lake(d)
+
+
+def test_a_lake_computes_a_derived_table_when_a_statement_reads_it(source_db, tmp_path):
+    """The derived tables are not in the lake: opening it computed all four
+    (0.5 s on this lake, in every `query/report --lake` process, the
+    `--run` check taking the connection did too); now a statement computes
+    those it reads, as after a load into memory, with the database's rows."""
+    from duckprof.session import DERIVED
+    d = tmp_path / "lake"
+    with duckprof.connect(source_db, read_only=True) as s:
+        lake.export_lake(s, d)
+        want = {t: s.sql(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in DERIVED}
+        launches = sorted(s.sql("SELECT * EXCLUDE (trace_id) FROM launches").fetchall(), key=repr)
+    assert want["derived_launches"] and want["derived_kernel_estimates"] and want["derived_call_totals"]
+
+    def filled(s):  # past the session, which would fill what the query reads
+        return {t: s._con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in DERIVED}
+    with lake.open_lake(d) as s:
+        assert filled(s) == dict.fromkeys(DERIVED, 0)
+        assert s.sql("SELECT count(*) FROM events").fetchall()[0][0] > 0
+        assert filled(s) == dict.fromkeys(DERIVED, 0)
+        assert sorted(s.sql("SELECT * EXCLUDE (trace_id) FROM launches").fetchall(), key=repr) == launches
+        assert filled(s) == {**dict.fromkeys(DERIVED, 0), "derived_launches": want["derived_launches"]}
+        s.con  # taking the connection computes the rest
+        assert filled(s) == want
