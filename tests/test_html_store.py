@@ -113,13 +113,17 @@ def multi_all_stored_template(multi_stored_template, tmp_path_factory):
     return db
 
 
+def _copy(template, db):
+    """A test's own copy of a template database (its pages store results in it)."""
+    shutil.copyfile(template, db)
+    return db
+
+
 @pytest.fixture
 def single(single_template, tmp_path):
     """two_streams.json as run r: the quick tests' database (a copy of
     single_template of the test's own: pages store their results in it)."""
-    db = tmp_path / "s.duckdb"
-    shutil.copyfile(single_template, db)
-    return db
+    return _copy(single_template, tmp_path / "s.duckdb")
 
 
 @pytest.fixture
@@ -127,27 +131,21 @@ def multi(multi_template, tmp_path):
     """A handmade run of two traces (two_streams: steps, 2 streams; an H100
     trace with FLOPs) and a second run in the same database (a copy of
     multi_template of the test's own)."""
-    db = tmp_path / "m.duckdb"
-    shutil.copyfile(multi_template, db)
-    return db
+    return _copy(multi_template, tmp_path / "m.duckdb")
 
 
 @pytest.fixture
 def multi_stored(multi_stored_template, tmp_path):
     """multi with run r's page stored, as its first page stores it (a copy of
     multi_stored_template of the test's own)."""
-    db = tmp_path / "m.duckdb"
-    shutil.copyfile(multi_stored_template, db)
-    return db
+    return _copy(multi_stored_template, tmp_path / "m.duckdb")
 
 
 @pytest.fixture
 def multi_all_stored(multi_all_stored_template, tmp_path):
     """multi with the pages of run r, run other and every run stored (a copy
     of multi_all_stored_template of the test's own)."""
-    db = tmp_path / "m.duckdb"
-    shutil.copyfile(multi_all_stored_template, db)
-    return db
+    return _copy(multi_all_stored_template, tmp_path / "m.duckdb")
 
 
 @pytest.mark.parametrize("which", slow_when(["single", "multi"], {"multi"}))
