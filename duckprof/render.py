@@ -271,6 +271,24 @@ def _human(v, kind: str, name: str):
     return v
 
 
+def human_cell(col: str, v) -> str:
+    """The text of one value of column `col` for people (as a report's
+    table cell: 8.31 µs, 44.6 GFLOP, 15.0%); a plain number whole without
+    decimals. Also a metric of diff's summary by its name
+    (gpu_busy_us_per_step is a time)."""
+    if v is None:
+        return ""
+    col = col.removesuffix("_per_step")
+    kind = column_kind(col)[0]
+    shown = _human(v, kind, col)
+    if isinstance(shown, float):
+        return f"{shown:,.0f}" if shown.is_integer() and abs(shown) < 1e15 else f"{shown:,.3f}"
+    if isinstance(shown, int) and not isinstance(shown, bool):
+        return f"{shown:,}"
+    s = str(shown)
+    return s[5:] if s.startswith("void ") else s
+
+
 def _widest_rows(rows, limit, widths: dict, fixed: dict | None = None):
     """The rows of `rows` that draw (to_text, name_width=limit) a table exactly
     as wide as all of them: tabulate pads each column to its widest cell, so

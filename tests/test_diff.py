@@ -501,3 +501,21 @@ def test_cli_table_reads_as_a_report(monkeypatch):
     gemm = next(line for line in r.stdout.splitlines() if line.startswith("gemm_kernel")).split()
     assert gemm == ["gemm_kernel", "2", "2", "0", "200", "µs", "220", "µs", "20.0", "µs", "10.0%", "100", "µs",
                     "110", "µs", "slower"]
+
+
+def test_cli_summary_in_units():
+    """The summary block's values in their metric's unit, as the html page's
+    (wall_us 2.00 ms, not 2,000.000; busy % as a percentage; counts whole),
+    right-aligned; json keeps the exact numbers."""
+    r = CliRunner().invoke(app, ["diff", A, B])
+    assert r.exit_code == 0, r.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in r.stdout.splitlines()
+            if line.split() and line.split()[0] in ("steps", "wall_us", "gpu_busy_pct", "gpu_busy_us_per_step",
+                                                    "kernels_per_step")}
+    assert rows["steps"] == ["2", "4", "2", "100.0%"]
+    assert rows["wall_us"] == ["2.00", "ms", "4.00", "ms", "2.00", "ms", "100.0%"]
+    assert rows["gpu_busy_pct"] == ["30.5%", "29.6%", "-0.95%"]
+    assert rows["gpu_busy_us_per_step"] == ["305", "µs", "296", "µs", "-9.50", "µs", "-3.11%"]
+    assert rows["kernels_per_step"] == ["5.500", "5.500", "0", "0.00%"]
+    doc = json.loads(CliRunner().invoke(app, ["diff", A, B, "--format", "json"]).stdout)
+    assert doc["summary"][2] == {"metric": "wall_us", "a": 2000.0, "b": 4000.0, "delta": 2000.0, "delta_pct": 100.0}

@@ -164,18 +164,7 @@ def raw(v) -> str:
     return str(v)
 
 
-def cell_text(col: str, v) -> str:
-    if v is None:
-        return ""
-    col = col.removesuffix("_per_step")  # diff's summary metrics: gpu_busy_us_per_step is a time
-    kind = render.column_kind(col)[0]
-    shown = render._human(v, kind, col)
-    if isinstance(shown, float):  # a plain number: whole ones without decimals (as diff's summary)
-        return f"{shown:,.0f}" if shown.is_integer() and abs(shown) < 1e15 else f"{shown:,.3f}"
-    if isinstance(shown, int) and not isinstance(shown, bool):
-        return f"{shown:,}"
-    s = str(shown)
-    return s[5:] if s.startswith("void ") else s
+cell_text = render.human_cell
 
 
 def split_constant(table: Table, rows: list[dict], columns: list[str]) -> tuple[list[str], list[str]]:
