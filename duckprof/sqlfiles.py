@@ -140,6 +140,11 @@ def source_stamp() -> str | None:
 #: how many source stamps keep what was worked out from their sources in the
 #: cache (a few checkouts or versions may share it)
 _STAMPS_KEPT = 8
+#: how many renderings a stamp keeps: some carry a load's own structure (the
+#: tables and marker positions of its groups of files), so that every load of
+#: other files adds a few, without end (the test suite left 10,000 a stamp,
+#: 69 MB); past this many the oldest quarter goes
+_ENTRIES_KEPT = 2000
 _BY_SOURCE = "by-source"
 
 
@@ -182,7 +187,31 @@ def from_sources(name: str, compute) -> str:
     stamp = source_stamp()
     if stamp is None:
         return compute()
-    return cached_text(os.path.join(_stamp_dir(stamp, user_cache_dir()), name), compute)
+    rel = _stamp_dir(stamp, user_cache_dir())
+
+    def computed():  # not cached yet: it is about to be written
+        _make_room(os.path.join(user_cache_dir(), rel))
+        return compute()
+    return cached_text(os.path.join(rel, name), computed)
+
+
+def _make_room(path: str):
+    """Keep a stamp's directory under _ENTRIES_KEPT files: past it the oldest
+    quarter goes (by modification time: when each was written). Best effort:
+    another process may be removing the same files."""
+    try:
+        with os.scandir(path) as entries:
+            files = [e for e in entries if e.is_file(follow_symlinks=False)]
+        if len(files) < _ENTRIES_KEPT:
+            return
+        files.sort(key=lambda e: e.stat().st_mtime_ns)
+    except OSError:
+        return
+    for e in files[: len(files) - _ENTRIES_KEPT * 3 // 4]:
+        try:
+            os.remove(e.path)
+        except OSError:
+            pass
 
 
 def render(rel: str, **structure) -> str:
