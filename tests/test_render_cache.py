@@ -17,12 +17,15 @@ def own_cache(tmp_path, monkeypatch):
     return tmp_path / "cache" / "duckprof" / sqlfiles._BY_SOURCE
 
 
-def _group_view(k: int) -> str:
-    """stage_group_view.sql as a load of k + 2 small files renders it: its
+def _group_structure(k: int) -> dict:
+    """stage_group_view.sql's structure in a load of k + 2 small files: its
     marker positions are the load's own."""
     starts = [0] + [1000 * (i + 1) + k for i in range(k + 1)]
-    return sqlfiles.render("load/stage_group_view.sql", raw="dp_stage.grp_0", table="dp_stage.grp_0_t",
-                           starts=starts, srcs=list(range(len(starts))))
+    return dict(raw="dp_stage.grp_0", table="dp_stage.grp_0_t", starts=starts, srcs=list(range(len(starts))))
+
+
+def _group_view(k: int) -> str:
+    return sqlfiles.render("load/stage_group_view.sql", **_group_structure(k))
 
 
 def _files(cache) -> list:
@@ -50,7 +53,6 @@ def test_a_stamp_keeps_at_most_its_share_of_renderings(own_cache, monkeypatch):
     newest = max(files, key=os.path.getmtime)
     assert newest.read_text(encoding="utf-8") == texts[-1]
     for k in (0, 19):  # evicted or not, the same text
-        starts = [0] + [1000 * (i + 1) + k for i in range(k + 1)]
         assert _group_view(k) == sqlfiles._env().get_template("load/stage_group_view.sql").render(
-            raw="dp_stage.grp_0", table="dp_stage.grp_0_t", starts=starts, srcs=list(range(len(starts))))
+            **_group_structure(k))
     assert len(_files(own_cache)) <= 8
