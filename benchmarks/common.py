@@ -67,9 +67,9 @@ def synthetic_ranks(spec: str, gz: bool = False, data_dir: str = DATA_DIR) -> st
 def rank_blocks(size_bytes: int) -> int:
     """The transformer blocks per step duckprof.synth.generate picks for a
     trace of this size (its default): 1 for a 1 MB rank, 12 from ~30 MB."""
-    from duckprof.synth import approx_events_for_bytes
+    from duckprof.synth import approx_events_for_bytes, default_blocks
 
-    return max(1, min(12, approx_events_for_bytes(size_bytes) // 2500))
+    return default_blocks(approx_events_for_bytes(size_bytes))
 
 
 def synthetic_job_trace(spec: str, data_dir: str = DATA_DIR) -> str:

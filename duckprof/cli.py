@@ -297,9 +297,9 @@ def synth(output: str = typer.Option(..., "--output", "-o", help="file to write 
     duckprof synth -o job/ --world-size 16 --late-rank 5
     """
     if world_size > 1:
-        from .synth import generate_job
+        from .synth import default_blocks, generate_job
         info = generate_job(output, world_size=world_size, steps=steps, seed=seed, late_rank=late_rank,
-                            late_us=late_us, blocks=max(1, min(12, events // 2500)),
+                            late_us=late_us, blocks=default_blocks(events),
                             suffix=".json.gz" if gz else ".json")
         typer.echo(f"wrote {len(info)} ranks into {output}: {sum(i['events'] for i in info):,} events, "
                    f"{sum(i['bytes'] for i in info):,} bytes of JSON"

@@ -60,6 +60,7 @@ building blocks), ``model`` (the training step's operator trees), ``sim``
 from __future__ import annotations
 
 from .job import generate_job
-from .writer import BYTES_PER_EVENT, approx_events_for_bytes, generate, generate_ranks
+from .writer import BYTES_PER_EVENT, approx_events_for_bytes, default_blocks, generate, generate_ranks
 
-__all__ = ["generate", "generate_ranks", "generate_job", "approx_events_for_bytes", "BYTES_PER_EVENT"]
+__all__ = ["generate", "generate_ranks", "generate_job", "approx_events_for_bytes", "default_blocks",
+           "BYTES_PER_EVENT"]

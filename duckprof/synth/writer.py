@@ -51,6 +51,13 @@ def approx_events_for_bytes(n_bytes):
     return max(1, int(n_bytes) // BYTES_PER_EVENT)
 
 
+def default_blocks(events):
+    """Transformer blocks per step for a trace of about ``events`` events:
+    about ten steps or more, so the size is hit within ~5% (1 for a 1 MB
+    rank, 12 from ~30 MB)."""
+    return max(1, min(12, int(events) // 2500))
+
+
 def generate(out_path, events=20000, seed=0, rank=0, world_size=1, target_bytes=None, blocks=None,
              compresslevel=1, steps=None, job=None, stack=None, epoch_ts=False, serving=False):
     """Write one synthetic Kineto trace to ``out_path`` (gzip if it ends in ``.gz``).
@@ -89,8 +96,7 @@ def generate(out_path, events=20000, seed=0, rank=0, world_size=1, target_bytes=
         events = approx_events_for_bytes(target_bytes)
     events = max(1, int(events))
     if blocks is None:
-        # about ten steps or more, so the size is hit within ~5%
-        blocks = max(1, min(12, events // 2500))
+        blocks = default_blocks(events)
     rng = random.Random(int(seed) * 1000003 + int(rank) * 7919 + 17)
     r = rng.random
     device = int(rank) % 8
