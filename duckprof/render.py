@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import os
 import sys
 from datetime import date, datetime
 from decimal import Decimal
@@ -68,6 +69,63 @@ def _cell(v, width: int | None):
     return s
 
 
+def _told_apart(cells, texts, width: int) -> list[str]:
+    """A column's cells (texts cut to `width` by _cell) where two different
+    texts were cut to the same cell (templated kernel names share their first
+    40-100 characters: `sm90_xmma_gemm_bf16bf16_bf16f32…` twice), each of
+    those shows its start, then the part from the word where it differs from
+    the others: `sm90_xmma_…128x128x64_warpgroup…`. Same width as the plain
+    cut, so the table keeps its layout."""
+    cut = {}
+    for c, t in zip(cells, texts):
+        if len(t) > width:
+            cut.setdefault(c, set()).add(t)
+    clashes = {c: ts for c, ts in cut.items() if len(ts) > 1}
+    if not clashes:
+        return list(cells)
+    head = max(4, width // 3)
+    room = width - head - 2  # head, "…", the middle part, "…"
+
+    def window(t, differs, back):
+        start = differs
+        # back to the start of the word that differs (GeluCUDAKernelImpl, tilesize128x64x64)
+        while start > max(head + 1, differs - back) and (t[start - 1].isalnum() or t[start - 1] == "_"):
+            start -= 1
+        if start + room + 1 >= len(t):  # its end fits: no second "…"
+            return t[:head] + "…" + t[len(t) - (width - head - 1):]
+        return t[:head] + "…" + t[start:start + room] + "…"
+
+    def assign(ts, shown, after=-1):
+        # from where the texts part ways; those that still look alike, from where they do
+        at = len(os.path.commonprefix(list(ts)))
+        if at <= after:
+            return
+        got = {t: window(t, at, min(12, room - 4)) for t in ts}
+        shown.update(got)
+        alike = {}
+        for t, s in got.items():
+            alike.setdefault(s, []).append(t)
+        for more in alike.values():
+            if len(more) > 1:
+                assign(more, shown, at)
+
+    shown = {}
+    for ts in clashes.values():
+        assign(ts, shown)
+    for _ in range(3):  # two branches may end alike by chance: those from where they part
+        alike = {}
+        for t, s in shown.items():
+            alike.setdefault(s, []).append(t)
+        alike = [ts for ts in alike.values() if len(ts) > 1]
+        if not alike:
+            break
+        for ts in alike:
+            assign(ts, shown)
+    shown = {t: s for t, s in shown.items()
+             if s.replace("…", "").isascii() and s.isprintable()}  # else the plain cut (its width on screen is known)
+    return [shown.get(t, c) if c in clashes else c for c, t in zip(cells, texts)]
+
+
 def _nested(v):
     """A JSON column's value as the value it holds (json: nested, not a string)."""
     if not isinstance(v, str):
@@ -96,6 +154,12 @@ def to_text(columns, rows, fmt: str = "table", name_width: int | None = 80,
                           indent=1, ensure_ascii=False) + "\n"
     if fmt in ("table", "markdown"):
         cells = [[_cell(v, name_width) for v in r] for r in rows]
+        if name_width:
+            for k in range(len(columns)):
+                if any(r[k].endswith("…") for r in cells):
+                    told = _told_apart([r[k] for r in cells], [_cell(r[k], None) for r in rows], name_width)
+                    for r, c in zip(cells, told):
+                        r[k] = c
         numeric = [i in right_aligned if right_aligned is not None else
                    all(isinstance(r[i], (int, float, Decimal)) or r[i] is None for r in rows)
                    for i in range(len(columns))]

@@ -105,6 +105,41 @@ def test_simple_table_draws_what_tabulate_draws(seed):
     for odd in ("two\nlines", "\x1b[31mred\x1b[0m", "tab\there", "µ\r"):
         assert render._simple_table(headers, [[odd] * ncol] + cells, right) is None
 
+def test_names_cut_alike_are_told_apart():
+    """Templated kernel names share their first 40-100 characters: cut plainly
+    to 32 they look the same. Each then shows its start and the word where it
+    differs, at the same width; a name with no twin keeps the plain cut, and
+    the same name on two rows stays the same cell."""
+    a = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel"
+    b = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel"
+    gelu = "at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&)>(int)"
+    add = "at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul> >"
+    alone = "pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128> >"
+    rows = [[a, 1], [b, 2], [gelu, 3], [add, 4], [alone, 5], [a, 6], ["short", 7]]
+    lines = render.to_text(["name", "n"], rows, name_width=32).splitlines()[2:]
+    cells = [line[:32].rstrip() for line in lines]
+    assert cells == ["sm90_xmma_…tilesize128x128x64_w…", "sm90_xmma_…tilesize128x64x64_wa…",
+                     "at::native…GeluCUDAKernelImpl(a…", "at::native…CUDAFunctor_add<c10:…",
+                     "pytorch_flash::flash_fwd_kernel…", "sm90_xmma_…tilesize128x128x64_w…", "short"]
+    # a name whose end fits after its start shows its end, without a second "…"
+    assert render._told_apart(["abcdefghij_x…", "abcdefghij_x…"], ["abcdefghij_xx_1", "abcdefghij_xx_2"], 13) == \
+        ["abcd…hij_xx_1", "abcd…hij_xx_2"]
+
+
+@needs_corpus
+def test_kernels_of_a_real_trace_are_told_apart(cli_app, monkeypatch):
+    """h100_vit_inference's 14 kernels: cut plainly to the table's width, two
+    pairs looked the same (sm90_xmma_gemm_bf16bf16_bf16f32…, at::native::
+    vectorized_elementw…); now every row's name cell is its own."""
+    monkeypatch.setenv("COLUMNS", "120")
+    shown = invoke(cli_app, "report", "kernels", H100).stdout.splitlines()
+    exact = list(csv.DictReader(io.StringIO(invoke(cli_app, "report", "kernels", H100, "--format", "csv").stdout)))
+    cells = [line.split("  ")[0] for line in shown[2:2 + len(exact)]]
+    assert len(exact) == 14 and len({r["name"] for r in exact}) == 14
+    assert len(set(cells)) == 14, cells
+    assert max(map(len, shown)) <= 120
+
+
 def test_kernels_table_for_people(cli_app, monkeypatch):
     monkeypatch.setenv("COLUMNS", "120")
     res = invoke(cli_app, "report", "kernels", KERNELS)
