@@ -235,12 +235,16 @@ def human_time(ns: float) -> str:
 def column_kind(name: str) -> tuple[str, str]:
     """(kind, label) of a report column from its name: time (a unit suffix:
     cells like 8.3 µs), rate (TFLOP/s, GB/s, %: the unit goes in the heading),
-    flops / bytes (cells like 44.6 GFLOP, 36.6 MB), or plain."""
+    pct (cells like 15.0%), pp (percentage points, the difference of two
+    percentages: cells like -7.13 pp), flops / bytes (cells like 44.6 GFLOP,
+    36.6 MB), or plain."""
     for suffix in TIME_UNITS:
         if name.endswith(suffix) and len(name) > len(suffix):
             return "time", name[: -len(suffix)].replace("_", " ")
     if name.endswith("_pct"):
         return "pct", name[:-4].replace("_", " ")
+    if name.endswith("_pp"):
+        return "pp", name[:-3].replace("_", " ")
     for suffix, unit in RATE_UNITS.items():
         if name.endswith(suffix):
             stem = name[: -len(suffix)].replace("_", " ").removeprefix("achieved").strip()
@@ -266,8 +270,9 @@ def _human(v, kind: str, name: str):
         return _si(f, "B")
     if kind == "rate":
         return f"{f:,.0f}" if abs(f) >= 1000 else (f"{f:,.1f}" if abs(f) >= 10 else f"{f:.2f}")
-    if kind == "pct":
-        return (f"{f:,.0f}%" if abs(f) >= 1000 else f"{f:.1f}%" if abs(f) >= 10 else f"{f:.2f}%")
+    if kind in ("pct", "pp"):
+        unit = "%" if kind == "pct" else " pp"
+        return (f"{f:,.0f}{unit}" if abs(f) >= 1000 else f"{f:.1f}{unit}" if abs(f) >= 10 else f"{f:.2f}{unit}")
     return v
 
 
@@ -287,6 +292,17 @@ def human_cell(col: str, v) -> str:
         return f"{shown:,}"
     s = str(shown)
     return s[5:] if s.startswith("void ") else s
+
+
+def metric_cell(metric: str, col: str, v) -> str:
+    """The text of column `col` of diff's summary row about `metric` (the
+    columns metric, a, b, delta, delta_pct): a, b and delta in the metric's
+    unit, but the delta of a percentage in percentage points (gpu_busy_pct
+    22.1% -> 15.0%: delta -7.13 pp, which a relative change would not be);
+    delta_pct a percentage (the SQL leaves it NULL for a percentage metric)."""
+    if col == "delta" and metric.endswith("_pct"):
+        metric = metric[:-4] + "_pp"
+    return human_cell(metric if col in ("a", "b", "delta") else col, v) if col != "metric" else metric
 
 
 def _widest_rows(rows, limit, widths: dict, fixed: dict | None = None):

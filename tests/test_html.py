@@ -311,6 +311,22 @@ def test_waterfall_ends_at_b():
     assert b["y"] == pytest.approx(down["y"] + down["h"])      # B's top is where -10 ends
 
 
+def test_diff_summary_delta_of_a_percentage_in_points():
+    """The diff page's summary as the CLI's: busy % 30.5% -> 29.6%, its delta
+    -0.95 pp (failed before: -0.95%, which reads as a relative change), and no
+    relative change of a percentage; each cell's data-v the exact value."""
+    from duckprof.diff import diff
+    from duckprof.html import diff_page as D
+    fix = REPO / "fixtures" / "diff"
+    with diff(str(fix / "a.json"), str(fix / "b.json"), by="category") as res:
+        (sec,) = P.render_sections(D.DiffContext(res, None, 5), D.DIFF_SECTIONS[:1])
+    (t,) = page_tables(str(sec.html))
+    (i,) = [i for i, r in enumerate(t["rows"]) if r[0] == "gpu_busy_pct"]
+    assert t["columns"] == ["metric", "a", "b", "delta", "delta_pct"]
+    assert t["texts"][i] == ["gpu_busy_pct", "30.5%", "29.6%", "-0.95 pp", ""]
+    assert float(t["rows"][i][3]) == pytest.approx(29.55 - 30.5) and t["rows"][i][4] == ""
+
+
 # -- the API and the command ---------------------------------------------------------------
 
 def test_page_api(two_page, tmp_path):

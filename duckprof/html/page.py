@@ -869,7 +869,8 @@ SECTIONS = [
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(raw=raw, cell_text=cell_text, heading=heading, split_constant=split_constant, column_help=column_help,
+    env.globals.update(raw=raw, cell_text=cell_text, metric_cell=render.metric_cell, heading=heading,
+                       split_constant=split_constant, column_help=column_help,
                        BAR_COLUMNS=BAR_COLUMNS, us_text=charts.us_text, pct_text=charts.pct_text,
                        fmt_num=charts.fmt_num, tojson_attr=lambda v: json.dumps(v, sort_keys=True, default=str))
     env.filters["script_json"] = script_json
