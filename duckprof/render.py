@@ -337,6 +337,25 @@ def _widest_rows(rows, limit, widths: dict, fixed: dict | None = None):
     return [rows[i] for i in sorted(picked)]
 
 
+def split_constant(columns, rows, keep) -> tuple[list[int], list[int]]:
+    """What a table for people (a report's terminal table, a table of the
+    html page) says once below it instead of in a column: of a table of 2+
+    rows, any column holding one value on every row; of a one-row table, only
+    a column that says which trace it is (run, rank, trace id, device). The
+    columns `keep` (indexes into `columns` and each row, in order) are
+    looked at in order, and go only while more than 2 are left. Returns
+    (the columns kept, the columns said once below); a column empty on every
+    row goes in neither (left out)."""
+    keep, said = list(keep), []
+    for i in list(keep):
+        first = rows[0][i]
+        if (len(rows) > 1 or columns[i] in IDENTITY) and len(keep) > 2 and all(r[i] == first for r in rows):
+            keep.remove(i)
+            if first is not None:
+                said.append(i)
+    return keep, said
+
+
 def report_table(columns, rows, documented, fmt="table", wide=False, name_width=60, width=120) -> str:
     """A report's rows as a table for people (see the comment above)."""
     doc = {c.name: c for c in documented}
@@ -345,14 +364,10 @@ def report_table(columns, rows, documented, fmt="table", wide=False, name_width=
         return "(no rows)\n"
     constant = []
     if not wide:
-        for i in list(keep):
-            first = rows[0][i]
-            # one row: only what says which trace it is (run, rank, trace id, device) goes below
-            if (len(rows) > 1 or columns[i] in IDENTITY) and all(r[i] == first for r in rows) and len(keep) > 2:
-                keep.remove(i)
-                if first is not None:
-                    shown = _human(first, column_kind(columns[i])[0], columns[i])
-                    constant.append(f"{columns[i]} {_cell(shown, 40)}")
+        keep, said = split_constant(columns, rows, keep)
+        for i in said:
+            shown = _human(rows[0][i], column_kind(columns[i])[0], columns[i])
+            constant.append(f"{columns[i]} {_cell(shown, 40)}")
         # rows that say which trace they are only in a [wide] column (ranks'
         # trace_id, when the traces have no rank) show it: never rows a reader
         # cannot tell apart
