@@ -108,10 +108,9 @@ def _summary_text(res: DiffResult, columns, rows, fmt: str) -> str:
     head = "\n".join(res.header())
     if fmt == "markdown":
         head = "\n".join(f"{line}  " for line in res.header())  # markdown line breaks
-    # each metric in its unit (wall_us: 713 ms, gpu_busy_pct: 22.1%), as the html page's summary
+    # each metric in its unit (wall_us: 713 ms, gpu_busy_pct: 22.1%, its delta -7.13 pp), as the html page's summary
     at = {c: i for i, c in enumerate(columns)}
-    shown = [tuple(render.human_cell(r[at["metric"]] if c in ("a", "b", "delta") else c, v) if c != "metric" else v
-                   for c, v in zip(columns, r)) for r in rows]
+    shown = [tuple(render.metric_cell(r[at["metric"]], c, v) for c, v in zip(columns, r)) for r in rows]
     return head + "\n\n" + render.to_text(columns, shown, "markdown" if fmt == "markdown" else "table",
                                           right_aligned=set(range(1, len(columns))))
 

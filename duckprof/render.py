@@ -299,12 +299,16 @@ def human_time(ns: float) -> str:
 def column_kind(name: str) -> tuple[str, str]:
     """(kind, label) of a report column from its name: time (a unit suffix:
     cells like 8.3 µs), rate (TFLOP/s, GB/s, %: the unit goes in the heading),
-    flops / bytes (cells like 44.6 GFLOP, 36.6 MB), or plain."""
+    pct (cells like 15.0%), pp (percentage points, the difference of two
+    percentages: cells like -7.13 pp), flops / bytes (cells like 44.6 GFLOP,
+    36.6 MB), or plain."""
     for suffix in TIME_UNITS:
         if name.endswith(suffix) and len(name) > len(suffix):
             return "time", name[: -len(suffix)].replace("_", " ")
     if name.endswith("_pct"):
         return "pct", name[:-4].replace("_", " ")
+    if name.endswith("_pp"):
+        return "pp", name[:-3].replace("_", " ")
     for suffix, unit in RATE_UNITS.items():
         if name.endswith(suffix):
             stem = name[: -len(suffix)].replace("_", " ").removeprefix("achieved").strip()
@@ -330,8 +334,9 @@ def _human(v, kind: str, name: str):
         return _si(f, "B")
     if kind == "rate":
         return f"{f:,.0f}" if abs(f) >= 1000 else (f"{f:,.1f}" if abs(f) >= 10 else f"{f:.2f}")
-    if kind == "pct":
-        return (f"{f:,.0f}%" if abs(f) >= 1000 else f"{f:.1f}%" if abs(f) >= 10 else f"{f:.2f}%")
+    if kind in ("pct", "pp"):
+        unit = "%" if kind == "pct" else " pp"
+        return (f"{f:,.0f}{unit}" if abs(f) >= 1000 else f"{f:.1f}{unit}" if abs(f) >= 10 else f"{f:.2f}{unit}")
     return v
 
 
@@ -351,6 +356,17 @@ def human_cell(col: str, v) -> str:
         return f"{shown:,}"
     s = str(shown)
     return s[5:] if s.startswith("void ") else s
+
+
+def metric_cell(metric: str, col: str, v) -> str:
+    """The text of column `col` of diff's summary row about `metric` (the
+    columns metric, a, b, delta, delta_pct): a, b and delta in the metric's
+    unit, but the delta of a percentage in percentage points (gpu_busy_pct
+    22.1% -> 15.0%: delta -7.13 pp, which a relative change would not be);
+    delta_pct a percentage (the SQL leaves it NULL for a percentage metric)."""
+    if col == "delta" and metric.endswith("_pct"):
+        metric = metric[:-4] + "_pp"
+    return human_cell(metric if col in ("a", "b", "delta") else col, v) if col != "metric" else metric
 
 
 def _widest_rows(rows, limit, widths: dict, fixed: dict | None = None):
@@ -385,6 +401,25 @@ def _widest_rows(rows, limit, widths: dict, fixed: dict | None = None):
     return [rows[i] for i in sorted(picked)]
 
 
+def split_constant(columns, rows, keep) -> tuple[list[int], list[int]]:
+    """What a table for people (a report's terminal table, a table of the
+    html page) says once below it instead of in a column: of a table of 2+
+    rows, any column holding one value on every row; of a one-row table, only
+    a column that says which trace it is (run, rank, trace id, device). The
+    columns `keep` (indexes into `columns` and each row, in order) are
+    looked at in order, and go only while more than 2 are left. Returns
+    (the columns kept, the columns said once below); a column empty on every
+    row goes in neither (left out)."""
+    keep, said = list(keep), []
+    for i in list(keep):
+        first = rows[0][i]
+        if (len(rows) > 1 or columns[i] in IDENTITY) and len(keep) > 2 and all(r[i] == first for r in rows):
+            keep.remove(i)
+            if first is not None:
+                said.append(i)
+    return keep, said
+
+
 def report_table(columns, rows, documented, fmt="table", wide=False, name_width=60, width=120) -> str:
     """A report's rows as a table for people (see the comment above)."""
     doc = {c.name: c for c in documented}
@@ -393,14 +428,10 @@ def report_table(columns, rows, documented, fmt="table", wide=False, name_width=
         return "(no rows)\n"
     constant = []
     if not wide:
-        for i in list(keep):
-            first = rows[0][i]
-            # one row: only what says which trace it is (run, rank, trace id, device) goes below
-            if (len(rows) > 1 or columns[i] in IDENTITY) and all(r[i] == first for r in rows) and len(keep) > 2:
-                keep.remove(i)
-                if first is not None:
-                    shown = _human(first, column_kind(columns[i])[0], columns[i])
-                    constant.append(f"{columns[i]} {_cell(shown, 40)}")
+        keep, said = split_constant(columns, rows, keep)
+        for i in said:
+            shown = _human(rows[0][i], column_kind(columns[i])[0], columns[i])
+            constant.append(f"{columns[i]} {_cell(shown, 40)}")
         # rows that say which trace they are only in a [wide] column (ranks'
         # trace_id, when the traces have no rank) show it: never rows a reader
         # cannot tell apart

@@ -55,18 +55,35 @@ def user_cache_dir(*parts: str) -> str:
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
-    """Compiled templates kept in the user's cache directory: compiling the
-    ~45 templates a CLI command renders cost more than its SQL on a small
-    trace. Jinja keys each entry by the template's source checksum, so an
-    edited file is compiled again. The directory is private to the user (the
-    entries are code). None without a writable cache directory."""
+    """Compiled templates kept in the user's cache: compiling the ~45
+    templates a CLI command renders cost more than its SQL on a small trace.
+    Jinja names an entry by the template's name and file path and keeps its
+    source checksum inside (an edited file is compiled again), so every
+    checkout or installation (a path) added one file per template for good;
+    the entries live in the directory of this installation's source stamp
+    (by-source/<stamp>/jinja: one file per template at most) and go with it
+    (the _STAMPS_KEPT newest stamps stay). The directory is private to the
+    user (the entries are code). None without a source stamp or a writable
+    cache directory."""
     import jinja2
-    path = user_cache_dir("jinja")
+    stamp = source_stamp()
+    if stamp is None:
+        return None
+    path = os.path.join(user_cache_dir(), _stamp_dir(stamp, user_cache_dir()), "jinja")
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
     except OSError:
         return None
-    return jinja2.FileSystemBytecodeCache(path) if os.access(path, os.W_OK) else None
+    if not os.access(path, os.W_OK):
+        return None
+
+    class StampCache(jinja2.FileSystemBytecodeCache):
+        def dump_bytecode(self, bucket):
+            try:
+                super().dump_bytecode(bucket)
+            except OSError:  # the stamp went (another process made newer ones): compiled next time again
+                pass
+    return StampCache(path)
 
 
 @functools.lru_cache(maxsize=None)
@@ -181,7 +198,24 @@ def _stamp_dir(stamp: str, cache: str) -> str:
         import shutil
         for d in old:
             shutil.rmtree(d, ignore_errors=True)
+        _empty_legacy_jinja(os.path.join(cache, "jinja"))
     return rel
+
+
+def _empty_legacy_jinja(path: str):
+    """Remove the compiled templates of duckprof versions that kept them all
+    in one directory, never evicted (24 MB seen): its files, not the
+    directory itself, into which an older duckprof still running may write."""
+    try:
+        with os.scandir(path) as entries:
+            files = [e.path for e in entries if e.is_file(follow_symlinks=False)]
+    except OSError:
+        return
+    for f in files:
+        try:
+            os.remove(f)
+        except OSError:
+            pass
 
 
 def from_sources(name: str, compute) -> str:

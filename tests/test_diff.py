@@ -505,8 +505,9 @@ def test_cli_table_reads_as_a_report(monkeypatch):
 
 def test_cli_summary_in_units():
     """The summary block's values in their metric's unit, as the html page's
-    (wall_us 2.00 ms, not 2,000.000; busy % as a percentage; counts whole),
-    right-aligned; json keeps the exact numbers."""
+    (wall_us 2.00 ms, not 2,000.000; busy % as a percentage, its delta in
+    percentage points; counts whole), right-aligned; json keeps the exact
+    numbers (failed before: the busy % delta read -0.95%, a relative change)."""
     r = CliRunner().invoke(app, ["diff", A, B])
     assert r.exit_code == 0, r.stderr
     rows = {line.split()[0]: line.split()[1:] for line in r.stdout.splitlines()
@@ -514,8 +515,11 @@ def test_cli_summary_in_units():
                                                     "kernels_per_step")}
     assert rows["steps"] == ["2", "4", "2", "100.0%"]
     assert rows["wall_us"] == ["2.00", "ms", "4.00", "ms", "2.00", "ms", "100.0%"]
-    assert rows["gpu_busy_pct"] == ["30.5%", "29.6%", "-0.95%"]
+    # a difference of percentages is in percentage points, and no relative change is given for it
+    assert rows["gpu_busy_pct"] == ["30.5%", "29.6%", "-0.95", "pp"]
     assert rows["gpu_busy_us_per_step"] == ["305", "µs", "296", "µs", "-9.50", "µs", "-3.11%"]
     assert rows["kernels_per_step"] == ["5.500", "5.500", "0", "0.00%"]
     doc = json.loads(CliRunner().invoke(app, ["diff", A, B, "--format", "json"]).stdout)
     assert doc["summary"][2] == {"metric": "wall_us", "a": 2000.0, "b": 4000.0, "delta": 2000.0, "delta_pct": 100.0}
+    busy = next(r for r in doc["summary"] if r["metric"] == "gpu_busy_pct")
+    assert busy["delta"] == pytest.approx(29.55 - 30.5) and busy["delta_pct"] is None

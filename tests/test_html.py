@@ -17,7 +17,7 @@ import duckprof
 from duckprof import sqlfiles
 from test_gpu_time import two  # noqa: F401  (two_streams.json loaded as run r1)
 from conftest import REPO, assert_one_line_error, corpus_path, invoke, run_cli
-from duckprof import reports
+from duckprof import render, reports
 from duckprof.html import page as P
 from duckprof.html import charts
 from html_check import page_tables, same_row
@@ -311,6 +311,22 @@ def test_waterfall_ends_at_b():
     assert b["y"] == pytest.approx(down["y"] + down["h"])      # B's top is where -10 ends
 
 
+def test_diff_summary_delta_of_a_percentage_in_points():
+    """The diff page's summary as the CLI's: busy % 30.5% -> 29.6%, its delta
+    -0.95 pp (failed before: -0.95%, which reads as a relative change), and no
+    relative change of a percentage; each cell's data-v the exact value."""
+    from duckprof.diff import diff
+    from duckprof.html import diff_page as D
+    fix = REPO / "fixtures" / "diff"
+    with diff(str(fix / "a.json"), str(fix / "b.json"), by="category") as res:
+        (sec,) = P.render_sections(D.DiffContext(res, None, 5), D.DIFF_SECTIONS[:1])
+    (t,) = page_tables(str(sec.html))
+    (i,) = [i for i, r in enumerate(t["rows"]) if r[0] == "gpu_busy_pct"]
+    assert t["columns"] == ["metric", "a", "b", "delta", "delta_pct"]
+    assert t["texts"][i] == ["gpu_busy_pct", "30.5%", "29.6%", "-0.95 pp", ""]
+    assert float(t["rows"][i][3]) == pytest.approx(29.55 - 30.5) and t["rows"][i][4] == ""
+
+
 # -- the API and the command ---------------------------------------------------------------
 
 def test_page_api(two_page, tmp_path):
@@ -462,23 +478,31 @@ def test_ranks_section_names_the_rank_that_keeps_the_others_waiting(tmp_path):
     assert rows[0][cols.index("rank")] == 2
 
 
-def test_constant_identity_columns_are_said_once(two_page):
-    """As the terminal's tables: run, rank, trace and device holding one value on
-    every row of a table are said once below it; a column empty on every row
-    (categories' step without --by-step) is left out."""
+def test_constant_columns_are_said_once(two, two_page):
+    """The terminal's rule (render.split_constant, shared): a column holding one
+    value on every row of a table of several rows is said once below it, run,
+    rank, trace and device as much as the categories' busy % (failed before:
+    busy % stayed a column, 30.8% on every row); a column empty on every row
+    (step without --by-step) is left out; the terminal's table of the same
+    report says the same columns; a one-row table moves only run, rank,
+    trace and device; 2 columns at least stay."""
     sec = section(str(two_page), "categories")
     (t,) = [t for t in page_tables(sec) if t["report"] == "categories"]
-    assert t["columns"][:2] == ["category", "count"]
-    assert not {"run", "rank", "trace_id", "device", "step"} & set(t["columns"])
-    assert '<p class="note every-row">every row: run r1; rank 0; trace id 1; device 0</p>' in sec
-    cols = ["run", "step", "name", "total_us"]
+    assert t["columns"] == ["category", "count", "total_us", "gpu_pct", "wall_pct"]
+    assert '<p class="note every-row">every row: run r1; rank 0; trace id 1; device 0; busy 30.8%</p>' in sec
+    res = two.report_result("categories", **t["options"])
+    text = render.report_table(res.relation.columns, res.relation.fetchall(), res.columns, width=200)
+    said = text[text.index("(every row: ") + 12:].split(")")[0]
+    assert [x.split()[0] for x in said.split("; ")] == ["run", "rank", "trace_id", "device", "busy_pct"]
+
+    cols = ["run", "step", "name", "count", "total_us"]
     table = P.Table("x", {}, cols, {}, [])
-    rows = [{"run": "a", "step": None, "name": "k1", "total_us": 1.0},
-            {"run": "a", "step": None, "name": "k2", "total_us": 1.0}]
-    # total_us is constant too, but it is a figure, not which trace a row is: it stays
-    assert P.split_constant(table, rows, cols) == (["name", "total_us"], ["run a"])
-    assert P.split_constant(table, rows[:1], cols) == (cols, [])  # one row: every column stays
-    assert P.split_constant(table, rows, cols[:3]) == (cols[:3], [])  # one column left: all stay
+    rows = [{"run": "a", "step": None, "name": "k1", "count": 1, "total_us": 1.0},
+            {"run": "a", "step": None, "name": "k2", "count": 2, "total_us": 1.0}]
+    assert P.split_constant(table, rows, cols) == (["name", "count"], ["run a", "total 1.00 µs"])
+    assert P.split_constant(table, rows[:1], cols) == (cols[1:], ["run a"])  # one row: which trace only
+    # columns go in order while more than 2 are left: the empty step stays with name
+    assert P.split_constant(table, rows, cols[:3]) == (["step", "name"], ["run a"])
 
 
 @pytest.mark.slow  # a page of its own

@@ -309,8 +309,11 @@ def test_hostile_names_run_nothing(browser, tmp_path):
     texts = page.eval("Array.from(document.querySelectorAll('td, svg title, svg text')).map(c => c.textContent)")
     assert HOSTILE_KERNEL in texts
     assert any(HOSTILE_OP in t for t in texts)
-    assert page.eval("document.querySelector('#overview table[data-report=devices] td:nth-child(2)').textContent") \
-        == "<script>alert(3)</script>GPU"
+    # the device_name cell, by its column (a one-row table says its device below it, as the terminal's)
+    assert page.eval("""(() => {
+        const t = document.querySelector('#overview table[data-report=devices]');
+        const i = Array.from(t.querySelectorAll('th')).findIndex(h => h.dataset.col === 'device_name');
+        return t.querySelector('tbody tr').children[i].textContent; })()""") == "<script>alert(3)</script>GPU"
 
 
 LABEL_BOXES_JS = """Array.from(document.querySelectorAll('figure[data-chart=roofline]')).map(f => {

@@ -36,8 +36,21 @@ def test_column_kinds():
     assert render.column_kind("achieved_tflops") == ("rate", "TFLOP/s")
     assert render.column_kind("peak_gbps") == ("rate", "peak GB/s")
     assert render.column_kind("busy_pct") == ("pct", "busy")
+    assert render.column_kind("gpu_busy_pp") == ("pp", "gpu busy")
     assert render.column_kind("flops") == ("flops", "flops")
     assert render.column_kind("shared_memory_bytes") == ("bytes", "shared memory")
+
+
+def test_diff_summary_cells():
+    """A metric of diff's summary in its unit; the delta of a percentage in
+    percentage points (22.1% -> 15.0% is -7.13 pp, not a -7.13% change)."""
+    cell = render.metric_cell
+    assert [cell("gpu_busy_pct", c, v) for c, v in (("a", 22.1), ("b", 14.97), ("delta", -7.13),
+                                                    ("delta_pct", None))] == ["22.1%", "15.0%", "-7.13 pp", ""]
+    assert cell("gpu_busy_pct", "delta", 15.9) == "15.9 pp"
+    assert [cell("wall_us", c, v) for c, v in (("a", 713_092.254), ("delta", -2000.0), ("delta_pct", -16.7))] \
+        == ["713 ms", "-2.00 ms", "-16.7%"]
+    assert cell("kernels", "delta", 12.0) == "12" and cell("kernels", "metric", "kernels") == "kernels"
 
 
 @pytest.mark.parametrize("width", [60, 90, 120])

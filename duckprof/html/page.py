@@ -168,23 +168,20 @@ cell_text = render.human_cell
 
 
 def split_constant(table: Table, rows: list[dict], columns: list[str]) -> tuple[list[str], list[str]]:
-    """The columns a table shows, and what it says once below it instead: as
-    the terminal's tables (render.report_table), a column that says which
-    trace a row is (run, rank, trace, device) holding one value on every row
-    of a table of several rows is said once, and a column empty on every row
-    is left out."""
-    if len(rows) < 2 or len(columns) <= 2:
+    """The columns a table shows, and what it says once below it instead, by
+    the terminal's rule (render.split_constant): of a table of several rows a
+    column holding one value on every row (busy % of one GPU's categories,
+    its run, trace and device), of one row only the columns that say which
+    trace it is; a column empty on every row is left out; 2 columns at least
+    stay."""
+    if not rows:
         return columns, []
-    keep, said = [], []
-    for c in columns:
-        values = {raw(r.get(c)) for r in rows}
-        if values == {""}:
-            continue
-        if c in render.IDENTITY and len(values) == 1:
-            said.append(f"{heading(table, c)} {cell_text(c, rows[0][c])}")
-            continue
-        keep.append(c)
-    return (keep, said) if len(keep) >= 2 else (columns, [])
+    values = [[r.get(c) for c in columns] for r in rows]
+    keep, said = render.split_constant(columns, values, range(len(columns)))
+    # the unit is in the cell: 'busy 15.0%', not 'busy % 15.0%'
+    return ([columns[i] for i in keep],
+            [f"{heading(table, columns[i]).removesuffix(' %')} {cell_text(columns[i], rows[0][columns[i]])}"
+             for i in said])
 
 
 def heading(table: Table, col: str) -> str:
@@ -869,7 +866,8 @@ SECTIONS = [
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(raw=raw, cell_text=cell_text, heading=heading, split_constant=split_constant, column_help=column_help,
+    env.globals.update(raw=raw, cell_text=cell_text, metric_cell=render.metric_cell, heading=heading,
+                       split_constant=split_constant, column_help=column_help,
                        BAR_COLUMNS=BAR_COLUMNS, us_text=charts.us_text, pct_text=charts.pct_text,
                        fmt_num=charts.fmt_num, tojson_attr=lambda v: json.dumps(v, sort_keys=True, default=str))
     env.filters["script_json"] = script_json
