@@ -433,12 +433,15 @@ def report_table(columns, rows, documented, fmt="table", wide=False, name_width=
             shown = _human(rows[0][i], column_kind(columns[i])[0], columns[i])
             constant.append(f"{columns[i]} {_cell(shown, 40)}")
         # rows that say which trace they are only in a [wide] column (ranks'
-        # trace_id, when the traces have no rank) show it: never rows a reader
-        # cannot tell apart
-        if len(rows) > 1 and not any(columns[i] in IDENTITY for i in keep):
-            varying = [i for i, c in enumerate(columns)
-                       if c in IDENTITY and i not in keep and any(r[i] != rows[0][i] for r in rows)]
-            keep = sorted(keep + varying[:1])
+        # trace_id, when the traces have no rank, or two traces of one rank)
+        # show it: never rows a reader cannot tell apart
+        shown_ids = [i for i in keep if columns[i] in IDENTITY]
+        for i, c in enumerate(columns):
+            if c in IDENTITY and i not in keep:
+                seen = {}
+                if any(seen.setdefault(tuple(r[j] for j in shown_ids), r[i]) != r[i] for r in rows):
+                    keep = sorted(keep + [i])
+                    break
     kinds = {i: column_kind(columns[i]) for i in keep}
     headers = [kinds[i][1] for i in keep]
     for k, i in enumerate(keep):  # busy_us and busy_pct: 'busy' and 'busy %'

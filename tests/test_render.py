@@ -87,6 +87,11 @@ def test_rows_told_apart_by_a_wide_identity_column_show_it():
     assert render.report_table(columns, ranked, documented).splitlines()[0].split() == [
         "rank", "steps", "step", "mean"]
     assert "trace id" not in render.report_table(columns, no_ranks[:1], documented)
+    # two traces of rank 0 in one run (a job profiled twice): the rank shows, and the trace too
+    twice = [("job", 1, 1, 2, 619_271.5), ("job", 0, 2, 2, 615_120.0), ("job", 0, 3, 3, 222_368.4)]
+    text = render.report_table(columns, twice, documented)
+    assert text.splitlines()[0].split() == ["rank", "trace", "id", "steps", "step", "mean"]
+    assert [line.split()[:2] for line in text.splitlines()[2:5]] == [["1", "1"], ["0", "2"], ["0", "3"]]
 
 
 CELLS = ["", "a", " padded ", "8.31 µs", "核核", "e\u0301x", "True", "False", "void at::kernel<float>", "1,234.500",
