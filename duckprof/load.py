@@ -1651,6 +1651,12 @@ class Loader:
             return f"not a trace: traceEvents holds a value that is not an event object ({msg})"
         if "Malformed JSON" in msg or "unexpected" in msg:
             return f"not valid JSON inside traceEvents ({msg})"
+        # ts and dur are the numbers the reader casts: say so, and which event (in a file of
+        # one chunk: DuckDB counts the events of the chunk it read)
+        bad = re.search(r"record/value (\d+): Failed to cast value to numerical: (.*)$", msg)
+        if bad:
+            which = f"event {int(bad.group(1)):,} of traceEvents" if len(split.chunks) <= 1 else "an event"
+            return f"{which} has a ts or dur that is not a number: {bad.group(2)}"
         return msg
 
     _TRACE_COLUMNS = ("trace_id", "run", "rank", "path", "size_bytes", "json_bytes", "content_hash", "loaded_at",

@@ -59,6 +59,9 @@ CASES = {
     "truncated.json": (GOOD_TEXT[:900], ["truncated", "--salvage"]),
     "before_events.json": (b'{"schemaVersion": 1, "deviceProp', ["truncated"]),
     "na.json": (tiny(ts=b"N/A"), ["not valid JSON"]),
+    "string_ts.json": (tiny(ts=b'"abc"'), ["event 1 of traceEvents", "ts or dur", "not a number", '"abc"']),
+    "string_dur.json": (named_ops(b'"a"', b'"b"').replace(b'"dur": 1, "args"', b'"dur": "1 ms", "args"'),
+                        ["event 2 of traceEvents", "ts or dur", '"1 ms"']),
     "nan_ts.json": (tiny(ts=b"NaN"), ["NaN", "'a'"]),
     "inf_ts.json": (tiny(ts=b"Infinity"), ["not a usable number"]),
     "inf_dur.json": (tiny(dur=b"-Infinity"), ["not a usable number"]),
@@ -495,3 +498,17 @@ def test_directory_skips_json_arrays_of_records(cli_app, shared_db, tmp_path):
     assert r.exit_code == 2
     assert_one_line_error(r.stderr, [str(d / "metrics.json"), "not a trace", "no 'ph'"])
     assert db_state(shared_db) == before
+
+
+def test_a_ts_that_is_no_number_in_a_file_of_several_chunks_is_not_numbered():
+    """DuckDB counts the events of the chunk it read: in a file of several
+    chunks (over 96 MB), its number is not the event's in the file, so the
+    error names the problem without it."""
+    from types import SimpleNamespace
+
+    from duckprof.load import Loader
+    e = Exception('Conversion Error: JSON transform error in record/value 5: Failed to cast value to numerical: "x"')
+    one = SimpleNamespace(chunks=["/tmp/t.0000.json"])
+    two = SimpleNamespace(chunks=["/tmp/t.0000.json", "/tmp/t.0001.json"])
+    assert Loader._describe(e, one) == 'event 5 of traceEvents has a ts or dur that is not a number: "x"'
+    assert Loader._describe(e, two) == 'an event has a ts or dur that is not a number: "x"'
