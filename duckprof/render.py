@@ -321,6 +321,8 @@ def column_kind(name: str) -> tuple[str, str]:
 
 
 def _human(v, kind: str, name: str):
+    if isinstance(v, datetime):  # when a run was loaded: to the second (csv and json keep the microseconds)
+        return v.replace(microsecond=0)
     if v is None or not isinstance(v, (int, float, Decimal)) or isinstance(v, bool):
         return v
     f = float(v)

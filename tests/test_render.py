@@ -190,3 +190,15 @@ def test_every_default_table_fits_120_columns(cli_app, monkeypatch, corpus_db, n
     assert res.exit_code == 0, res.output
     assert len(res.stdout.splitlines()) > 1, res.output
     assert max(map(len, res.stdout.splitlines()), default=0) <= 120, (name, res.stdout)
+
+
+def test_a_time_of_day_shows_to_the_second():
+    """`duckprof runs`: when a run was loaded, to the second in the table
+    (2026-12-07 09:15:48, not ...09:15:48.987916); csv keeps the microseconds."""
+    from datetime import datetime
+    at = datetime(2026, 12, 7, 9, 15, 48, 987916)
+    columns = ["run", "traces", "last_loaded_at"]
+    documented = [sqlfiles.Column(c, "VARCHAR", "") for c in columns]
+    text = render.report_table(columns, [("a", 1, at), ("b", 2, at)], documented)
+    assert "2026-12-07 09:15:48" in text and ".987916" not in text
+    assert "2026-12-07 09:15:48.987916" in render.to_text(columns, [("a", 1, at)], "csv")
