@@ -411,13 +411,16 @@ def split_constant(columns, rows, keep) -> tuple[list[int], list[int]]:
     columns `keep` (indexes into `columns` and each row, in order) are
     looked at in order, and go only while more than 2 are left. Returns
     (the columns kept, the columns said once below); a column empty on every
-    row goes in neither (left out)."""
+    row goes in neither (left out), in a one-row table too (an empty MAP or
+    list counts as empty: `runs`' tags of an untagged run)."""
     keep, said = list(keep), []
     for i in list(keep):
         first = rows[0][i]
-        if (len(rows) > 1 or columns[i] in IDENTITY) and len(keep) > 2 and all(r[i] == first for r in rows):
+        empty = first is None or (isinstance(first, (dict, list, str)) and not first)
+        if ((len(rows) > 1 or columns[i] in IDENTITY or empty) and len(keep) > 2
+                and all(r[i] == first for r in rows)):
             keep.remove(i)
-            if first is not None:
+            if not empty:
                 said.append(i)
     return keep, said
 

@@ -485,7 +485,7 @@ def test_constant_columns_are_said_once(two, two_page):
     busy % stayed a column, 30.8% on every row); a column empty on every row
     (step without --by-step) is left out; the terminal's table of the same
     report says the same columns; a one-row table moves only run, rank,
-    trace and device; 2 columns at least stay."""
+    trace and device, and leaves out an empty column; 2 columns at least stay."""
     sec = section(str(two_page), "categories")
     (t,) = [t for t in page_tables(sec) if t["report"] == "categories"]
     assert t["columns"] == ["category", "count", "total_us", "gpu_pct", "wall_pct"]
@@ -500,7 +500,8 @@ def test_constant_columns_are_said_once(two, two_page):
     rows = [{"run": "a", "step": None, "name": "k1", "count": 1, "total_us": 1.0},
             {"run": "a", "step": None, "name": "k2", "count": 2, "total_us": 1.0}]
     assert P.split_constant(table, rows, cols) == (["name", "count"], ["run a", "total 1.00 µs"])
-    assert P.split_constant(table, rows[:1], cols) == (cols[1:], ["run a"])  # one row: which trace only
+    # one row: which trace it is goes below, an empty column (step) is left out, the rest stays
+    assert P.split_constant(table, rows[:1], cols) == (cols[2:], ["run a"])
     # columns go in order while more than 2 are left: the empty step stays with name
     assert P.split_constant(table, rows, cols[:3]) == (["step", "name"], ["run a"])
 

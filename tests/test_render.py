@@ -202,3 +202,16 @@ def test_a_time_of_day_shows_to_the_second():
     text = render.report_table(columns, [("a", 1, at), ("b", 2, at)], documented)
     assert "2026-12-07 09:15:48" in text and ".987916" not in text
     assert "2026-12-07 09:15:48.987916" in render.to_text(columns, [("a", 1, at)], "csv")
+
+
+def test_a_one_row_table_leaves_out_its_empty_columns():
+    """One row: `duckprof runs` of an untagged run showed an empty tags
+    column, a kernels table of a trace without shapes four empty rate
+    columns. They are left out, as an empty column of a longer table is;
+    which trace the row is goes below; what has a value stays."""
+    columns = ["run", "traces", "tags", "achieved_tflops", "busy_pct"]
+    documented = [sqlfiles.Column(c, "VARCHAR", "") for c in columns]
+    text = render.report_table(columns, [("a", 19, {}, None, 17.4)], documented)
+    assert text.splitlines()[0].split() == ["traces", "busy"]
+    assert text.splitlines()[2].split() == ["19", "17.4%"]
+    assert "(every row: run a)" in text
