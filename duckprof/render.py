@@ -452,6 +452,9 @@ def report_table(columns, rows, documented, fmt="table", wide=False, name_width=
     for k, i in enumerate(keep):  # busy_us and busy_pct: 'busy' and 'busy %'
         if kinds[i][0] == "pct" and headers.count(headers[k]) > 1:
             headers[k] += " %"
+    for k, i in enumerate(keep):  # step and step_us: 'step' and 'step time' (as the html page's)
+        if kinds[i][0] == "time" and headers.count(headers[k]) > 1:
+            headers[k] += " time"
     table_rows = [[_human(r[i], kinds[i][0], columns[i]) for i in keep] for r in rows]
     # kernel names: "void " says nothing
     table_rows = [[v[5:] if isinstance(v, str) and v.startswith("void ") else v for v in r] for r in table_rows]

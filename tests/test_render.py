@@ -215,3 +215,13 @@ def test_a_one_row_table_leaves_out_its_empty_columns():
     assert text.splitlines()[0].split() == ["traces", "busy"]
     assert text.splitlines()[2].split() == ["19", "17.4%"]
     assert "(every row: run a)" in text
+
+
+def test_a_time_named_as_another_column_says_time():
+    """report steps: step (the number) and step_us (its time) were both
+    headed 'step'; the time is 'step time', as on the html page."""
+    columns = ["step", "step_us", "gpu_busy_pct"]
+    documented = [sqlfiles.Column(c, "VARCHAR", "") for c in columns]
+    text = render.report_table(columns, [(4, 222_368.4, 22.2), (5, 220_100.0, 22.6)], documented)
+    assert text.splitlines()[0].split() == ["step", "step", "time", "gpu", "busy"]
+    assert text.splitlines()[2].split() == ["4", "222", "ms", "22.2%"]
