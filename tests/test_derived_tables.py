@@ -128,6 +128,14 @@ def test_call_totals_at_the_ends_of_a_call(tmp_path):
     assert got == [("A", 0, 64, 0), ("B", 5000, 64, 512)]  # the runtime call launched nothing of its own
 
 
+def _loaded(path, events, *queries) -> list:
+    """The rows of each query on a session that loaded `events` (written to path)."""
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    with duckprof.connect() as s:
+        s.load([str(path)], run="r")
+        return [s.sql(q).fetchall() for q in queries]
+
+
 def _op(name, ts, dur, pid=1, tid=1, cat="cpu_op", args=None):
     e = {"ph": "X", "cat": cat, "name": name, "ts": 1000000 + ts, "dur": dur, "args": args or {}}
     return {**e, **({"pid": pid} if pid is not None else {}), **({"tid": tid} if tid is not None else {})}
@@ -168,12 +176,9 @@ def test_call_totals_at_equal_times_without_pid_or_tid(tmp_path):
               _op("Q", 0, 100, tid=None), _op("R", 100, -60),
               _memory(0, 64, 0), _memory(40, 128, 0, tid=2), _memory(40, 1000, 1), _memory(70, -64, 0),
               _memory(100, 2000, 1), _memory(50, 8, 0, pid=None)]
-    path = tmp_path / "equal_times.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
-    with duckprof.connect() as s:
-        s.load([str(path)], run="r")
-        got = s.sql("SELECT e.name, t.device_ns // 1000, t.cpu_mem_bytes, t.device_mem_bytes FROM call_totals t "
-                    "JOIN events e USING (trace_id, event_id) ORDER BY e.name").fetchall()
+    got, = _loaded(tmp_path / "equal_times.json", events,
+                   "SELECT e.name, t.device_ns // 1000, t.cpu_mem_bytes, t.device_mem_bytes FROM call_totals t "
+                   "JOIN events e USING (trace_id, event_id) ORDER BY e.name")
     assert got == [("A", 3, 64 + 128, 1000), ("B", 5 + 7, 128 - 64, 1000), ("C", 11, -64, 2000), ("N", 0, 8, 0),
                    ("Q", 0, 128, 3000), ("R", 3 - 26, 64 + 128 - 128, 1000 - 1000), ("T2", 0, 128, 3000),
                    ("U", 12, 128, 1000), ("X", 12 + 11, 128 - 64, 1000 + 2000), ("outer", 26, 128, 3000)]
@@ -192,13 +197,10 @@ def test_device_time_of_runtime_calls_sharing_a_correlation_counts_once(tmp_path
          "dur": 10, "args": {"correlation": 7}},
         {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1000050, "dur": 5,
          "args": {"correlation": 7, "device": 0, "stream": 7}}]
-    path = tmp_path / "shared_correlation.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
-    with duckprof.connect() as s:
-        s.load([str(path)], run="r")
-        got = s.sql("SELECT c.name, c.ts_ns - 1000000000, t.device_ns FROM call_totals t "
-                    "JOIN host_events c USING (trace_id, event_id) ORDER BY ALL").fetchall()
-        launches = s.sql("SELECT launch_ts_ns - 1000000000, dur_ns FROM launches").fetchall()
+    got, launches = _loaded(tmp_path / "shared_correlation.json", events,
+                            "SELECT c.name, c.ts_ns - 1000000000, t.device_ns FROM call_totals t "
+                            "JOIN host_events c USING (trace_id, event_id) ORDER BY ALL",
+                            "SELECT launch_ts_ns - 1000000000, dur_ns FROM launches")
     assert got == [("A", 0, 5000)]  # the runtime calls own no launch: their op does
     assert launches == [(10000, 5000)]
 
