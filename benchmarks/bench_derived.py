@@ -1,25 +1,28 @@
 """The statements a load runs after its inserts (sql/load/derived_*.sql and
 trace_facts.sql), each alone on a database that holds loaded traces: wall and
 CPU seconds, optionally DuckDB's JSON profile of each, and an alternative SQL
-file for one table checked against the stored rows.
+file for one table checked against the packaged statement.
 
     cp /tmp/final_1gb.duckdb /tmp/me_1gb.duckdb          # never a database someone else reads
     python benchmarks/bench_derived.py --db /tmp/me_1gb.duckdb
     python benchmarks/bench_derived.py --db DB --only derived_call_totals --profile /tmp/prof
-    python benchmarks/bench_derived.py --db DB --only derived_launches --sql NEW.sql --repeat 3
+    python benchmarks/bench_derived.py --db DB --only derived_launches --sql NEW.sql --repeat 5
+    python benchmarks/bench_derived.py --db DB --only derived_launches --sql NEW.sql --base OLD.sql --repeat 5
 
 Each statement runs in a transaction that is rolled back: the table's rows of
 every trace are deleted, then computed again, as a load computes them for its
-traces. With --sql, NEW.sql (a Jinja template like sql/load/derived_*.sql) runs
-after the packaged one in each round, and the rows it writes are compared with
-those the database holds (EXCEPT ALL both ways). CPU seconds are the process's, every
-thread.
+traces. With --sql, NEW.sql (a Jinja template like sql/load/derived_*.sql) is
+first checked against the packaged statement (or --base OLD.sql): both run in one
+transaction and the rows they write are compared (EXCEPT ALL both ways); then
+the two alternate for --repeat rounds and the medians are printed. CPU seconds
+are the process's, every thread.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 
@@ -39,13 +42,10 @@ def statement(table: str, text: str | None = None) -> str:
     return sqlfiles.render(f"load/{table}.sql")
 
 
-def run(con, table, sql, ids, profile=None, compare=False):
-    """Seconds (wall, CPU) of sql filling `table` again; with compare, also
-    (rows of the stored table missing, extra rows)."""
+def run(con, table, sql, ids, profile=None):
+    """Seconds (wall, CPU) of sql filling `table` again."""
     con.execute("BEGIN TRANSACTION")
     try:
-        if compare:
-            con.execute(f"CREATE TEMP TABLE bench_stored AS SELECT * FROM {table}")
         con.execute(f"DELETE FROM {table}")
         if profile:
             os.makedirs(profile, exist_ok=True)
@@ -56,11 +56,26 @@ def run(con, table, sql, ids, profile=None, compare=False):
         secs = (time.perf_counter() - w, time.process_time() - c)
         if profile:
             con.execute("PRAGMA disable_profiling")
-        diff = None
-        if compare:
-            diff = tuple(con.execute(f"SELECT count(*) FROM (SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b})")
-                         .fetchall()[0][0] for a, b in (("bench_stored", table), (table, "bench_stored")))
-        return secs, diff
+        return secs
+    finally:
+        con.execute("ROLLBACK")
+
+
+def compare(con, table, base, new, ids):
+    """(rows base writes, rows new writes, rows of base missing from new, rows of new
+    not in base), counted with duplicates."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(f"DELETE FROM {table}")
+        con.execute(base, {"trace_ids": ids})
+        con.execute(f"CREATE TEMP TABLE bench_base AS SELECT * FROM {table}")
+        con.execute(f"DELETE FROM {table}")
+        con.execute(new, {"trace_ids": ids})
+        q = "SELECT count(*) FROM (SELECT * FROM {} EXCEPT ALL SELECT * FROM {})"
+        return (con.execute("SELECT count(*) FROM bench_base").fetchall()[0][0],
+                con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0],
+                con.execute(q.format("bench_base", table)).fetchall()[0][0],
+                con.execute(q.format(table, "bench_base")).fetchall()[0][0])
     finally:
         con.execute("ROLLBACK")
 
@@ -72,6 +87,8 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--profile", default=None, help="directory for DuckDB's JSON profile of each statement")
     ap.add_argument("--sql", default=None, help="an alternative SQL file for the one table of --only")
+    ap.add_argument("--base", default=None, help="with --sql: the SQL file it is checked and timed against "
+                                                  "(default: the packaged statement)")
     args = ap.parse_args(argv)
     tables = args.only.split(",")
     if args.sql and len(tables) != 1:
@@ -79,15 +96,23 @@ def main(argv=None):
     with duckprof.connect(args.db) as s:
         con = s.con
         ids = [r[0] for r in con.execute("SELECT trace_id FROM traces ORDER BY 1").fetchall()]
+        runs = {}  # label: [(wall, CPU), ...]
+        labels = {t: statement(t) if not args.base else statement(t, open(args.base).read()) for t in tables}
+        if args.sql:
+            t, new = tables[0], statement(tables[0], open(args.sql).read())
+            n_base, n_new, missing, extra = compare(con, t, labels[t], new, ids)
+            print(f"{t}: {n_base} rows, {args.sql}: {n_new}; rows missing from it: {missing}, extra: {extra}",
+                  flush=True)
+            labels[args.sql] = new
         for _ in range(args.repeat):
-            for t in tables:
-                secs, _ = run(con, t, statement(t), ids, args.profile)
-                print(f"{t}: {secs[0]:.2f} s wall, {secs[1]:.2f} CPU-s", flush=True)
-                if args.sql:
-                    with open(args.sql) as f:
-                        secs, diff = run(con, t, statement(t, f.read()), ids, compare=True)
-                    print(f"{t} ({args.sql}): {secs[0]:.2f} s wall, {secs[1]:.2f} CPU-s; rows of the database "
-                          f"missing: {diff[0]}, extra: {diff[1]}", flush=True)
+            for label, sql in labels.items():
+                secs = run(con, tables[0] if label == args.sql else label, sql, ids, args.profile)
+                runs.setdefault(label, []).append(secs)
+                print(f"{label}: {secs[0]:.2f} s wall, {secs[1]:.2f} CPU-s", flush=True)
+        if args.repeat > 1:
+            for label, secs in runs.items():
+                print(f"{label}: median of {len(secs)}: {statistics.median(w for w, _ in secs):.2f} s wall, "
+                      f"{statistics.median(c for _, c in secs):.2f} CPU-s", flush=True)
 
 
 if __name__ == "__main__":

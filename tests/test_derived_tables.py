@@ -128,6 +128,62 @@ def test_call_totals_at_the_ends_of_a_call(tmp_path):
     assert got == [("A", 0, 64, 0), ("B", 5000, 64, 512)]  # the runtime call launched nothing of its own
 
 
+def _loaded(path, events, *queries) -> list:
+    """The rows of each query on a session that loaded `events` (written to path)."""
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    with duckprof.connect() as s:
+        s.load([str(path)], run="r")
+        return [s.sql(q).fetchall() for q in queries]
+
+
+def _op(name, ts, dur, pid=1, tid=1, cat="cpu_op", args=None):
+    e = {"ph": "X", "cat": cat, "name": name, "ts": 1000000 + ts, "dur": dur, "args": args or {}}
+    return {**e, **({"pid": pid} if pid is not None else {}), **({"tid": tid} if tid is not None else {})}
+
+
+def _memory(ts, nbytes, device_type, pid=1, tid=1):
+    return {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "ts": 1000000 + ts,
+            **({"pid": pid} if pid is not None else {}), "tid": tid,
+            "args": {"Bytes": nbytes, "Device Type": device_type, "Device Id": 0 if device_type else -1}}
+
+
+def _launch(ts, corr, kernel_dur, pid=1):  # a runtime call at ts (5 us) and its kernel, well after the ops
+    return [_op("cudaLaunchKernel", ts, 5, pid=pid, cat="cuda_runtime", args={"correlation": corr}),
+            {"ph": "X", "cat": "kernel", "name": f"k{corr}", "pid": 0, "tid": 7, "ts": 1000200 + 10 * corr,
+             "dur": kernel_dur, "args": {"correlation": corr, "device": 0, "stream": 7}}]
+
+
+def test_call_totals_at_equal_times_without_pid_or_tid(tmp_path):
+    """Ops on thread (1, 1), times in us: outer [0, 100]; A [0, 40] launches
+    3 us; B [40, 70] launches 5 + 7 us; annotation U [40, 45]; C [70, 100]
+    launches 11 us; Python function X [40, 100]. Device time: what the calls
+    starting in [start, end) on the thread launched (each launch at its op's
+    start: 0, 40, 70); memory:
+    the [memory] events at times in [start, end], any thread of the process:
+    +64 CPU at 0, +128 CPU (thread 2) and +1000 device at 40, -64 CPU at 70,
+    +2000 device at 100; +8 CPU at 50 without pid. Ends that meet a start
+    (A's end and B's start at 40) count the launch in B alone and the memory
+    in both; calls with several launch or memory times inside and with one
+    both computed. N has no pid (a process of its own: only the +8; no
+    thread, so no device time although it launches 13 us), Q no tid
+    (no device time, the process's memory), T2 is on thread 2, R ends before
+    it starts (ts 100, dur -60: its end's totals minus its start's); the
+    runtime calls have neither."""
+    events = [_op("outer", 0, 100), _op("A", 0, 40), *_launch(10, 1, 3),
+              _op("B", 40, 30), _op("U", 40, 5, cat="user_annotation"), *_launch(50, 2, 5), *_launch(60, 3, 7),
+              _op("C", 70, 30), *_launch(80, 4, 11), _op("X", 40, 60, cat="python_function"),
+              _op("T2", 0, 100, tid=2), _op("N", 0, 100, pid=None), *_launch(20, 5, 13, pid=None),
+              _op("Q", 0, 100, tid=None), _op("R", 100, -60),
+              _memory(0, 64, 0), _memory(40, 128, 0, tid=2), _memory(40, 1000, 1), _memory(70, -64, 0),
+              _memory(100, 2000, 1), _memory(50, 8, 0, pid=None)]
+    got, = _loaded(tmp_path / "equal_times.json", events,
+                   "SELECT e.name, t.device_ns // 1000, t.cpu_mem_bytes, t.device_mem_bytes FROM call_totals t "
+                   "JOIN events e USING (trace_id, event_id) ORDER BY e.name")
+    assert got == [("A", 3, 64 + 128, 1000), ("B", 5 + 7, 128 - 64, 1000), ("C", 11, -64, 2000), ("N", 0, 8, 0),
+                   ("Q", 0, 128, 3000), ("R", 3 - 26, 64 + 128 - 128, 1000 - 1000), ("T2", 0, 128, 3000),
+                   ("U", 12, 128, 1000), ("X", 12 + 11, 128 - 64, 1000 + 2000), ("outer", 26, 128, 3000)]
+
+
 def test_device_time_of_runtime_calls_sharing_a_correlation_counts_once(tmp_path):
     """Two runtime calls with one correlation (MTIA traces pair them) and one
     5 us kernel of it, both inside op A: the kernel is A's device time once,
@@ -141,13 +197,10 @@ def test_device_time_of_runtime_calls_sharing_a_correlation_counts_once(tmp_path
          "dur": 10, "args": {"correlation": 7}},
         {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1000050, "dur": 5,
          "args": {"correlation": 7, "device": 0, "stream": 7}}]
-    path = tmp_path / "shared_correlation.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
-    with duckprof.connect() as s:
-        s.load([str(path)], run="r")
-        got = s.sql("SELECT c.name, c.ts_ns - 1000000000, t.device_ns FROM call_totals t "
-                    "JOIN host_events c USING (trace_id, event_id) ORDER BY ALL").fetchall()
-        launches = s.sql("SELECT launch_ts_ns - 1000000000, dur_ns FROM launches").fetchall()
+    got, launches = _loaded(tmp_path / "shared_correlation.json", events,
+                            "SELECT c.name, c.ts_ns - 1000000000, t.device_ns FROM call_totals t "
+                            "JOIN host_events c USING (trace_id, event_id) ORDER BY ALL",
+                            "SELECT launch_ts_ns - 1000000000, dur_ns FROM launches")
     assert got == [("A", 0, 5000)]  # the runtime calls own no launch: their op does
     assert launches == [(10000, 5000)]
 

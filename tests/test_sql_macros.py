@@ -386,17 +386,18 @@ def test_call_bytes_counts_memory_events_in_start_end_inclusive_of_the_calls_pro
     # process 2 of trace 1 (another rank merged into the file): +100 device at 20, so its call
     #   f [0, 50] gets 100 and a, b, d still get only process 1's bytes
     # NULL pids are one process: call g [15, 25] and the NULL-pid +3 CPU at 20 -> cpu 3
+    # call h ends before it starts [40, 15]: its end's bytes (<= 15: cpu 5) minus its start's (< 40: cpu 0, dev 7)
     got = sql("""{% from 'templates/memory.sql' import call_bytes %}
         WITH calls(trace_id, pid, ts_ns, end_ns, kh, pkh) AS (VALUES
                  (1, 1, 10, 30, 'a', NULL), (1, 1, 11, 29, 'b', 'a'), (1, 1, 31, 39, 'c', NULL),
                  (1, 1, 40, 40, 'd', NULL), (2, 1, 0, 100, 'e', NULL), (1, 2, 0, 50, 'f', NULL),
-                 (1, NULL, 15, 25, 'g', NULL)),
+                 (1, NULL, 15, 25, 'g', NULL), (1, 1, 40, 15, 'h', NULL)),
              mem(trace_id, pid, ts_ns, cpu_b, dev_b) AS (VALUES
                  (1, 1, 10, 5, 0), (1, 1, 20, 0, 7), (1, 1, 30, -5, 0), (1, 1, 40, 1, 0), (1, 2, 20, 0, 100),
                  (1, NULL, 20, 3, 0))
         SELECT * FROM ({{ call_bytes('calls', 'mem') }}) ORDER BY kh""")
     assert got == [(1, "a", None, 0, 7), (1, "b", "a", 0, 7), (1, "d", None, 1, 0), (1, "f", None, 0, 100),
-                   (1, "g", None, 3, 0)]
+                   (1, "g", None, 3, 0), (1, "h", None, 5, -7)]
 
 
 def test_op_and_step_innermost_op_on_the_thread_and_the_step():

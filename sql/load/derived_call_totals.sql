@@ -39,19 +39,35 @@ owner AS (  -- the device time each host call launched itself; a device event's 
     WHERE owner_id IS NOT NULL
     GROUP BY trace_id, owner_id
 ),
-dev_cum AS (  -- per thread, launched device time cumulated by the launching call's start
+dev_cum AS (  -- per thread, launched device time cumulated by the launching call's start; ts1: the start before
+              -- (NULL: none), cum1: the time cumulated there
     SELECT c.trace_id, c.th, c.ts_ns,
-           sum(sum(o.dev_ns)) OVER (PARTITION BY c.trace_id, c.th ORDER BY c.ts_ns ROWS UNBOUNDED PRECEDING) AS cum
+           sum(sum(o.dev_ns)) OVER w AS cum,
+           lag(c.ts_ns) OVER (PARTITION BY c.trace_id, c.th ORDER BY c.ts_ns) AS ts1,
+           CASE WHEN ts1 IS NOT NULL THEN cum - sum(o.dev_ns) END AS cum1
     FROM owner o
     JOIN calls c ON c.trace_id = o.trace_id AND c.event_id = o.event_id
     GROUP BY c.trace_id, c.th, c.ts_ns
+    WINDOW w AS (PARTITION BY c.trace_id, c.th ORDER BY c.ts_ns ROWS UNBOUNDED PRECEDING)
 ),
-dev AS (
-    SELECT c.trace_id, c.event_id, dh.cum - coalesce(dl.cum, 0) AS device_ns
+dev_hi AS (  -- the time cumulated at the call's end (at the last start before it), for the calls with some start
+             -- in [start, end) (for the others the last start before the end is the last before the start:
+             -- nothing in between), or that end before they start; at_ts1: the last start before the call's
+             -- start is ts1, whose time is known
+    SELECT c.trace_id, c.event_id, c.th, c.ts_ns, dh.cum, dh.cum1,
+           c.end_ns >= c.ts_ns AND (dh.ts1 IS NULL OR dh.ts1 < c.ts_ns) AS at_ts1
     FROM calls c
     ASOF JOIN dev_cum dh ON dh.trace_id = c.trace_id AND dh.th = c.th AND c.end_ns > dh.ts_ns
-    ASOF LEFT JOIN dev_cum dl ON dl.trace_id = c.trace_id AND dl.th = c.th AND c.ts_ns > dl.ts_ns
-    WHERE dh.cum IS DISTINCT FROM dl.cum
+    WHERE dh.ts_ns >= c.ts_ns OR c.end_ns < c.ts_ns
+),
+dev AS (  -- minus the time cumulated at its start: at ts1, or looked up (a call with several starts inside)
+    SELECT trace_id, event_id, cum - coalesce(lo, 0) AS device_ns
+    FROM (SELECT trace_id, event_id, cum, cum1 AS lo FROM dev_hi WHERE at_ts1
+          UNION ALL
+          SELECT c.trace_id, c.event_id, c.cum, dl.cum
+          FROM (SELECT * FROM dev_hi WHERE NOT at_ts1) c
+          ASOF LEFT JOIN dev_cum dl ON dl.trace_id = c.trace_id AND dl.th = c.th AND c.ts_ns > dl.ts_ns)
+    WHERE cum IS DISTINCT FROM lo
 ),
 mem_raw AS (
     SELECT trace_id, pid, ts_ns, {{ memory_bytes() }}

@@ -8,9 +8,10 @@
 --   CPU and device apart. calls: a relation with trace_id, pid, ts_ns, end_ns and
 --   the columns `keys` (passed through; default the call's row key kh and its
 --   parent's pkh); mem: a relation of trace_id, pid, ts_ns, cpu_b, dev_b (the
---   [memory] events' bytes). A NULL pid is a process of its own. Cumulative sums
---   looked up by two ASOF joins. Computed per call at load
---   (sql/load/derived_call_totals.sql).
+--   [memory] events' bytes, not NULL). A NULL pid is a process of its own.
+--   Cumulative sums looked up at the call's end by an ASOF join, and at its start
+--   by a second one only for the calls with several [memory] times inside. Computed
+--   per call at load (sql/load/derived_call_totals.sql).
 -- dropped_names(): the names torch's key_averages leaves out (_parse_kineto_results'
 --   _filter_name), an SQL list: report ops and memory --ops count no such call.
 -- memory_bytes(alias): cpu_b and dev_b of memory_events: the bytes of CPU
@@ -44,22 +45,35 @@ CASE WHEN {{ alias }}device_type IN (1, 6, 12, 20) THEN {{ alias }}bytes ELSE 0 
 {%- endmacro %}
 
 {% macro call_bytes(calls, mem, keys=['kh', 'pkh']) -%}
-SELECT c.trace_id, {% for k in keys %}c.{{ k }}, {% endfor %}
-       hi.cpu_cum - coalesce(lo.cpu_cum, 0) AS cpu_mem, hi.dev_cum - coalesce(lo.dev_cum, 0) AS dev_mem
-FROM (SELECT *, coalesce(pid, -1) AS process FROM {{ calls }}) c
-ASOF JOIN (
-    SELECT trace_id, process, ts_ns, sum(sum(cpu_b)) OVER w AS cpu_cum, sum(sum(dev_b)) OVER w AS dev_cum
+WITH cum AS (  -- per process, the bytes cumulated by time; ts1: the time before (NULL: none), cpu1, dev1: the
+               -- bytes cumulated then
+    SELECT trace_id, process, ts_ns, sum(sum(cpu_b)) OVER w AS cpu_cum, sum(sum(dev_b)) OVER w AS dev_cum,
+           lag(ts_ns) OVER (PARTITION BY trace_id, process ORDER BY ts_ns) AS ts1,
+           CASE WHEN ts1 IS NOT NULL THEN cpu_cum - sum(cpu_b) END AS cpu1,
+           CASE WHEN ts1 IS NOT NULL THEN dev_cum - sum(dev_b) END AS dev1
     FROM (SELECT *, coalesce(pid, -1) AS process FROM {{ mem }})
     GROUP BY trace_id, process, ts_ns
     WINDOW w AS (PARTITION BY trace_id, process ORDER BY ts_ns ROWS UNBOUNDED PRECEDING)
-) hi ON hi.trace_id = c.trace_id AND hi.process = c.process AND c.end_ns >= hi.ts_ns
-ASOF LEFT JOIN (
-    SELECT trace_id, process, ts_ns, sum(sum(cpu_b)) OVER w AS cpu_cum, sum(sum(dev_b)) OVER w AS dev_cum
-    FROM (SELECT *, coalesce(pid, -1) AS process FROM {{ mem }})
-    GROUP BY trace_id, process, ts_ns
-    WINDOW w AS (PARTITION BY trace_id, process ORDER BY ts_ns ROWS UNBOUNDED PRECEDING)
-) lo ON lo.trace_id = c.trace_id AND lo.process = c.process AND c.ts_ns > lo.ts_ns
-WHERE hi.cpu_cum IS DISTINCT FROM lo.cpu_cum OR hi.dev_cum IS DISTINCT FROM lo.dev_cum
+),
+hi AS (  -- the bytes cumulated at the call's end (at the last time at or before it), for the calls with some
+         -- time in [start, end] (for the others the last time up to the end is the last before the start:
+         -- nothing in between), or that end before they start; at_ts1: the last time before the call's start
+         -- is ts1, whose bytes are known
+    SELECT c.trace_id, {% for k in keys %}c.{{ k }}, {% endfor %}c.process, c.ts_ns, h.cpu_cum, h.dev_cum, h.cpu1, h.dev1,
+           c.end_ns >= c.ts_ns AND (h.ts1 IS NULL OR h.ts1 < c.ts_ns) AS at_ts1
+    FROM (SELECT *, coalesce(pid, -1) AS process FROM {{ calls }}) c
+    ASOF JOIN cum h ON h.trace_id = c.trace_id AND h.process = c.process AND c.end_ns >= h.ts_ns
+    WHERE h.ts_ns >= c.ts_ns OR c.end_ns < c.ts_ns
+)
+SELECT trace_id, {% for k in keys %}{{ k }}, {% endfor %}cpu_cum - coalesce(lo_cpu, 0) AS cpu_mem, dev_cum - coalesce(lo_dev, 0) AS dev_mem
+FROM (  -- minus the bytes cumulated at its start: at ts1, or looked up (a call with several times inside)
+    SELECT *, cpu1 AS lo_cpu, dev1 AS lo_dev FROM hi WHERE at_ts1
+    UNION ALL BY NAME
+    SELECT c.*, lo.cpu_cum AS lo_cpu, lo.dev_cum AS lo_dev
+    FROM (SELECT * FROM hi WHERE NOT at_ts1) c
+    ASOF LEFT JOIN cum lo ON lo.trace_id = c.trace_id AND lo.process = c.process AND c.ts_ns > lo.ts_ns
+)
+WHERE cpu_cum IS DISTINCT FROM lo_cpu OR dev_cum IS DISTINCT FROM lo_dev
 {%- endmacro %}
 
 {% macro memory_levels() -%}
