@@ -425,6 +425,21 @@ def split_constant(columns, rows, keep) -> tuple[list[int], list[int]]:
     return keep, said
 
 
+def told_apart(columns, rows, keep, hidden=None) -> list[int]:
+    """The columns `keep` (indexes), and the first identity column (run,
+    rank, trace id, device) of `hidden` (default: every one not kept) that
+    tells apart rows the kept identity columns do not: ranks' [wide]
+    trace_id, when the traces have no rank or two traces are of one rank.
+    Never rows a reader cannot tell apart."""
+    shown_ids = [i for i in keep if columns[i] in IDENTITY]
+    for i in (range(len(columns)) if hidden is None else hidden):
+        if columns[i] in IDENTITY and i not in keep:
+            seen = {}
+            if any(seen.setdefault(tuple(r[j] for j in shown_ids), r[i]) != r[i] for r in rows):
+                return sorted(list(keep) + [i])
+    return list(keep)
+
+
 def report_table(columns, rows, documented, fmt="table", wide=False, name_width=60, width=120) -> str:
     """A report's rows as a table for people (see the comment above)."""
     doc = {c.name: c for c in documented}
@@ -437,16 +452,7 @@ def report_table(columns, rows, documented, fmt="table", wide=False, name_width=
         for i in said:
             shown = _human(rows[0][i], column_kind(columns[i])[0], columns[i])
             constant.append(f"{columns[i]} {_cell(shown, 40)}")
-        # rows that say which trace they are only in a [wide] column (ranks'
-        # trace_id, when the traces have no rank, or two traces of one rank)
-        # show it: never rows a reader cannot tell apart
-        shown_ids = [i for i in keep if columns[i] in IDENTITY]
-        for i, c in enumerate(columns):
-            if c in IDENTITY and i not in keep:
-                seen = {}
-                if any(seen.setdefault(tuple(r[j] for j in shown_ids), r[i]) != r[i] for r in rows):
-                    keep = sorted(keep + [i])
-                    break
+        keep = told_apart(columns, rows, keep)
     kinds = {i: column_kind(columns[i]) for i in keep}
     headers = [kinds[i][1] for i in keep]
     for k, i in enumerate(keep):  # busy_us and busy_pct: 'busy' and 'busy %'

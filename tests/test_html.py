@@ -506,6 +506,22 @@ def test_constant_columns_are_said_once(two, two_page):
     assert P.split_constant(table, rows, cols[:3]) == (["step", "name"], ["run a"])
 
 
+def test_rows_of_one_rank_show_their_trace():
+    """The ranks table of a run holding two traces of one rank (a job profiled
+    twice): rank 0 on two rows said nothing of which trace each is; the [wide]
+    trace id is shown then (render.told_apart, the terminal's rule), and
+    stays hidden when the ranks tell the rows apart."""
+    from duckprof.sqlfiles import Column
+    cols = ["run", "rank", "trace_id", "steps"]
+    documented = {c: Column(c, "VARCHAR", "", wide=c == "trace_id") for c in cols}
+    twice = P.Table("ranks", {}, cols, documented, [{"run": "a", "rank": 0, "trace_id": 1, "steps": 2},
+                                                    {"run": "a", "rank": 0, "trace_id": 2, "steps": 3},
+                                                    {"run": "a", "rank": 1, "trace_id": 3, "steps": 3}])
+    assert twice.shown() == ["run", "rank", "trace_id", "steps"]
+    apart = P.Table("ranks", {}, cols, documented, twice.rows[1:])
+    assert apart.shown() == ["run", "rank", "steps"]
+
+
 @pytest.mark.slow  # a page of its own
 def test_idle_ops_without_gpu_idle_get_a_line_not_a_chart(two, monkeypatch):
     """When none of the ranked ops overlaps GPU idle time (a deep queue, as on

@@ -89,9 +89,15 @@ class Table:
                    [dict(zip(cols, r)) for r in rows], list(notes), list(instead))
 
     def shown(self, exclude=()) -> list[str]:
-        """The columns a person reads: documented, not [wide], not excluded."""
-        return [c for c in self.columns
-                if c not in exclude and not (c in self.documented and self.documented[c].wide)]
+        """The columns a person reads: documented, not [wide], not excluded;
+        and a [wide] identity column when the rows need it to be told apart
+        (render.told_apart: two traces of one rank in report ranks)."""
+        wide = [i for i, c in enumerate(self.columns) if c in self.documented and self.documented[c].wide]
+        keep = [i for i, c in enumerate(self.columns) if c not in exclude and i not in wide]
+        if not any(self.columns[i] in render.IDENTITY for i in wide):
+            return [self.columns[i] for i in keep]
+        values = [[r.get(c) for c in self.columns] for r in self.rows]
+        return [self.columns[i] for i in render.told_apart(self.columns, values, keep, hidden=wide)]
 
     def where(self, **match) -> list[dict]:
         return [r for r in self.rows if all(r.get(k) == v for k, v in match.items())]
