@@ -510,16 +510,32 @@ def test_rows_of_one_rank_show_their_trace():
     """The ranks table of a run holding two traces of one rank (a job profiled
     twice): rank 0 on two rows said nothing of which trace each is; the [wide]
     trace id is shown then (render.told_apart, the terminal's rule), and
-    stays hidden when the ranks tell the rows apart."""
+    stays hidden when the ranks tell the rows apart; the overview's devices
+    table, whose columns leave out trace_id, the same; its charts name such
+    a trace by rank and file."""
     from duckprof.sqlfiles import Column
     cols = ["run", "rank", "trace_id", "steps"]
     documented = {c: Column(c, "VARCHAR", "", wide=c == "trace_id") for c in cols}
     twice = P.Table("ranks", {}, cols, documented, [{"run": "a", "rank": 0, "trace_id": 1, "steps": 2},
                                                     {"run": "a", "rank": 0, "trace_id": 2, "steps": 3},
                                                     {"run": "a", "rank": 1, "trace_id": 3, "steps": 3}])
-    assert twice.shown() == ["run", "rank", "trace_id", "steps"]
-    apart = P.Table("ranks", {}, cols, documented, twice.rows[1:])
-    assert apart.shown() == ["run", "rank", "steps"]
+    assert P.split_constant(twice, twice.rows, twice.shown()) == (["rank", "trace_id", "steps"], ["run a"])
+    apart = twice.rows[1:]
+    assert P.split_constant(twice, apart, twice.shown()) == (["rank", "steps"], ["run a"])
+
+
+
+def test_a_page_of_two_traces_of_one_rank_names_each():
+    """tiny_compare_base and tiny_compare_test are both rank 1: the overview's
+    devices table shows their trace ids, and the busy chart names each by
+    rank and file (both were 'rank 1 · GPU 1')."""
+    s = duckprof.connect()
+    s.load([str(corpus_path("tiny_compare_base.json.gz")), str(corpus_path("tiny_compare_test.json.gz"))], run="r")
+    sec = section(str(s.html()), "overview")
+    (dev,) = [t for t in page_tables(sec) if t["report"] == "devices"]
+    # rank and device hold one value on every row: said below; the trace id tells the rows apart
+    assert dev["columns"] == ["trace_id", "gpu_events"] and sorted(r[0] for r in dev["rows"]) == ["1", "2"]
+    assert "rank 1 · tiny_compare_base.json.gz · GPU 1" in sec and "rank 1 · tiny_compare_test.json.gz · GPU 1" in sec
 
 
 @pytest.mark.slow  # a page of its own

@@ -22,6 +22,7 @@ timeline, which zooms, is drawn by page.js from compact bucket data.
 from __future__ import annotations
 
 import base64
+import collections
 import functools
 import hashlib
 import html as html_lib
@@ -89,15 +90,9 @@ class Table:
                    [dict(zip(cols, r)) for r in rows], list(notes), list(instead))
 
     def shown(self, exclude=()) -> list[str]:
-        """The columns a person reads: documented, not [wide], not excluded;
-        and a [wide] identity column when the rows need it to be told apart
-        (render.told_apart: two traces of one rank in report ranks)."""
-        wide = [i for i, c in enumerate(self.columns) if c in self.documented and self.documented[c].wide]
-        keep = [i for i, c in enumerate(self.columns) if c not in exclude and i not in wide]
-        if not any(self.columns[i] in render.IDENTITY for i in wide):
-            return [self.columns[i] for i in keep]
-        values = [[r.get(c) for c in self.columns] for r in self.rows]
-        return [self.columns[i] for i in render.told_apart(self.columns, values, keep, hidden=wide)]
+        """The columns a person reads: documented, not [wide], not excluded."""
+        return [c for c in self.columns
+                if c not in exclude and not (c in self.documented and self.documented[c].wide)]
 
     def where(self, **match) -> list[dict]:
         return [r for r in self.rows if all(r.get(k) == v for k, v in match.items())]
@@ -182,12 +177,30 @@ def split_constant(table: Table, rows: list[dict], columns: list[str]) -> tuple[
     stay."""
     if not rows:
         return columns, []
+    columns = _told_apart(table, rows, columns)
     values = [[r.get(c) for c in columns] for r in rows]
     keep, said = render.split_constant(columns, values, range(len(columns)))
     # the unit is in the cell: 'busy 15.0%', not 'busy % 15.0%'
     return ([columns[i] for i in keep],
             [f"{heading(table, columns[i]).removesuffix(' %')} {cell_text(columns[i], rows[0][columns[i]])}"
              for i in said])
+
+
+def _told_apart(table: Table, rows: list[dict], columns: list[str]) -> list[str]:
+    """`columns`, and an identity column of the report they leave out (a
+    [wide] trace_id, one the section chose not to show) when the rows need it
+    to be told apart (render.told_apart: two traces of one rank), placed after
+    the identity columns shown."""
+    hidden = [c for c in table.columns if c in render.IDENTITY and c not in columns]
+    if not hidden or len(rows) < 2:
+        return columns
+    every = list(columns) + hidden
+    kept = render.told_apart(every, [[r.get(c) for c in every] for r in rows], range(len(columns)),
+                             hidden=range(len(columns), len(every)))
+    if len(kept) == len(columns):
+        return columns
+    at = max((k + 1 for k, c in enumerate(columns) if c in render.IDENTITY), default=0)
+    return [*columns[:at], every[kept[-1]], *columns[at:]]
 
 
 def heading(table: Table, col: str) -> str:
@@ -220,12 +233,24 @@ class Context:
 
     @functools.cached_property
     def trace_label(self) -> dict:
+        """trace_id -> what names it on the page: its rank, its file's name
+        when it has none, both when another trace of its run has its rank
+        (a job profiled twice, a schedule's cycles); the run first on a page
+        of several runs."""
         many_runs = len({t["run"] for t in self.traces.rows}) > 1
         out = {}
         for t in self.traces.rows:
             who = f"rank {t['rank']}" if t["rank"] is not None else t["file_name"]
+            if t["trace_id"] in self.rank_shared:
+                who += f" · {t['file_name']}"
             out[t["trace_id"]] = (f"{t['run']} · " if many_runs else "") + who
         return out
+
+    @functools.cached_property
+    def rank_shared(self) -> set:
+        """The traces whose rank another trace of their run has too."""
+        held = collections.Counter((t["run"], t["rank"]) for t in self.traces.rows if t["rank"] is not None)
+        return {t["trace_id"] for t in self.traces.rows if t["rank"] is not None and held[(t["run"], t["rank"])] > 1}
 
     def device_label(self, trace_id, device, with_name=True) -> str:
         name = next((d["device_name"] for d in self.devices.rows
@@ -744,7 +769,8 @@ def rank_facts(ctx: Context) -> dict:
     if Reports.has("ranks"):
         t = ctx.reports.get("ranks")
         rows = sorted(t.rows, key=lambda r: (r["rank"] is None, r["rank"], r["trace_id"]))
-        label = lambda r: f"rank {r['rank']}" if r["rank"] is not None else ctx.trace_label[r["trace_id"]]  # noqa: E731
+        label = lambda r: (f"rank {r['rank']}" if r["rank"] is not None and r["trace_id"] not in ctx.rank_shared  # noqa: E731
+                           else ctx.trace_label[r["trace_id"]])
         busy = [dict(label=label(r), busy_pct=r["busy_pct"], key=r["trace_id"]) for r in rows]
         stepped = [dict(label=label(r), step_mean_us=r["step_mean_us"], key=r["trace_id"])
                    for r in rows if r["step_mean_us"] is not None]
