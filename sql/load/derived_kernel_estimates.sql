@@ -27,40 +27,39 @@ per_op AS (  -- math kernels: those of a math category; every kernel of an op th
            CASE WHEN bool_or(is_math) THEN sum(d) FILTER (WHERE is_math) ELSE sum(d) END AS math_dur
     FROM k0 GROUP BY trace_id, op_key
 ),
-j AS (  -- (a group, not a window over the op's kernels: no sort)
+j AS NOT MATERIALIZED (  -- (a group, not a window over the op's kernels: no sort)
     SELECT k0.* EXCLUDE (is_math), k0.is_math OR NOT p.any_math AS math_kernel,
            p.op_kernels, p.op_dur, p.math_kernels, p.math_dur
     FROM k0 JOIN per_op p USING (trace_id, op_key)
 ),
-split AS (  -- ops with several kernels: floor of the proportional share ...
+split AS NOT MATERIALIZED (  -- ops with several kernels: floor of the proportional share ...
+                             -- (read twice, by remainder and shared: split and j are computed
+                             -- again, not every kernel's row held in between)
     SELECT *,
-           CASE WHEN NOT math_kernel AND op_flops IS NOT NULL THEN 0
+           CASE WHEN op_kernels = 1 THEN NULL WHEN NOT math_kernel AND op_flops IS NOT NULL THEN 0
                 ELSE (op_flops::HUGEINT * f_wt // f_wt_total)::BIGINT END AS f0,
-           (op_bytes::HUGEINT * wt // wt_total)::BIGINT AS b0
+           CASE WHEN op_kernels > 1 THEN (op_bytes::HUGEINT * wt // wt_total)::BIGINT END AS b0
     FROM (SELECT *, CASE WHEN op_dur > 0 THEN d ELSE 1 END AS wt,
                     CASE WHEN op_dur > 0 THEN op_dur ELSE op_kernels END AS wt_total,
                     CASE WHEN math_dur > 0 THEN d ELSE 1 END AS f_wt,
                     CASE WHEN math_dur > 0 THEN math_dur ELSE math_kernels END AS f_wt_total
-          FROM j WHERE op_kernels > 1)
+          FROM j)
 ),
 remainder AS (  -- ... and what rounding left over (fewer than the kernels sharing) to the longest of them
     SELECT trace_id, op_key, any_value(op_flops) - sum(f0) AS f_rest, any_value(op_bytes) - sum(b0) AS b_rest,
            arg_max(event_id, (wt, -event_id)) AS longest,
            arg_max(event_id, (f_wt, -event_id)) FILTER (WHERE math_kernel) AS longest_math
-    FROM split GROUP BY trace_id, op_key
+    FROM split WHERE op_kernels > 1 GROUP BY trace_id, op_key
 ),
 shared AS (
-    SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, op_event_id, op_name, op_kernels,
-           category, math_kernel, op_flops, op_bytes, op_dtype, flops_formula, bytes_formula,
-           op_flops AS flops_share, op_bytes AS bytes_share
-    FROM j WHERE op_kernels = 1  -- most kernels: the only kernel of their op gets all of it
-    UNION ALL
     SELECT s.trace_id, s.event_id, s.name, s.device, s.stream, s.ts_ns, s.dur_ns, s.op_event_id, s.op_name,
            s.op_kernels, s.category, s.math_kernel, s.op_flops, s.op_bytes, s.op_dtype, s.flops_formula,
            s.bytes_formula,
-           s.f0 + CASE WHEN s.event_id = r.longest_math THEN r.f_rest ELSE 0 END,
-           s.b0 + CASE WHEN s.event_id = r.longest THEN r.b_rest ELSE 0 END
-    FROM split s JOIN remainder r USING (trace_id, op_key)
+           CASE WHEN s.op_kernels = 1 THEN s.op_flops  -- most kernels: the only kernel of their op gets all of it
+                ELSE s.f0 + CASE WHEN s.event_id = r.longest_math THEN r.f_rest ELSE 0 END END AS flops_share,
+           CASE WHEN s.op_kernels = 1 THEN s.op_bytes
+                ELSE s.b0 + CASE WHEN s.event_id = r.longest THEN r.b_rest ELSE 0 END END AS bytes_share
+    FROM split s LEFT JOIN remainder r USING (trace_id, op_key)  -- (no row for an op's only kernel)
 ),
 named AS (
     SELECT s.*,
