@@ -162,11 +162,10 @@ points AS (
     FROM (SELECT *, end_ns AS t FROM host), ranges
     {%- endif %}
 ),
-walk AS (
+counted AS (
     SELECT trace_id, event_id, thread, sub, op, ts_ns, end_ns,
            row_number() OVER w AS pos,
-           sum(delta) OVER w - 1 AS lvl,
-           sum(delta * op) OVER w - 1 AS op_lvl
+           (sum(delta * (1 + op * 4294967296)) OVER w)::BIGINT AS n
     FROM points
     WINDOW w AS (PARTITION BY thread ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ),
@@ -189,17 +188,28 @@ points AS (
     FROM host h
     {%- if crossing in ('all', 'threads') %} LEFT JOIN crossed c USING (trace_id, event_id){% endif %}
 ),
-walk AS (
-    -- lvl: open intervals after this point, minus 1; op_lvl: the same for cpu_ops
+counted AS (
     SELECT trace_id, event_id, thread, sub, op, ts_ns, end_ns,
            row_number() OVER w AS pos,
-           sum(delta) OVER w - 1 AS lvl,
-           sum(delta * op) OVER w - 1 AS op_lvl
+           (sum(delta * (1 + op * 4294967296)) OVER w)::BIGINT AS n
     FROM points
     WINDOW w AS (PARTITION BY thread ORDER BY t, kind, k2, k3, k4, sub
                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ),
 {%- endif %}
+walk AS (
+    -- lvl: open intervals after this point, minus 1; op_lvl: the same for
+    -- cpu_ops. Both from one running sum n (a cpu_op's point counts 1 + 2^32:
+    -- the open intervals are n's low 32 bits, the open cpu_ops the rest; a
+    -- second running sum cost about as much as the sort), as INTEGERs: they
+    -- are the partition keys of the two windows below, narrower than the
+    -- HUGEINT a sum is (together -12 to -16% of the statement on 1 GB).
+    -- Exact while a thread has fewer than 2^31 events open at once: far
+    -- more than a load holds
+    SELECT trace_id, event_id, thread, sub, op, ts_ns, end_ns, pos,
+           (n & 4294967295)::INTEGER - 1 AS lvl, (n >> 32)::INTEGER - 1 AS op_lvl
+    FROM counted
+),
 linked AS (
     -- one row per event, from its end point; cpu_op start points stay for
     -- enclosing_op. The parent's four columns come from one window function
