@@ -69,7 +69,7 @@ def _cell(v, width: int | None):
     return s
 
 
-def _told_apart(cells, texts, width: int) -> list[str]:
+def _distinct_cuts(cells, texts, width: int) -> list[str]:
     """A column's cells (texts cut to `width` by _cell) where two different
     texts were cut to the same cell (templated kernel names share their first
     40-100 characters: `sm90_xmma_gemm_bf16bf16_bf16f32…` twice), each of
@@ -95,6 +95,12 @@ def _told_apart(cells, texts, width: int) -> list[str]:
             return t[:head] + "…" + t[len(t) - (width - head - 1):]
         return t[:head] + "…" + t[start:start + room] + "…"
 
+    def alike(got):  # the texts shown the same, in groups of 2 or more
+        same = {}
+        for t, s in got.items():
+            same.setdefault(s, []).append(t)
+        return [ts for ts in same.values() if len(ts) > 1]
+
     def assign(ts, shown, after=-1):
         # from where the texts part ways; those that still look alike, from where they do
         at = len(os.path.commonprefix(list(ts)))
@@ -102,24 +108,17 @@ def _told_apart(cells, texts, width: int) -> list[str]:
             return
         got = {t: window(t, at, min(12, room - 4)) for t in ts}
         shown.update(got)
-        alike = {}
-        for t, s in got.items():
-            alike.setdefault(s, []).append(t)
-        for more in alike.values():
-            if len(more) > 1:
-                assign(more, shown, at)
+        for more in alike(got):
+            assign(more, shown, at)
 
     shown = {}
     for ts in clashes.values():
         assign(ts, shown)
     for _ in range(3):  # two branches may end alike by chance: those from where they part
-        alike = {}
-        for t, s in shown.items():
-            alike.setdefault(s, []).append(t)
-        alike = [ts for ts in alike.values() if len(ts) > 1]
-        if not alike:
+        groups = alike(shown)
+        if not groups:
             break
-        for ts in alike:
+        for ts in groups:
             assign(ts, shown)
     shown = {t: s for t, s in shown.items()
              if s.replace("…", "").isascii() and s.isprintable()}  # else the plain cut (its width on screen is known)
@@ -157,7 +156,7 @@ def to_text(columns, rows, fmt: str = "table", name_width: int | None = 80,
         if name_width:
             for k in range(len(columns)):
                 if any(r[k].endswith("…") for r in cells):
-                    told = _told_apart([r[k] for r in cells], [_cell(r[k], None) for r in rows], name_width)
+                    told = _distinct_cuts([r[k] for r in cells], [_cell(r[k], None) for r in rows], name_width)
                     for r, c in zip(cells, told):
                         r[k] = c
         numeric = [i in right_aligned if right_aligned is not None else
@@ -455,12 +454,11 @@ def report_table(columns, rows, documented, fmt="table", wide=False, name_width=
         keep = told_apart(columns, rows, keep)
     kinds = {i: column_kind(columns[i]) for i in keep}
     headers = [kinds[i][1] for i in keep]
-    for k, i in enumerate(keep):  # busy_us and busy_pct: 'busy' and 'busy %'
-        if kinds[i][0] == "pct" and headers.count(headers[k]) > 1:
-            headers[k] += " %"
-    for k, i in enumerate(keep):  # step and step_us: 'step' and 'step time' (as the html page's)
-        if kinds[i][0] == "time" and headers.count(headers[k]) > 1:
-            headers[k] += " time"
+    # busy_us and busy_pct: "busy" and "busy %"; then step and step_us: "step" and "step time"
+    for kind, suffix in (("pct", " %"), ("time", " time")):
+        for k, i in enumerate(keep):
+            if kinds[i][0] == kind and headers.count(headers[k]) > 1:
+                headers[k] += suffix
     table_rows = [[_human(r[i], kinds[i][0], columns[i]) for i in keep] for r in rows]
     # kernel names: "void " says nothing
     table_rows = [[v[5:] if isinstance(v, str) and v.startswith("void ") else v for v in r] for r in table_rows]

@@ -140,7 +140,7 @@ def test_names_cut_alike_are_told_apart():
                      "at::native…GeluCUDAKernelImpl(a…", "at::native…CUDAFunctor_add<c10:…",
                      "pytorch_flash::flash_fwd_kernel…", "sm90_xmma_…tilesize128x128x64_w…", "short"]
     # a name whose end fits after its start shows its end, without a second "…"
-    assert render._told_apart(["abcdefghij_x…", "abcdefghij_x…"], ["abcdefghij_xx_1", "abcdefghij_xx_2"], 13) == \
+    assert render._distinct_cuts(["abcdefghij_x…", "abcdefghij_x…"], ["abcdefghij_xx_1", "abcdefghij_xx_2"], 13) == \
         ["abcd…hij_xx_1", "abcd…hij_xx_2"]
 
 
