@@ -352,11 +352,21 @@ def human_cell(col: str, v) -> str:
     kind = column_kind(col)[0]
     shown = _human(v, kind, col)
     if isinstance(shown, float):
-        return f"{shown:,.0f}" if shown.is_integer() and abs(shown) < 1e15 else f"{shown:,.3f}"
+        return _unsigned_zero(f"{shown:,.0f}" if shown.is_integer() and abs(shown) < 1e15 else f"{shown:,.3f}")
     if isinstance(shown, int) and not isinstance(shown, bool):
         return f"{shown:,}"
     s = str(shown)
-    return s[5:] if s.startswith("void ") else s
+    if s.startswith("void "):
+        return s[5:]
+    return _unsigned_zero(s) if isinstance(v, (int, float, Decimal)) else s
+
+
+def _unsigned_zero(s: str) -> str:
+    """'-0.00 pp' -> '0.00 pp': a value that rounds to zero where it is shown
+    has no sign (a tiny negative delta would read as a decrease)."""
+    if s.startswith("-") and not any(c in "123456789" for c in s):
+        return s[1:]
+    return s
 
 
 def metric_cell(metric: str, col: str, v) -> str:

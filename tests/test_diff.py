@@ -231,8 +231,9 @@ def test_summary_hand_computed(pair):
     want = {  # metric: (A, B)
         "traces": (1, 1), "steps": (2, 4), "wall_us": (2000, 4000), "step_mean_us": (1000, 1000),
         "gpu_devices": (1, 1),
-        # union of device intervals: A's memcpy [150,170) lies inside gemm [100,200)
-        "gpu_busy_us": (610, 1182), "gpu_busy_pct": (30.5, 29.55), "kernels": (11, 22),
+        # union of device intervals: A's memcpy [150,170) lies inside gemm [100,200); busy % over
+        # the GPU window, first device event to last end: A [100, 1840), B [100, 3830)
+        "gpu_busy_us": (610, 1182), "gpu_busy_pct": (100 * 610 / 1740, 100 * 1182 / 3730), "kernels": (11, 22),
         "kernel_us": (610, 1182), "gpu_busy_us_per_step": (305, 295.5), "kernels_per_step": (5.5, 5.5),
         "kernel_us_per_step": (305, 295.5)}
     assert list(summary) == list(want)
@@ -245,6 +246,19 @@ def test_summary_hand_computed(pair):
             assert pct == pytest.approx(100 * (b - a) / a), m
     assert [s["devices"] for s in sides] == ["NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-16GB"]
     assert [s["steps"] for s in sides] == [2, 4]
+
+
+def test_summary_busy_pct_is_the_runs_busy_pct(pair):
+    """diff's gpu_busy_pct is the figure `duckprof runs` and report gpu-time
+    give for the same run (busy time over the GPU window); failed before:
+    diff divided by the trace window, 30.5% and 29.55% against the runs' 35.06%
+    and 31.69%: two busy % for one run."""
+    runs = dict(pair.sql("SELECT run, busy_pct FROM runs").fetchall())
+    with diff("A", "B", session=pair) as d:
+        (a, b), = [r[1:3] for r in d.summary.fetchall() if r[0] == "gpu_busy_pct"]
+    assert (a, b) == (pytest.approx(runs["A"]), pytest.approx(runs["B"]))
+    assert (a, b) == (pytest.approx(100 * 610 / 1740), pytest.approx(100 * 1182 / 3730))
+
 
 
 @pytest.mark.slow
@@ -516,10 +530,10 @@ def test_cli_summary_in_units():
     assert rows["steps"] == ["2", "4", "2", "100.0%"]
     assert rows["wall_us"] == ["2.00", "ms", "4.00", "ms", "2.00", "ms", "100.0%"]
     # a difference of percentages is in percentage points, and no relative change is given for it
-    assert rows["gpu_busy_pct"] == ["30.5%", "29.6%", "-0.95", "pp"]
+    assert rows["gpu_busy_pct"] == ["35.1%", "31.7%", "-3.37", "pp"]
     assert rows["gpu_busy_us_per_step"] == ["305", "µs", "296", "µs", "-9.50", "µs", "-3.11%"]
     assert rows["kernels_per_step"] == ["5.500", "5.500", "0", "0.00%"]
     doc = json.loads(CliRunner().invoke(app, ["diff", A, B, "--format", "json"]).stdout)
     assert doc["summary"][2] == {"metric": "wall_us", "a": 2000.0, "b": 4000.0, "delta": 2000.0, "delta_pct": 100.0}
     busy = next(r for r in doc["summary"] if r["metric"] == "gpu_busy_pct")
-    assert busy["delta"] == pytest.approx(29.55 - 30.5) and busy["delta_pct"] is None
+    assert busy["delta"] == pytest.approx(100 * 1182 / 3730 - 100 * 610 / 1740) and busy["delta_pct"] is None

@@ -312,8 +312,8 @@ def test_waterfall_ends_at_b():
 
 
 def test_diff_summary_delta_of_a_percentage_in_points():
-    """The diff page's summary as the CLI's: busy % 30.5% -> 29.6%, its delta
-    -0.95 pp (failed before: -0.95%, which reads as a relative change), and no
+    """The diff page's summary as the CLI's: busy % 35.1% -> 31.7%, its delta
+    -3.37 pp (failed before: -0.95%, which reads as a relative change), and no
     relative change of a percentage; each cell's data-v the exact value."""
     from duckprof.diff import diff
     from duckprof.html import diff_page as D
@@ -323,8 +323,8 @@ def test_diff_summary_delta_of_a_percentage_in_points():
     (t,) = page_tables(str(sec.html))
     (i,) = [i for i, r in enumerate(t["rows"]) if r[0] == "gpu_busy_pct"]
     assert t["columns"] == ["metric", "a", "b", "delta", "delta_pct"]
-    assert t["texts"][i] == ["gpu_busy_pct", "30.5%", "29.6%", "-0.95 pp", ""]
-    assert float(t["rows"][i][3]) == pytest.approx(29.55 - 30.5) and t["rows"][i][4] == ""
+    assert t["texts"][i] == ["gpu_busy_pct", "35.1%", "31.7%", "-3.37 pp", ""]
+    assert float(t["rows"][i][3]) == pytest.approx(100 * 1182 / 3730 - 100 * 610 / 1740) and t["rows"][i][4] == ""
 
 
 # -- the API and the command ---------------------------------------------------------------

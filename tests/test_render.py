@@ -53,6 +53,19 @@ def test_diff_summary_cells():
     assert cell("kernels", "delta", 12.0) == "12" and cell("kernels", "metric", "kernels") == "kernels"
 
 
+def test_a_value_shown_as_zero_has_no_sign():
+    """A tiny negative value that rounds to zero where it is shown reads 0, not
+    -0 (failed before: the tiny_compare diff printed gpu_busy_pct's delta
+    '-0.00 pp', a decrease where there is none to see); a value that shows
+    a digit keeps its sign, and a name is text."""
+    cell = render.human_cell
+    assert render.metric_cell("gpu_busy_pct", "delta", -0.0012) == "0.00 pp"
+    assert [cell("busy_pct", -0.004), cell("delta_us", -1e-4), cell("ratio", -0.0004), cell("ratio", -0.0)] \
+        == ["0.00%", "0 ns", "0.000", "0"]
+    assert [cell("busy_pct", -0.006), cell("delta_us", -0.002), cell("ratio", -0.0006)] == ["-0.01%", "-2 ns", "-0.001"]
+    assert cell("name", "-0") == "-0"
+
+
 @pytest.mark.parametrize("width", [60, 90, 120])
 def test_fitting_is_checked_on_the_widest_rows_alone(monkeypatch, width):
     """report_table checks whether a table fits on the rows holding each column's

@@ -13,7 +13,9 @@
 --   gpu_devices           (trace, device) pairs with device activity
 --   gpu_busy_us           time with at least one kernel/memcpy/memset running, us: the union
 --                         of gpu_ops intervals per (trace, device), summed over devices
---   gpu_busy_pct          100 * gpu_busy_us / (each busy device's trace window, summed)
+--   gpu_busy_pct          100 * gpu_busy_us / (each busy device's GPU window, summed): its first
+--                         device event's start to its last one's end, as `duckprof runs` and
+--                         report gpu-time divide by (trace_summary)
 --   kernels               kernel executions (gpu_ops kind 'kernel')
 --   kernel_us             sum of kernel durations, us
 --   gpu_busy_us_per_step, kernels_per_step, kernel_us_per_step
@@ -47,7 +49,7 @@
         {{ union_lengths('dev_ops', ['trace_id', 'device']) | indent(8) }}
     ),
     per_device AS (
-        SELECT o.trace_id, o.device, b.busy_ns,
+        SELECT o.trace_id, o.device, b.busy_ns, max(o.end_ns) - min(o.ts_ns) AS window_ns,
                count(*) FILTER (WHERE o.kind = 'kernel') AS kernels,
                coalesce(sum(o.dur_ns) FILTER (WHERE o.kind = 'kernel'), 0) AS kernel_ns
         FROM dev_ops o
@@ -55,9 +57,9 @@
         GROUP BY o.trace_id, o.device, b.busy_ns
     ),
     gpu AS (
-        SELECT count(*) AS gpu_devices, sum(d.busy_ns) AS busy_ns, sum(w.wall_ns) AS busy_window_ns,
+        SELECT count(*) AS gpu_devices, sum(d.busy_ns) AS busy_ns, sum(d.window_ns) AS busy_window_ns,
                sum(d.kernels) AS kernels, sum(d.kernel_ns) AS kernel_ns
-        FROM per_device d LEFT JOIN windows w USING (trace_id)
+        FROM per_device d
     )
     SELECT (SELECT count(*) FROM scope)::DOUBLE AS traces,
            st.steps::DOUBLE AS steps,
