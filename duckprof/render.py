@@ -338,13 +338,19 @@ def _human(v, kind: str, name: str):
     if kind in ("pct", "pp"):
         unit = "%" if kind == "pct" else " pp"
         return (f"{f:,.0f}{unit}" if abs(f) >= 1000 else f"{f:.1f}{unit}" if abs(f) >= 10 else f"{f:.2f}{unit}")
+    if not f.is_integer() and isinstance(v, (float, Decimal)):
+        # a plain fraction to three significant digits, as times (a mean queue depth of
+        # 662.809 reads 663), three decimals below 1 (0.116)
+        a = abs(f)
+        return _unsigned_zero(f"{f:,.{0 if a >= 100 else 1 if a >= 10 else 2 if a >= 1 else 3}f}")
     return v
 
 
 def human_cell(col: str, v) -> str:
     """The text of one value of column `col` for people (as a report's
     table cell: 8.31 µs, 44.6 GFLOP, 15.0%); a plain number whole without
-    decimals. Also a metric of diff's summary by its name
+    decimals, a fraction to three significant digits (662.809 -> 663,
+    1.143 -> 1.14; 0.116 keeps three decimals). Also a metric of diff's summary by its name
     (gpu_busy_us_per_step is a time)."""
     if v is None:
         return ""

@@ -532,7 +532,7 @@ def test_cli_summary_in_units():
     # a difference of percentages is in percentage points, and no relative change is given for it
     assert rows["gpu_busy_pct"] == ["35.1%", "31.7%", "-3.37", "pp"]
     assert rows["gpu_busy_us_per_step"] == ["305", "µs", "296", "µs", "-9.50", "µs", "-3.11%"]
-    assert rows["kernels_per_step"] == ["5.500", "5.500", "0", "0.00%"]
+    assert rows["kernels_per_step"] == ["5.50", "5.50", "0", "0.00%"]
     doc = json.loads(CliRunner().invoke(app, ["diff", A, B, "--format", "json"]).stdout)
     assert doc["summary"][2] == {"metric": "wall_us", "a": 2000.0, "b": 4000.0, "delta": 2000.0, "delta_pct": 100.0}
     busy = next(r for r in doc["summary"] if r["metric"] == "gpu_busy_pct")

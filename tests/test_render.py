@@ -66,6 +66,19 @@ def test_a_value_shown_as_zero_has_no_sign():
     assert cell("name", "-0") == "-0"
 
 
+def test_a_plain_fraction_to_three_significant_digits():
+    """A plain number with a fraction shows three significant digits, as times
+    do (failed before: report queue's mean depth read 662.809, its mean pending
+    704.917; diff's kernels per step 5.500); below 1, three decimals; a whole
+    number none; csv and json keep the exact value."""
+    cell = render.human_cell
+    assert [cell("mean_depth", v) for v in (662.809, 12.066, 1.143, 0.116, 5.5, 1234.6, 2.0, 1e6 + 0.25)] \
+        == ["663", "12.1", "1.14", "0.116", "5.50", "1,235", "2", "1,000,000"]
+    text = render.report_table(["stream", "mean_depth"], [(7, 662.809), (25, 0.116)], [])
+    assert text.split() == ["stream", "mean", "depth", "--------", "------------", "7", "663", "25", "0.116"]
+    assert render.to_text(["mean_depth"], [(662.809,)], "csv") == "mean_depth\n662.809\n"
+
+
 @pytest.mark.parametrize("width", [60, 90, 120])
 def test_fitting_is_checked_on_the_widest_rows_alone(monkeypatch, width):
     """report_table checks whether a table fits on the rows holding each column's
