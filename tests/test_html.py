@@ -6,6 +6,7 @@ opens pages in Chromium."""
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import html as html_lib
 import importlib.util
 import json
@@ -535,7 +536,22 @@ def test_a_page_of_two_traces_of_one_rank_names_each():
     (dev,) = [t for t in page_tables(sec) if t["report"] == "devices"]
     # rank and device hold one value on every row: said below; the trace id tells the rows apart
     assert dev["columns"] == ["trace_id", "gpu_events"] and sorted(r[0] for r in dev["rows"]) == ["1", "2"]
-    assert "rank 1 · tiny_compare_base.json.gz · GPU 1" in sec and "rank 1 · tiny_compare_test.json.gz · GPU 1" in sec
+    # the files without the suffix both have (failed before: '.json.gz' too, which a chart's label box cut)
+    assert "rank 1 · tiny_compare_base · GPU 1" in sec and "rank 1 · tiny_compare_test · GPU 1" in sec
+
+
+def test_two_files_of_one_rank_that_differ_in_their_suffix_keep_it(tmp_path):
+    """x.json and x.json.gz of one rank are told apart by their whole names."""
+    def trace(dur):
+        return {"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": dur,
+             "args": {"device": 0, "stream": 7}}]}
+    (tmp_path / "x.json").write_text(json.dumps(trace(5)))
+    (tmp_path / "x.json.gz").write_bytes(gzip.compress(json.dumps(trace(6)).encode()))
+    s = duckprof.connect()
+    s.load([str(tmp_path / "x.json"), str(tmp_path / "x.json.gz")], run="r")
+    sec = section(str(s.html()), "overview")
+    assert "rank 0 · x.json · GPU 0" in sec and "rank 0 · x.json.gz · GPU 0" in sec
 
 
 @pytest.mark.slow  # a page of its own

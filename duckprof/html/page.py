@@ -223,6 +223,15 @@ def name_list(names: list[str]) -> str:
 
 # -- the page's context ---------------------------------------------------------------------
 
+def _without_trace_suffix(name: str) -> str:
+    """rank3.json.gz -> rank3 (also .json, and Kineto's .pt.trace)."""
+    for suffix in (".json.gz", ".json"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    return name.removesuffix(".pt.trace") or name
+
+
 @dataclass
 class Context:
     reports: Reports
@@ -238,11 +247,16 @@ class Context:
         (a job profiled twice, a schedule's cycles); the run first on a page
         of several runs."""
         many_runs = len({t["run"] for t in self.traces.rows}) > 1
+        # a chart's label box is short: the file without the suffix every trace has, unless
+        # two files differ only there
+        stems = {t["trace_id"]: _without_trace_suffix(t["file_name"]) for t in self.traces.rows}
+        if len(set(stems.values())) < len(stems):
+            stems = {t["trace_id"]: t["file_name"] for t in self.traces.rows}
         out = {}
         for t in self.traces.rows:
-            who = f"rank {t['rank']}" if t["rank"] is not None else t["file_name"]
+            who = f"rank {t['rank']}" if t["rank"] is not None else stems[t["trace_id"]]
             if t["trace_id"] in self.rank_shared:
-                who += f" · {t['file_name']}"
+                who += f" · {stems[t['trace_id']]}"
             out[t["trace_id"]] = (f"{t['run']} · " if many_runs else "") + who
         return out
 
