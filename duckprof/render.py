@@ -440,6 +440,17 @@ def split_constant(columns, rows, keep) -> tuple[list[int], list[int]]:
     return keep, said
 
 
+def said_label(columns, col: str) -> str:
+    """What names column `col` where its one value is said below a table
+    ('busy 30.8%', 'trace id 1', 'dataloader 0 ns'), as its heading without
+    the ' %' its cell carries; a time beside a column of its name is
+    'step time' (step_us beside step)."""
+    kind, label = column_kind(col)
+    if kind == "time" and label != col and label in columns:
+        label += " time"
+    return label
+
+
 def told_apart(columns, rows, keep, hidden=None) -> list[int]:
     """The columns `keep` (indexes), and the first identity column (run,
     rank, trace id, device) of `hidden` (default: every one not kept) that
@@ -466,7 +477,7 @@ def report_table(columns, rows, documented, fmt="table", wide=False, name_width=
         keep, said = split_constant(columns, rows, keep)
         for i in said:
             shown = _human(rows[0][i], column_kind(columns[i])[0], columns[i])
-            constant.append(f"{columns[i]} {_cell(shown, 40)}")
+            constant.append(f"{said_label(columns, columns[i])} {_cell(shown, 40)}")
         keep = told_apart(columns, rows, keep)
     kinds = {i: column_kind(columns[i]) for i in keep}
     headers = [kinds[i][1] for i in keep]

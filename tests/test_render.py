@@ -192,7 +192,8 @@ def test_kernels_table_for_people(cli_app, monkeypatch):
     assert max(map(len, lines)) <= 120
     head = lines[0].split()
     assert head[:5] == ["name", "count", "total", "mean", "busy"] and "trace" not in head and "run" not in head
-    assert "(every row: run default; trace_id 1; device 0" in res.stdout
+    # named as the headings are (failed before: 'trace_id 1', the column's name)
+    assert "(every row: run default; trace id 1; device 0" in res.stdout
     assert "more column(s) with --wide: min_us, max_us" in " ".join(lines)
     assert "µs" in res.stdout and "TFLOP/s" in lines[0]
     wide = invoke(cli_app, "report", "kernels", KERNELS, "--wide")

@@ -180,9 +180,8 @@ def split_constant(table: Table, rows: list[dict], columns: list[str]) -> tuple[
     columns = _told_apart(table, rows, columns)
     values = [[r.get(c) for c in columns] for r in rows]
     keep, said = render.split_constant(columns, values, range(len(columns)))
-    # the unit is in the cell: 'busy 15.0%', not 'busy % 15.0%'
     return ([columns[i] for i in keep],
-            [f"{heading(table, columns[i]).removesuffix(' %')} {cell_text(columns[i], rows[0][columns[i]])}"
+            [f"{render.said_label(table.columns, columns[i])} {cell_text(columns[i], rows[0][columns[i]])}"
              for i in said])
 
 
@@ -204,10 +203,8 @@ def _told_apart(table: Table, rows: list[dict], columns: list[str]) -> list[str]
 
 
 def heading(table: Table, col: str) -> str:
-    kind, label = render.column_kind(col)
-    if kind == "time" and label != col and label in table.columns:
-        label += " time"  # step_us next to step: 'step time'
-    return f"{label} %" if kind == "pct" else label
+    label = render.said_label(table.columns, col)
+    return f"{label} %" if render.column_kind(col)[0] == "pct" else label
 
 
 def column_help(table: Table, col: str) -> str:
