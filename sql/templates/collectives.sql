@@ -19,13 +19,16 @@
 --   other cycles' first (by order; Seq numbers differ between cycles). Traces
 --   that overlap in time, chained, form one profiled window.
 {#- host_signature(p): for a gloo collective (no process group, no Seq), its dtype and size
-    ('Float x1000'; an all_to_all's dtype only: its splits may differ by rank), else NULL; the
-    collectives view numbers occurrences per signature, so that a subgroup's collectives on some
-    ranks do not shift the order of the world's on the others -#}
+    ('Float x1000'; an all_to_all's dtype only: its splits may differ by rank; a scatter's '*':
+    only its root records inputs, the other ranks' annotations have no Input Dims nor type),
+    else NULL; the collectives view numbers occurrences per signature, so that a subgroup's
+    collectives on some ranks do not shift the order of the world's on the others -#}
 {% macro host_signature(p='') -%}
 CASE WHEN {{ p }}name LIKE 'gloo:%'
-     THEN coalesce({{ p }}dtype, '?') || CASE WHEN {{ p }}collective <> 'all_to_all'
-                                             THEN ' x' || coalesce({{ p }}in_nelems::VARCHAR, '?') ELSE '' END END
+     THEN CASE WHEN {{ p }}collective = 'scatter' THEN '*'
+               ELSE coalesce({{ p }}dtype, '?') || CASE WHEN {{ p }}collective <> 'all_to_all'
+                                                       THEN ' x' || coalesce({{ p }}in_nelems::VARCHAR, '?') ELSE '' END
+          END END
 {%- endmacro %}
 {% macro collective_arrivals(src) -%}
 WITH profiled_windows AS (  -- a run's traces that overlap in time, chained: one window each
