@@ -148,3 +148,31 @@ def test_gloo_annotations_are_async_as_in_key_averages(rank):
     for key, t in theirs.items():
         assert mine[key] == (t["count"], pytest.approx(t["self_cpu_us"], abs=0.01),
                              pytest.approx(t["cpu_us"], abs=0.01)), key
+
+
+def test_overload_names_are_keyed_as_key_averages():
+    """_ExperimentalConfig(capture_overload_names=True): torch writes
+    'aten::add.Tensor', 'aten::sum.dim_IntList', 'aten::to.dtype' in the trace,
+    and its key_averages() keys them by the name alone. duckprof took the suffix
+    for part of the name: rows torch does not have, aten::sum's two overloads
+    not merged (6 calls for torch's 4), no FLOPs for aten::add and aten::mul
+    (torch's count: 1,024 and 1,536), and every rule matching a plain name
+    (aten::to, aten::select, aten::fill_, ...) blind to them. Expected: torch's
+    rows (calls, self and total CPU time, FLOPs), and the overload kept in
+    cpu_ops.overload."""
+    theirs = {r["key"]: r for r in json.loads((SWEEP / "overloads.key_averages.json").read_text())}
+    with duckprof.connect() as s:
+        s.load([str(SWEEP / "overloads.json.gz")])
+        mine = {r[0]: r[1:] for r in s.report("ops", limit=0)
+                .select("name, count, self_cpu_us, cpu_total_us, flops").fetchall()}
+        overloads = s.sql("SELECT name, list(DISTINCT overload ORDER BY overload) FROM cpu_ops "
+                          "WHERE overload IS NOT NULL GROUP BY name ORDER BY name").fetchall()
+    assert set(mine) == set(theirs)
+    for key, t in theirs.items():
+        count, self_us, total_us, flops = mine[key]
+        assert (count, self_us, total_us) == (t["count"], pytest.approx(t["self_cpu_us"], abs=0.01),
+                                              pytest.approx(t["cpu_us"], abs=0.01)), key
+        if key in ("aten::add", "aten::mul", "aten::mm", "aten::addmm"):  # torch counts these
+            assert flops == t["flops"], key
+    assert overloads == [("aten::add", ["Tensor"]), ("aten::fill_", ["Scalar"]), ("aten::mul", ["Tensor"]),
+                         ("aten::sum", ["dim_IntList"]), ("aten::to", ["dtype"]), ("aten::transpose", ["int"])]
