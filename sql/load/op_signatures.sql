@@ -5,14 +5,14 @@
 -- Parameters: first_trace_id, last_trace_id (INTEGER).
 -- sig              UBIGINT  the op_signature macro (sql/templates/op_signature.sql),
 --                           op_estimates' key
--- name             VARCHAR  operator name, e.g. 'aten::mm'
+-- name             VARCHAR  operator name, e.g. 'aten::mm' (as cpu_ops names it: no overload)
 -- input_dims       VARCHAR  args."Input Dims" as JSON text (NULL: not recorded)
 -- input_types      VARCHAR  args."Input type" as JSON text
 -- concrete_inputs  VARCHAR  args."Concrete Inputs" as JSON text
-{% from "templates/op_signature.sql" import op_signature %}
+{% from "templates/op_signature.sql" import op_signature, op_base_name %}
 SELECT DISTINCT * FROM (
-    SELECT {{ op_signature() }} AS sig,
-           name, input_dims::VARCHAR AS input_dims, input_types::VARCHAR AS input_types,
+    SELECT {{ op_signature(name=op_base_name('name')) }} AS sig,
+           {{ op_base_name('name') }} AS name, input_dims::VARCHAR AS input_dims, input_types::VARCHAR AS input_types,
            concrete_inputs::VARCHAR AS concrete_inputs
     FROM events
     WHERE trace_id BETWEEN $first_trace_id AND $last_trace_id AND cat = 'cpu_op' AND ph = 'X')

@@ -20,7 +20,8 @@
 -- HTA's figure per rank, over all its communication kernels).
 -- spread: per collective operation matched across the run's ranks (by process
 -- group and 'Seq', else by type and order: templates/collectives.sql), the
--- time from the first rank's kernel start to the last one's.
+-- time from the first rank's kernel start to the last one's. Point-to-point
+-- operations (send, recv) are not matched (each pairs with one peer): no spread.
 --
 -- option: --by-rank FLAG  one row per rank as well
 -- option: --limit/-n INTEGER >= 0 = 0  at most N rows (0 = all)

@@ -16,7 +16,11 @@
 -- event on its thread that contains it entirely (the nesting computed at
 -- load, as torch's _populate_cpu_children); an event whose parent has the same
 -- name and no other child is merged into it (torch's _remove_dup_nodes: its
--- call is not counted and its self time is its parent's).
+-- call is not counted and its self time is its parent's). The annotations of
+-- c10d's Work objects (gloo:*, nccl:*, ...) are async RecordFunctions, which
+-- torch leaves out of the tree: calls and total CPU time and memory only; their
+-- self time, the device time they launched and their children are their
+-- parent's (Kineto gives those launches the parent's External id).
 -- Self CPU time = duration - the durations of the children (torch's
 -- definition: it is negative where children overlap each other on a thread,
 -- e.g. ProfilerStep#N starting inside the Python frames it outlives; duckprof
@@ -84,6 +88,10 @@
 {% from "templates/intervals.sql" import merged_intervals %}
 {% from "templates/memory.sql" import memory_bytes, dropped_names %}
 {%- set dropped = dropped_names() %}
+{#- the annotations of c10d's Work objects (ProcessGroupGloo's gloo:all_reduce, ProcessGroupNCCL's
+    nccl:all_reduce, ...): their RecordFunction is async (c10d Work sets _setAsync: a work may end on
+    another thread), and torch leaves async events out of the tree -#}
+{%- set async_work = '^(gloo|nccl|mpi|ucc|xccl|hccl):' %}
 {%- set orders = {
     'self_cpu': 'self_cpu_us DESC', 'cpu_total': 'cpu_total_us DESC', 'self_device': 'self_device_us DESC',
     'device_total': 'device_total_us DESC', 'count': 'count DESC', 'cpu_mem': 'cpu_mem_bytes DESC',
@@ -120,6 +128,7 @@ ev AS (  -- every host event: a call (or a dropped one), with its call_totals (d
     SELECT e.trace_id, e.event_id, e.kind_no,{% if group_by_stack %} e.pid, e.tid,{% endif %} e.ts_ns, e.end_ns,
            e.self_ns, e.parent_event_id, e.depth, e.key, e.name IN {{ dropped }} AS dropped, e.op_event_id,
            e.kind_no = 3 OR e.self_ns = e.end_ns - e.ts_ns OR e.end_ns = e.ts_ns AS leaf,
+           e.kind_no = 1 AND regexp_matches(e.name, '{{ async_work }}') AS async,
            coalesce(t.device_ns, 0) AS device_ns, coalesce(t.cpu_mem_bytes, 0) AS cpu_mem,
            coalesce(t.device_mem_bytes, 0) AS dev_mem, g.dev_ns AS launched_ns
            {%- if group_by_input_shape %}, e.input_dims{% endif %}
@@ -290,7 +299,7 @@ tree AS (  -- the calls that may be merged (the parent has the same name), are d
            -- ~0.2 CPU-s less at 1 GB): each one's row key and totals, its parent's row key and name, and
            -- for a runtime call that launched device work, the call that owns it: the launch call's innermost
            -- enclosing operator or annotation (the RecordFunction whose External id Kineto gives the launch)
-    SELECT c.trace_id, c.event_id, c.parent_event_id, c.kh, c.dropped, c.self_ns, c.leaf,
+    SELECT c.trace_id, c.event_id, c.parent_event_id, c.kh, c.dropped, c.async, c.self_ns, c.leaf,
            c.device_ns, c.cpu_mem, c.dev_mem, c.launched_ns,
            p.kh AS pkh, hash(p.key) = hash(c.key) AS parent_same_name, p.leaf AS parent_leaf,
            CASE WHEN c.parent_event_id = c.op_event_id OR p.kind_no = 1 THEN c.parent_event_id
@@ -298,7 +307,7 @@ tree AS (  -- the calls that may be merged (the parent has the same name), are d
     FROM {{ keyed }} c
     LEFT JOIN {{ keyed }} p ON p.trace_id = c.trace_id AND p.event_id = c.parent_event_id
     -- (a CASE, not an OR: DuckDB then keeps the hash table on the narrow parent side)
-    WHERE CASE WHEN c.dropped OR c.launched_ns IS NOT NULL OR c.cpu_mem <> 0 OR c.dev_mem <> 0
+    WHERE CASE WHEN c.dropped OR c.async OR c.launched_ns IS NOT NULL OR c.cpu_mem <> 0 OR c.dev_mem <> 0
                THEN true ELSE hash(p.key) = hash(c.key) END
 ),
 dup_candidates AS (  -- a call whose parent has the same name
@@ -322,11 +331,13 @@ dup_chain AS (  -- a chain of merges ends at the first call that is not merged (
     LEFT JOIN dup d2 ON d2.trace_id = d.trace_id AND d2.event_id = d.into_id
     LEFT JOIN dup d3 ON d3.trace_id = d2.trace_id AND d3.event_id = d2.into_id
 ),
-moved AS (  -- calls that are not rows, and the row key of the call that takes their self time
+moved AS (  -- calls that are not rows (or, async, not in the tree), and the row key of the call that
+            -- takes their self time, the device time they launched and their children
     SELECT m.trace_id, m.event_id, t.kh, m.self_ns
     FROM (SELECT trace_id, event_id, into_id, self_ns FROM dup_chain
           UNION ALL
-          SELECT trace_id, event_id, parent_event_id, self_ns FROM tree WHERE dropped AND parent_event_id IS NOT NULL) m
+          SELECT trace_id, event_id, parent_event_id, self_ns FROM tree
+          WHERE (dropped OR async) AND parent_event_id IS NOT NULL) m
     JOIN {{ keyed }} t ON t.trace_id = m.trace_id AND t.event_id = m.into_id
 ),
 base AS (  -- per trace and row key: calls, CPU time
@@ -334,7 +345,7 @@ base AS (  -- per trace and row key: calls, CPU time
            {%- if group_by_input_shape %} any_value(input_dims) AS input_shapes,{% endif %}
            {%- if group_by_stack %} any_value(sh) AS sh, sum(flops) AS flops,{% endif %}
            ['cpu_op', 'user_annotation', 'python_function', 'runtime'][arg_min(kind_no, (ts_ns, -end_ns)) + 1] AS kind,
-           arg_min(depth = 0, (ts_ns, -end_ns)) AS first_top,
+           arg_min(depth = 0 OR async, (ts_ns, -end_ns)) AS first_top, bool_or(async) AS async,
            count(*) AS count, sum(self_ns) AS self_ns, sum(end_ns - ts_ns) AS dur_ns
     FROM {{ keyed }} k
     ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
@@ -363,11 +374,11 @@ totals AS (  -- the rows' calls with device time (launched from within them)
     SELECT k.trace_id, k.kh, k.leaf, k.device_ns
     FROM {{ keyed }} k
     ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
-    WHERE NOT k.dropped AND k.device_ns <> 0
+    WHERE NOT k.dropped AND NOT k.async AND k.device_ns <> 0
 ),
 mem_calls AS (  -- a call's bytes (calls with some), and its parent's row key: when the parent is merged
                 -- or dropped, that of the call it went into (its row key may differ in shapes or stack)
-    SELECT k.trace_id, k.kh, coalesce(m.kh, k.pkh) AS pkh, k.cpu_mem, k.dev_mem
+    SELECT k.trace_id, k.kh, CASE WHEN NOT k.async THEN coalesce(m.kh, k.pkh) END AS pkh, k.cpu_mem, k.dev_mem
     FROM tree k
     ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
     LEFT JOIN moved m ON m.trace_id = k.trace_id AND m.event_id = k.parent_event_id
@@ -422,10 +433,14 @@ host_keys AS (
            {%- if group_by_input_shape %} b.input_shapes,{% endif %}
            {%- if group_by_stack %} sk.stack,{% endif %}
            b.kind, b.first_top, b.count,
-           b.self_ns + coalesce(ms.self_ns, 0) AS self_ns, b.dur_ns,
+           -- an async call (no row mixes async and not: the key is the name) has only its totals of CPU
+           -- time and memory: no self, no device time (torch's FunctionEvent properties)
+           CASE WHEN b.async THEN 0 ELSE b.self_ns + coalesce(ms.self_ns, 0) END AS self_ns, b.dur_ns,
            coalesce(d.self_ns, 0) AS self_dev_ns, coalesce(d.dev_ns, 0) AS dev_ns,
-           coalesce(mo.cpu_mem, 0)::BIGINT AS cpu_mem, (coalesce(mo.cpu_mem, 0) - coalesce(mk.cpu_mem, 0))::BIGINT AS self_cpu_mem,
-           coalesce(mo.dev_mem, 0)::BIGINT AS dev_mem, (coalesce(mo.dev_mem, 0) - coalesce(mk.dev_mem, 0))::BIGINT AS self_dev_mem,
+           coalesce(mo.cpu_mem, 0)::BIGINT AS cpu_mem,
+           CASE WHEN b.async THEN 0 ELSE coalesce(mo.cpu_mem, 0) - coalesce(mk.cpu_mem, 0) END::BIGINT AS self_cpu_mem,
+           coalesce(mo.dev_mem, 0)::BIGINT AS dev_mem,
+           CASE WHEN b.async THEN 0 ELSE coalesce(mo.dev_mem, 0) - coalesce(mk.dev_mem, 0) END::BIGINT AS self_dev_mem,
            f.flops::BIGINT AS flops, false AS device_work
     FROM base b
     LEFT JOIN moved_self ms USING (trace_id, kh)

@@ -12,7 +12,8 @@
 -- communication kernels.
 -- Stragglers: each collective operation is matched across the run's ranks (by
 -- process group and 'Seq' when recorded, else by type and order:
--- templates/collectives.sql); a rank arrives when its kernel of it starts. The
+-- templates/collectives.sql; point-to-point send/recv are not: each pairs with
+-- one peer); a rank arrives when its kernel of it starts. The
 -- last rank to arrive makes every other rank's kernel wait (last arrival -
 -- their arrival): caused_wait_us sums that over the operations it was last
 -- to, and the rank whose lateness costs the others most comes first. Kernel

@@ -18,14 +18,23 @@
 --   whose first collective of a type would otherwise be matched with the
 --   other cycles' first (by order; Seq numbers differ between cycles). Traces
 --   that overlap in time, chained, form one profiled window.
+--   Point-to-point operations (send, recv, send_recv) are no collective
+--   instance: each pairs one rank with one peer, which gloo's annotations do
+--   not name, and NCCL numbers them with a counter of their own (seqP2P_,
+--   its 'Seq' beside the collectives' seqCollective_): matched by type and
+--   order, or by Seq, they would pair a rank's send with another pair's send
+--   (or an all_reduce of the same Seq). They are left out.
 {#- host_signature(p): for a gloo collective (no process group, no Seq), its dtype and size
-    ('Float x1000'; an all_to_all's dtype only: its splits may differ by rank), else NULL; the
-    collectives view numbers occurrences per signature, so that a subgroup's collectives on some
-    ranks do not shift the order of the world's on the others -#}
+    ('Float x1000'; an all_to_all's dtype only: its splits may differ by rank; a scatter's '*':
+    only its root records inputs, the other ranks' annotations have no Input Dims nor type),
+    else NULL; the collectives view numbers occurrences per signature, so that a subgroup's
+    collectives on some ranks do not shift the order of the world's on the others -#}
 {% macro host_signature(p='') -%}
 CASE WHEN {{ p }}name LIKE 'gloo:%'
-     THEN coalesce({{ p }}dtype, '?') || CASE WHEN {{ p }}collective <> 'all_to_all'
-                                             THEN ' x' || coalesce({{ p }}in_nelems::VARCHAR, '?') ELSE '' END END
+     THEN CASE WHEN {{ p }}collective = 'scatter' THEN '*'
+               ELSE coalesce({{ p }}dtype, '?') || CASE WHEN {{ p }}collective <> 'all_to_all'
+                                                       THEN ' x' || coalesce({{ p }}in_nelems::VARCHAR, '?') ELSE '' END
+          END END
 {%- endmacro %}
 {% macro collective_arrivals(src) -%}
 WITH profiled_windows AS (  -- a run's traces that overlap in time, chained: one window each
@@ -45,6 +54,7 @@ per_rank AS (
     FROM {{ src }} c
     JOIN trace_files f USING (trace_id)
     JOIN profiled_windows pw USING (trace_id)
+    WHERE c.collective NOT IN ('send', 'recv', 'send_recv')
     GROUP BY f.run, pw.profiled_window, c.process_group, c.collective, instance, c.trace_id
 ),
 instances AS (

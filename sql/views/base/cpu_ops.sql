@@ -6,7 +6,9 @@
 -- Columns:
 -- trace_id         INTEGER  trace (trace_files.trace_id)
 -- event_id         BIGINT   events.event_id
--- name             VARCHAR  operator name, e.g. 'aten::addmm'
+-- name             VARCHAR  operator name, e.g. 'aten::addmm' (without the overload that
+--                           capture_overload_names traces write: 'aten::add.Tensor' is 'aten::add')
+-- overload         VARCHAR  that overload, e.g. 'Tensor' (NULL: none written)
 -- pid              BIGINT   process
 -- tid              BIGINT   thread
 -- ts_ns            BIGINT   start, ns since the epoch
@@ -22,8 +24,9 @@
 -- input_types      JSON     'Input type', e.g. ["c10::BFloat16","float"]
 -- concrete_inputs  JSON     'Concrete Inputs' (scalar arguments as strings)
 -- args             JSON     all args
+{% from "templates/op_signature.sql" import op_base_name, op_overload %}
 CREATE OR REPLACE VIEW cpu_ops AS
-SELECT trace_id, event_id, name, pid, tid, ts_ns, dur_ns, end_ns,
+SELECT trace_id, event_id, {{ op_base_name('name') }} AS name, {{ op_overload('name') }} AS overload, pid, tid, ts_ns, dur_ns, end_ns,
        self_ns, depth, parent_event_id, op_event_id, external_id,
        try_cast(json_extract_string(args, '$."Sequence number"') AS BIGINT) AS sequence_number,
        input_dims, input_types, concrete_inputs, args
