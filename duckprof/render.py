@@ -334,16 +334,25 @@ def _human(v, kind: str, name: str):
     if kind == "bytes":
         return _si(f, "B")
     if kind == "rate":
-        return f"{f:,.0f}" if abs(f) >= 1000 else (f"{f:,.1f}" if abs(f) >= 10 else f"{f:.2f}")
+        return _three_digits(f)
     if kind in ("pct", "pp"):
         unit = "%" if kind == "pct" else " pp"
         return (f"{f:,.0f}{unit}" if abs(f) >= 1000 else f"{f:.1f}{unit}" if abs(f) >= 10 else f"{f:.2f}{unit}")
     if not f.is_integer() and isinstance(v, (float, Decimal)):
-        # a plain fraction to three significant digits, as times (a mean queue depth of
-        # 662.809 reads 663), three decimals below 1 (0.116)
-        a = abs(f)
-        return _unsigned_zero(f"{f:,.{0 if a >= 100 else 1 if a >= 10 else 2 if a >= 1 else 3}f}")
+        return _three_digits(f)
     return v
+
+
+def _three_digits(f: float) -> str:
+    """A rate or a plain fraction to three significant digits, as times (a mean
+    queue depth of 662.809 reads 663, 312.0 TFLOP/s 312), at least three
+    decimals below 1 (0.116), and a small non-zero value not as 0 (a gloo
+    all_reduce's 0.000123 GB/s); below 1e-9, and zero, 0."""
+    a = abs(f)
+    if a < 1e-9:
+        return "0"
+    digits = 0 if a >= 100 else 1 if a >= 10 else 2 if a >= 1 else max(3, 2 - math.floor(math.log10(a)))
+    return _unsigned_zero(f"{f:,.{digits}f}")
 
 
 def human_cell(col: str, v) -> str:

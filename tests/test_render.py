@@ -60,13 +60,13 @@ def test_a_value_shown_as_zero_has_no_sign():
     a digit keeps its sign, and a name is text."""
     cell = render.human_cell
     assert render.metric_cell("gpu_busy_pct", "delta", -0.0012) == "0.00 pp"
-    assert [cell("busy_pct", -0.004), cell("delta_us", -1e-4), cell("ratio", -0.0004), cell("ratio", -0.0)] \
-        == ["0.00%", "0 ns", "0.000", "0"]
-    assert [cell("busy_pct", -0.006), cell("delta_us", -0.002), cell("ratio", -0.0006)] == ["-0.01%", "-2 ns", "-0.001"]
+    assert [cell("busy_pct", -0.004), cell("delta_us", -1e-4), cell("ratio", -1e-12), cell("ratio", -0.0)] \
+        == ["0.00%", "0 ns", "0", "0"]
+    assert [cell("busy_pct", -0.006), cell("delta_us", -0.002), cell("ratio", -0.0006)] == ["-0.01%", "-2 ns", "-0.000600"]
     assert cell("name", "-0") == "-0"
 
 
-def test_a_plain_fraction_to_three_significant_digits():
+def test_a_plain_fraction_or_a_rate_to_three_significant_digits():
     """A plain number with a fraction shows three significant digits, as times
     do (failed before: report queue's mean depth read 662.809, its mean pending
     704.917; diff's kernels per step 5.500); below 1, three decimals; a whole
@@ -74,6 +74,10 @@ def test_a_plain_fraction_to_three_significant_digits():
     cell = render.human_cell
     assert [cell("mean_depth", v) for v in (662.809, 12.066, 1.143, 0.116, 5.5, 1234.6, 2.0, 1e6 + 0.25)] \
         == ["663", "12.1", "1.14", "0.116", "5.50", "1,235", "2", "1,000,000"]
+    # a rate likewise (312.0 TFLOP/s read '312.0' beside '1,307'), and a small value is not 0 (a gloo
+    # all_reduce's bus bandwidth, 0.000123 GB/s, read '0.00')
+    assert [cell("busbw_gbps", v) for v in (1307.0, 312.0, 4.57, 0.000123, 0.0)] == ["1,307", "312", "4.57", "0.000123", "0"]
+    assert [cell("mean_depth", v) for v in (0.0004, -0.0004, 1e-12)] == ["0.000400", "-0.000400", "0"]
     text = render.report_table(["stream", "mean_depth"], [(7, 662.809), (25, 0.116)], [])
     assert text.split() == ["stream", "mean", "depth", "--------", "------------", "7", "663", "25", "0.116"]
     assert render.to_text(["mean_depth"], [(662.809,)], "csv") == "mean_depth\n662.809\n"
