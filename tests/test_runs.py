@@ -145,6 +145,26 @@ def test_trend_step_time_by_a_numeric_tag(history, cli_app):
 
 
 @pytest.mark.slow
+def test_trend_of_busy_changes_in_percentage_points(history):
+    """busy is a percentage: its change from the run before is the difference
+    in percentage points, and --threshold is in points too (failed before: a
+    relative change, 60.6% -> 76.7% read +26.6%)."""
+    db, _files = history
+    with duckprof.connect(db, read_only=True) as s:
+        busy = dict(s.sql("SELECT run, busy_pct FROM runs").fetchall())
+        for threshold in (0.0, 1e9):
+            rel = s.report("trend", metric="busy", threshold=threshold)
+            assert rel.columns == ["position", "run", "order_value", "value_pct", "change_pp", "moved"]
+            rows = rel.fetchall()
+            assert [r[3] for r in rows] == [pytest.approx(busy[r[1]]) for r in rows]
+            assert rows[0][4] is None
+            for prev, cur in zip(rows, rows[1:]):
+                assert cur[4] == pytest.approx(busy[cur[1]] - busy[prev[1]])
+                assert cur[5] == (None if threshold else "up" if cur[4] > 0 else "down")
+        assert "change_pct" in s.report("trend").columns
+
+
+@pytest.mark.slow
 def test_trend_kernel_time_per_step_and_load_order(history):
     db, files = history
     with duckprof.connect(db, read_only=True) as s:

@@ -11,13 +11,15 @@
 -- the run has none. --per-step divides those by the run's profiler steps
 -- (summed over its traces). Order: the tag's value, numerically when every
 -- value is a number, else as text; without --by, the run's first load time.
--- change_pct compares each run with the one before it; moved is 'up' or
--- 'down' when |change_pct| > --threshold.
+-- change_pct compares each run with the one before it (busy, itself a %:
+-- change_pp, the difference in percentage points, as diff's delta of
+-- gpu_busy_pct); moved is 'up' or 'down' when the change is more than
+-- --threshold (% or, for busy, percentage points).
 --
 -- option: --metric CHOICE(step_time,busy,kernel,op,category) = step_time  what to follow
 -- option: --name VARCHAR  with --metric kernel, op or category: the name or ILIKE pattern ('%gemm%')
 -- option: --by VARCHAR  order the runs by this tag (duckprof tag); default: load time
--- option: --threshold DOUBLE >= 0 = 10  flag a run whose value moved more than this % from the run before
+-- option: --threshold DOUBLE >= 0 = 10  flag a run whose value moved more than this % (busy: percentage points) from the run before
 -- option: --per-step FLAG  kernel, op, category: per profiler step instead of per run
 -- requires: runs, kernels, cpu_ops, gpu_ops, kernel_categories, steps, trace_files
 -- example: duckprof trend --db perf.duckdb --metric step_time --by commit
@@ -28,9 +30,11 @@
 -- order_value  VARCHAR    the --by tag's value, or the run's first load time
 -- value_us     DOUBLE     the metric, µs (only with --metric step_time, kernel, op or category)
 -- value_pct    DOUBLE     the metric, % (only with --metric busy)
--- change_pct   DOUBLE     change from the run before, %
--- moved        VARCHAR    'up' or 'down' when |change_pct| > --threshold, else NULL
+-- change_pct   DOUBLE     change from the run before, % (only with --metric step_time, kernel, op or category)
+-- change_pp    DOUBLE     change from the run before, percentage points (only with --metric busy)
+-- moved        VARCHAR    'up' or 'down' when the change is more than --threshold, else NULL
 {% set unit = 'pct' if metric == 'busy' else 'us' %}
+{%- set change = 'pp' if metric == 'busy' else 'pct' %}
 WITH keyed AS (
     SELECT run, first_loaded_at,
            {% if by is not none %}tags[$by]{% else %}strftime(first_loaded_at, '%Y-%m-%d %H:%M:%S'){% endif %}
@@ -84,11 +88,16 @@ valued AS (
     {%- endif %}
 ),
 changes AS (
-    SELECT *, 100.0 * (v - lag(v) OVER (ORDER BY position)) / nullif(lag(v) OVER (ORDER BY position), 0) AS change_pct
+    SELECT *,
+           {%- if change == 'pp' %}
+           v - lag(v) OVER (ORDER BY position) AS change
+           {%- else %}
+           100.0 * (v - lag(v) OVER (ORDER BY position)) / nullif(lag(v) OVER (ORDER BY position), 0) AS change
+           {%- endif %}
     FROM valued
 )
-SELECT position, run, order_value, v AS value_{{ unit }}, change_pct,
-       CASE WHEN abs(change_pct) > $threshold THEN CASE WHEN change_pct > 0 THEN 'up' ELSE 'down' END END AS moved
+SELECT position, run, order_value, v AS value_{{ unit }}, change AS change_{{ change }},
+       CASE WHEN abs(change) > $threshold THEN CASE WHEN change > 0 THEN 'up' ELSE 'down' END END AS moved
 FROM changes
 ORDER BY position
 
