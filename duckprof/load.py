@@ -1112,7 +1112,7 @@ class Loader:
         named = {os.path.abspath(p) for p in _path_list(paths) if os.path.isfile(p)}
         not_traces, pending = [], []
         sizes = [_size(f) for f in files]
-        read = 0
+        read, total = 0, sum(sizes)
         # the small files' JSON, as far as known before reading them: groups of
         # about equal size (_Grouper)
         grouper = _Grouper(stager, known, tmp,
@@ -1122,7 +1122,7 @@ class Loader:
                 fr = FileReport(path=path)
                 report.files.append(fr)
                 self.progress(f"[{i + 1}/{len(files)}] reading {os.path.basename(path)}"
-                              + _of_bytes(read, sum(sizes), len(files)))
+                              + _of_bytes(read, total, len(files)))
                 read += sizes[i]
                 t0 = time.perf_counter()
                 p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}", direct=self.direct,
@@ -1160,6 +1160,7 @@ class Loader:
         already loaded into the run is skipped."""
         self._phase("parsing")
         prepared = []
+        known = set(known)  # and the files met so far (a set per file would make 1,000s of files quadratic)
         parsed, to_parse = 0, sum(_size(p.path) for p, _ in pending)
         for i, (p, fr) in enumerate(pending):
             self.progress(f"[{i + 1}/{n_files}] parsing {os.path.basename(p.path)}"
@@ -1170,7 +1171,7 @@ class Loader:
                 fr.skipped = f"already loaded in run '{run}' (same content); skipped"
                 self._discard(p, stager)
                 continue
-            known = known | {p.split.content_hash}
+            known.add(p.split.content_hash)
             if p.chunk is not None:  # read by the insert (_insert)
                 prepared.append((p, fr))
                 continue
