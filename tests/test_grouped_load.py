@@ -228,6 +228,42 @@ def test_bad_file_in_a_group_is_named_and_nothing_is_written(monkeypatch, tmp_pa
     assert expected in msg, msg
 
 
+def test_a_group_is_checked_in_its_table_and_per_file_only_when_an_event_is_bad(monkeypatch, tmp_path):
+    """validate.sql reads a group's table once, whole; each file's events are
+    counted from the markers (check_group), and only a bad event sends the
+    check per file through the group's view (a pass that numbers every event
+    by its file) to name the file. Six ranks in parts of 2 (GROUP_FILES), one
+    without events: the per-file pass is not run and every table equals one
+    load call per file; with a NaN ts in one rank it runs, once, and names
+    that rank."""
+    files = _bad_copies(tmp_path)
+    files[4].write_text(json.dumps({"schemaVersion": 1, "traceEvents": [], "distributedInfo": {"rank": 4}}))
+    files = [str(f) for f in files]
+    monkeypatch.setattr(load, "GROUP_FILES", 2)
+    checks = []
+    real = sqlfiles.render
+
+    def render(name, **kw):
+        if name == "load/validate.sql":
+            checks.append((kw["grouped"], kw["whole"]))
+        return real(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", render)
+    together = _together(monkeypatch)
+    grouped, single, groups = _grouped_and_alone(monkeypatch, files)
+    assert groups == [2, 2, 2] and together == {"dp_stage.grp_0_t": True}  # one group, three parts
+    assert checks[0] == (False, True) and (True, False) not in checks
+    for k in TABLES:
+        assert grouped[k] == single[k], k
+    doc = json.loads(open(files[2]).read())
+    doc["traceEvents"][5]["ts"] = float("nan")
+    open(files[2], "w").write(json.dumps(doc))
+    checks.clear()
+    with duckprof.connect() as s, pytest.raises(TraceError) as e:
+        s.load(files, run="job")
+    assert checks == [(False, True), (True, False)]
+    assert str(e.value).startswith(files[2] + ": ") and "not a usable number" in str(e.value)
+
+
 def test_a_file_that_swallows_the_marker_is_named(monkeypatch, tmp_path):
     """A group is parsed as one chunk of its files' events with a marker event
     between two files (split.concatenate_chunks). Two damaged files can make
