@@ -1491,8 +1491,9 @@ class Loader:
     def _sources(files) -> list:
         """The staged relations of a batch's files for normalize.sql (raws):
         {view, position} for a file staged alone, {view, positions} for the
-        files of a group (its other files: none), {chunk, position} for a
-        chunk the insert reads (p.chunk)."""
+        files of a group (its other files: none; and offset, positions[0],
+        when they are all in the batch one after another), {chunk, position}
+        for a chunk the insert reads (p.chunk)."""
         raws, groups = [], {}
         for k, (p, _) in enumerate(files):
             if p.chunk is not None:
@@ -1506,6 +1507,11 @@ class Loader:
                 raw = groups[id(p.group)] = {"view": p.group.view, "positions": [None] * len(p.group.members)}
                 raws.append(raw)
             raw["positions"][p.src] = k
+        for raw in raws:
+            positions = raw.get("positions")
+            if positions and positions[0] is not None and positions == list(range(positions[0],
+                                                                                  positions[0] + len(positions))):
+                raw["offset"] = positions[0]
         return raws
 
     def _say(self, b, done: int, total: int):

@@ -425,6 +425,32 @@ def test_groups_are_even_and_each_is_a_batch(monkeypatch, tmp_path):
         assert grouped[k] == single[k], k
 
 
+def test_a_group_whose_files_follow_one_another_in_its_batch_is_read_without_a_lookup(monkeypatch, tmp_path):
+    """A group whose files are all in its batch, one after another (so far
+    always: a group is a batch, maybe after files staged alone), is read
+    with src + offset (normalize.sql) instead of a lookup of each event's
+    file in the list of positions: a trace staged alone, then a group of four
+    in the same batch (offset 1); the same rows as one load call per file."""
+    big = tmp_path / "big.json"
+    synth.generate(str(big), events=400, seed=1)
+    small = [str(f) for f in _bad_copies(tmp_path, n=4)]
+    monkeypatch.setattr(load, "GROUPED_FILE_BYTES", max(len(open(f, "rb").read()) for f in small))
+    assert big.stat().st_size > load.GROUPED_FILE_BYTES
+    read = []
+    real = sqlfiles.render
+
+    def render(name, **kw):
+        if name == "load/insert_events.sql":
+            read.append([(raw.get("view"), raw.get("positions"), raw.get("offset")) for raw in kw["raws"]])
+        return real(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", render)
+    grouped, single, groups = _grouped_and_alone(monkeypatch, [str(big)] + small)
+    assert groups == [4]
+    assert read[0] == [("dp_stage.raw_0", None, None), ("dp_stage.grp_0", [1, 2, 3, 4], 1)]
+    for k in TABLES:
+        assert grouped[k] == single[k], k
+
+
 @pytest.mark.slow  # the quick run has test_grouped_load_equals_one_by_one_quick
 def test_derived_tables_filled_once_per_load(monkeypatch, tmp_path):
     """A job's derived tables (schema 4, sql/load/derived_*.sql) are filled
