@@ -118,13 +118,13 @@ def test_reverse_scan_skip_by_brackets_equals_the_token_walk(monkeypatch, seed, 
     assert True in answers  # the big arrays were skipped by counting, not walked
 
 
-@pytest.mark.parametrize("cut", range(12))
+@pytest.mark.parametrize("cut", range(4))
 def test_quick_array_end_on_a_kineto_tail_equals_the_walk(monkeypatch, cut):
     """A trace as Kineto ends it (traceEvents, then a few scalar keys): the
     quick path (jsonscan._quick_array_end) names the closing ']' from the
     suffix and a forward count over the budget before it, whose start falls
-    inside a string holding brackets (or not: `cut` moves the events by a
-    byte); it gives the walk's answer, and so does a suffix with brackets in
+    inside a string of closing or opening brackets, or not, or at a string's
+    start (`cut` moves the events by a byte each); it gives the walk's answer, and so does a suffix with brackets in
     its strings. Cut by the file's whitespace at both ends too."""
     name = "[{" * 40 + "x" * cut + "}]" * 40
     events = [{"ph": "X", "name": name, "ts": i, "args": {"k": "]" * (i % 7), "l": [i, [i]]}} for i in range(2_000)]
