@@ -513,43 +513,46 @@ class _ChunkStager:
         self._attach()
         return self.pool.submit(self._stage_group, table, joined, part)
 
-    def _stage_group(self, table: str, joined: JoinedChunk, part: int = 0):
+    def _stage_group(self, table: str, joined: JoinedChunk, part: int = 0) -> int:
         """Parse the chunk file of part `part` of a group of small traces
         (their events, a marker event between two traces: split.JoinedChunk)
-        into the group's table (stage_events.sql grouped). A parse error is
-        raised. The part's file stays until the group is checked
-        (check_group): a group that fails is parsed again file by file, to
-        name the file at fault."""
-        self._read(self._cursor(), "load/stage_events.sql", joined.path, raw=table, grouped=True, part=part,
-                   exact=False, long_args=STAGED_LONG_ARGS)
+        into the group's table (stage_events.sql grouped); returns the number
+        of rows it added (markers included). A parse error is raised. The
+        part's file stays until the group is checked (check_group): a group
+        that fails is parsed again file by file, to name the file at fault."""
+        return self._read(self._cursor(), "load/stage_events.sql", joined.path, raw=table, grouped=True, part=part,
+                          exact=False, long_args=STAGED_LONG_ARGS)[0][0]
 
     def check_group(self, g) -> tuple | None:
-        """Once every part of group g is parsed: takes the markers out of its
-        table (group_markers.sql) and returns (starts, srcs) for
-        stage_group_view.sql: per segment of events, the pos before it (its
-        part's first, part x 2^32, then the markers' positions) and its
-        trace's index in the group. None when the group must be staged again
-        file by file: a marker is not where it belongs (a damaged file hid
-        it), or a file needs exact timestamps (read file by file by
-        exact_ts.sql)."""
+        """Once every part of group g is parsed (part.rows: the rows each
+        added): takes the markers out of its table (group_markers.sql) and
+        returns (starts, srcs, events) for stage_group_view.sql: per segment
+        of events, the pos before it (its part's first, part x 2^32, then the
+        markers' positions), its trace's index in the group, and its number of
+        events (up to the next marker or the part's end: positions are
+        consecutive). None when the group must be staged again file by file:
+        a marker is not where it belongs (a damaged file hid it), or a file
+        needs exact timestamps (read file by file by exact_ts.sql)."""
         cur = self.con.cursor()
         try:
             markers = sorted(m for (m,) in cur.execute(sqlfiles.render("load/group_markers.sql", raw=g.table),
                                                        {"marker": self.marker_ph}).fetchall())
-            starts, srcs = [], []
+            starts, srcs, events = [], [], []
             for k, part in enumerate(g.parts):
                 lo = k << _PART_SHIFT
                 mine = [m for m in markers if lo <= m < lo + (1 << _PART_SHIFT)]
                 if len(mine) != max(len(part.joined.segments) - 1, 0):
                     return None
                 if part.joined.segments:
-                    starts += [lo] + mine
+                    bounds = [lo] + mine + [lo + part.rows + 1]
+                    starts += bounds[:-1]
                     srcs += [part.first + s for s in part.joined.segments]
+                    events += [b - a - 1 for a, b in zip(bounds, bounds[1:])]
             if cur.execute(sqlfiles.render("load/exact_ts_needed.sql", raw=g.table)).fetchall():
                 return None
         finally:
             cur.close()
-        return (starts, srcs) if starts else ([0], [0])
+        return (starts, srcs, events) if starts else ([0], [0], [0])
 
     def _stage(self, table: str, chunk: str) -> int:
         cur = self._cursor()
@@ -656,6 +659,7 @@ class _Part:
     joined: JoinedChunk  # its chunk file
     first: int           # the index in the group of its first file
     future: object = None  # its staging job
+    rows: int = 0        # the rows its parse added (markers included)
 
 
 @dataclass
@@ -1112,7 +1116,7 @@ class Loader:
         named = {os.path.abspath(p) for p in _path_list(paths) if os.path.isfile(p)}
         not_traces, pending = [], []
         sizes = [_size(f) for f in files]
-        read = 0
+        read, total = 0, sum(sizes)
         # the small files' JSON, as far as known before reading them: groups of
         # about equal size (_Grouper)
         grouper = _Grouper(stager, known, tmp,
@@ -1122,7 +1126,7 @@ class Loader:
                 fr = FileReport(path=path)
                 report.files.append(fr)
                 self.progress(f"[{i + 1}/{len(files)}] reading {os.path.basename(path)}"
-                              + _of_bytes(read, sum(sizes), len(files)))
+                              + _of_bytes(read, total, len(files)))
                 read += sizes[i]
                 t0 = time.perf_counter()
                 p = _Prepared(path, None, f"{STAGE_DB}.raw_{i}", direct=self.direct,
@@ -1160,6 +1164,7 @@ class Loader:
         already loaded into the run is skipped."""
         self._phase("parsing")
         prepared = []
+        known = set(known)  # and the files met so far (a set per file would make 1,000s of files quadratic)
         parsed, to_parse = 0, sum(_size(p.path) for p, _ in pending)
         for i, (p, fr) in enumerate(pending):
             self.progress(f"[{i + 1}/{n_files}] parsing {os.path.basename(p.path)}"
@@ -1170,7 +1175,7 @@ class Loader:
                 fr.skipped = f"already loaded in run '{run}' (same content); skipped"
                 self._discard(p, stager)
                 continue
-            known = known | {p.split.content_hash}
+            known.add(p.split.content_hash)
             if p.chunk is not None:  # read by the insert (_insert)
                 prepared.append((p, fr))
                 continue
@@ -1405,7 +1410,8 @@ class Loader:
             if exact:
                 p.exact = exact_table(p.name)
                 con.execute(sqlfiles.render("load/stage_view.sql", raw=p.exact, chunks=exact, exact=True))
-            checked = con.execute(sqlfiles.render("load/validate.sql", raw=p.name, grouped=False)).fetchall()
+            checked = con.execute(sqlfiles.render("load/validate.sql", raw=p.name, grouped=False,
+                                                  whole=False)).fetchall()
         finally:
             con.close()
         _, events, bad, bad_name = checked[0] if checked else (0, 0, 0, None)
@@ -1414,8 +1420,9 @@ class Loader:
         p.events = events
 
     def _finish_group(self, g: _Group, stager):
-        """Wait for group g to be parsed and check its files (validate.sql,
-        grouped), then number each file's events (stage_group_view.sql). A
+        """Wait for group g to be parsed and check its events (validate.sql:
+        in its table; per file, grouped, when one is bad), then number each
+        file's events (stage_group_view.sql). A
         file with unusable times gets its error, raised at its turn. When the
         group cannot be parsed (one of its files is malformed, needs
         sanitising, ...; or a damaged file swallowed a marker) or needs exact
@@ -1426,7 +1433,7 @@ class Loader:
         error = None
         for part in g.parts:  # every part ended before the group is checked or dropped
             try:
-                part.future.result()
+                part.rows = part.future.result()
             except BaseException as e:  # noqa: BLE001 - the first is acted on below
                 error = error or e
         if isinstance(error, duckdb.OutOfMemoryException):
@@ -1456,13 +1463,22 @@ class Loader:
             return
         for part in g.parts:  # parsed: the files are not needed any more
             os.remove(part.joined.path)
-        starts, srcs = staged
+        starts, srcs, counts = staged
         con = self.con.cursor()
         try:
             con.execute(sqlfiles.render("load/stage_group_view.sql", raw=g.view, table=g.table, starts=starts,
                                         srcs=srcs))
-            checked = {src: (events, bad, bad_name) for src, events, bad, bad_name in
-                       con.execute(sqlfiles.render("load/validate.sql", raw=g.view, grouped=True)).fetchall()}
+            # the group's events checked in its table, without numbering them
+            # per file; only when one is bad, or the counts disagree, per file
+            # through the view, to name the files
+            (_, total, bad, _), = con.execute(sqlfiles.render("load/validate.sql", raw=g.table,
+                                                              grouped=False, whole=True)).fetchall()
+            if bad or total != sum(counts):
+                checked = {src: (n, bad, bad_name) for src, n, bad, bad_name in
+                           con.execute(sqlfiles.render("load/validate.sql", raw=g.view, grouped=True,
+                                                       whole=False)).fetchall()}
+            else:
+                checked = {src: (n, 0, None) for src, n in zip(srcs, counts) if n}
         finally:
             con.close()
         for k, p in enumerate(g.members):
@@ -1475,8 +1491,9 @@ class Loader:
     def _sources(files) -> list:
         """The staged relations of a batch's files for normalize.sql (raws):
         {view, position} for a file staged alone, {view, positions} for the
-        files of a group (its other files: none), {chunk, position} for a
-        chunk the insert reads (p.chunk)."""
+        files of a group (its other files: none; and offset, positions[0],
+        when they are all in the batch one after another), {chunk, position}
+        for a chunk the insert reads (p.chunk)."""
         raws, groups = [], {}
         for k, (p, _) in enumerate(files):
             if p.chunk is not None:
@@ -1490,6 +1507,11 @@ class Loader:
                 raw = groups[id(p.group)] = {"view": p.group.view, "positions": [None] * len(p.group.members)}
                 raws.append(raw)
             raw["positions"][p.src] = k
+        for raw in raws:
+            positions = raw.get("positions")
+            if positions and positions[0] is not None and positions == list(range(positions[0],
+                                                                                  positions[0] + len(positions))):
+                raw["offset"] = positions[0]
         return raws
 
     def _say(self, b, done: int, total: int):

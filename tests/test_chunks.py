@@ -76,10 +76,12 @@ def test_reverse_scan_names_the_closing_bracket_of_trace_events(n_events):
 @pytest.mark.parametrize("backslashes", [True, False])
 def test_reverse_scan_skip_by_brackets_equals_the_token_walk(monkeypatch, seed, backslashes):
     """The reverse scan skips the budget behind the closing ']' by counting
-    brackets (jsonscan._stays_inside) instead of a Python step per bracket:
-    on traces whose events hold brackets, escaped quotes (or no backslash at
-    all: the quicker way) and strings cut at the budget's edge, it must name
-    the same bracket and suffix as the walk."""
+    brackets (jsonscan._stays_inside) instead of a Python step per bracket,
+    and before it the quick path (jsonscan._quick_array_end) counts them
+    forward without reversing the window: on traces whose events hold
+    brackets, escaped quotes (or no backslash at all: the quicker ways) and
+    strings cut at the budget's edge, each must name the same bracket and
+    suffix as the walk."""
     import random
     rnd = random.Random(seed)
     pieces = ['"]"', '"[{"', "[[1, 2], [3]]", "{}", '{"k": ["}"]}', "1.5"]
@@ -93,9 +95,10 @@ def test_reverse_scan_skip_by_brackets_equals_the_token_walk(monkeypatch, seed, 
     def event(i):
         args = {f"a{k}": json.loads(rnd.choice(pieces)) for k in range(rnd.randrange(4))}
         return {"ph": "X", "name": rnd.choice(names) * rnd.randrange(1, 200), "ts": i, "args": args}
-    answers = []
-    real = jsonscan._stays_inside
+    answers, quick = [], []
+    real, real_quick = jsonscan._stays_inside, jsonscan._quick_array_end
     monkeypatch.setattr(jsonscan, "_stays_inside", lambda *a: answers.append(real(*a)) or answers[-1])
+    monkeypatch.setattr(jsonscan, "_quick_array_end", lambda *a: quick.append(real_quick(*a)) or quick[-1])
     for n_events in (0, 1, 50, 400, 3_000):
         events = [event(i) for i in range(n_events)]
         device = '"]" [' if backslashes else "] ["
@@ -103,12 +106,43 @@ def test_reverse_scan_skip_by_brackets_equals_the_token_walk(monkeypatch, seed, 
         data = json.dumps({"schemaVersion": 1, "traceEvents": events, **after, "traceName": "t]"}).encode()
         assert backslashes or b"\\" not in data
         fast = jsonscan.find_array_end(data, bare=False)
-        with monkeypatch.context() as m:
+        with monkeypatch.context() as m:  # the reversed scan alone
+            m.setattr(jsonscan, "_quick_array_end", lambda *a: None)
+            reverse = jsonscan.find_array_end(data, bare=False)
+        with monkeypatch.context() as m:  # the walk alone
+            m.setattr(jsonscan, "_quick_array_end", lambda *a: None)
             m.setattr(jsonscan, "_stays_inside", lambda *a: False)
             walk = jsonscan.find_array_end(data, bare=False)
-        assert fast == walk, (seed, n_events)
+        assert fast == reverse == walk, (seed, n_events)
         assert json.loads(data[:fast[0] + 1] + b"}")["traceEvents"] == events
     assert True in answers  # the big arrays were skipped by counting, not walked
+
+
+@pytest.mark.parametrize("cut", range(4))
+def test_quick_array_end_on_a_kineto_tail_equals_the_walk(monkeypatch, cut):
+    """A trace as Kineto ends it (traceEvents, then a few scalar keys): the
+    quick path (jsonscan._quick_array_end) names the closing ']' from the
+    suffix and a forward count over the budget before it, whose start falls
+    inside a string of closing or opening brackets, or not, or at a string's
+    start (`cut` moves the events by a byte each); it gives the walk's answer, and so does a suffix with brackets in
+    its strings. Cut by the file's whitespace at both ends too."""
+    name = "[{" * 40 + "x" * cut + "}]" * 40
+    events = [{"ph": "X", "name": name, "ts": i, "args": {"k": "]" * (i % 7), "l": [i, [i]]}} for i in range(2_000)]
+    for suffix in ({"traceName": "/tmp/rank0.pt.trace.json", "displayTimeUnit": "ms",
+                    "baseTimeNanoseconds": 1735689600000000000},
+                   {"traceName": "t] [{", "x": {"y": "]"}}):
+        data = b"\n" + json.dumps({"schemaVersion": 1, "traceEvents": events, **suffix}, indent=1).encode() + b"\n "
+        start = data.index(b"[") + 1
+        quick = jsonscan._quick_array_end(data, start, len(data.rstrip()))
+        assert quick is not None
+        got = jsonscan.find_array_end(data, bare=False, start=start)
+        with monkeypatch.context() as m:
+            m.setattr(jsonscan, "_quick_array_end", lambda *a: None)
+            m.setattr(jsonscan, "_stays_inside", lambda *a: False)
+            walk = jsonscan.find_array_end(data, bare=False, start=start)
+        assert got == quick == walk
+        assert walk[1] == suffix
+        assert json.loads(data[:walk[0] + 1] + b"}")["traceEvents"] == events
 
 
 def _outcome(fn, *args):

@@ -228,6 +228,42 @@ def test_bad_file_in_a_group_is_named_and_nothing_is_written(monkeypatch, tmp_pa
     assert expected in msg, msg
 
 
+def test_a_group_is_checked_in_its_table_and_per_file_only_when_an_event_is_bad(monkeypatch, tmp_path):
+    """validate.sql reads a group's table once, whole; each file's events are
+    counted from the markers (check_group), and only a bad event sends the
+    check per file through the group's view (a pass that numbers every event
+    by its file) to name the file. Six ranks in parts of 2 (GROUP_FILES), one
+    without events: the per-file pass is not run and every table equals one
+    load call per file; with a NaN ts in one rank it runs, once, and names
+    that rank."""
+    files = _bad_copies(tmp_path)
+    files[4].write_text(json.dumps({"schemaVersion": 1, "traceEvents": [], "distributedInfo": {"rank": 4}}))
+    files = [str(f) for f in files]
+    monkeypatch.setattr(load, "GROUP_FILES", 2)
+    checks = []
+    real = sqlfiles.render
+
+    def render(name, **kw):
+        if name == "load/validate.sql":
+            checks.append((kw["grouped"], kw["whole"]))
+        return real(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", render)
+    together = _together(monkeypatch)
+    grouped, single, groups = _grouped_and_alone(monkeypatch, files)
+    assert groups == [2, 2, 2] and together == {"dp_stage.grp_0_t": True}  # one group, three parts
+    assert checks[0] == (False, True) and (True, False) not in checks
+    for k in TABLES:
+        assert grouped[k] == single[k], k
+    doc = json.loads(open(files[2]).read())
+    doc["traceEvents"][5]["ts"] = float("nan")
+    open(files[2], "w").write(json.dumps(doc))
+    checks.clear()
+    with duckprof.connect() as s, pytest.raises(TraceError) as e:
+        s.load(files, run="job")
+    assert checks == [(False, True), (True, False)]
+    assert str(e.value).startswith(files[2] + ": ") and "not a usable number" in str(e.value)
+
+
 def test_a_file_that_swallows_the_marker_is_named(monkeypatch, tmp_path):
     """A group is parsed as one chunk of its files' events with a marker event
     between two files (split.concatenate_chunks). Two damaged files can make
@@ -385,6 +421,32 @@ def test_groups_are_even_and_each_is_a_batch(monkeypatch, tmp_path):
     grouped, single, groups = _grouped_and_alone(monkeypatch, files)
     assert groups == [4, 4]
     assert [r for _, r in inserts[:2]] == [[("dp_stage.grp_0", [0, 1, 2, 3])], [("dp_stage.grp_1", [0, 1, 2, 3])]]
+    for k in TABLES:
+        assert grouped[k] == single[k], k
+
+
+def test_a_group_whose_files_follow_one_another_in_its_batch_is_read_without_a_lookup(monkeypatch, tmp_path):
+    """A group whose files are all in its batch, one after another (so far
+    always: a group is a batch, maybe after files staged alone), is read
+    with src + offset (normalize.sql) instead of a lookup of each event's
+    file in the list of positions: a trace staged alone, then a group of four
+    in the same batch (offset 1); the same rows as one load call per file."""
+    big = tmp_path / "big.json"
+    synth.generate(str(big), events=400, seed=1)
+    small = [str(f) for f in _bad_copies(tmp_path, n=4)]
+    monkeypatch.setattr(load, "GROUPED_FILE_BYTES", max(len(open(f, "rb").read()) for f in small))
+    assert big.stat().st_size > load.GROUPED_FILE_BYTES
+    read = []
+    real = sqlfiles.render
+
+    def render(name, **kw):
+        if name == "load/insert_events.sql":
+            read.append([(raw.get("view"), raw.get("positions"), raw.get("offset")) for raw in kw["raws"]])
+        return real(name, **kw)
+    monkeypatch.setattr(sqlfiles, "render", render)
+    grouped, single, groups = _grouped_and_alone(monkeypatch, [str(big)] + small)
+    assert groups == [4]
+    assert read[0] == [("dp_stage.raw_0", None, None), ("dp_stage.grp_0", [1, 2, 3, 4], 1)]
     for k in TABLES:
         assert grouped[k] == single[k], k
 

@@ -6,7 +6,8 @@
 -- raws: the staged relations of one batch, each {view, position} (one trace's
 -- view, stage_view.sql) or {view, positions} (a group of small traces,
 -- stage_group_view.sql: positions[k] for its file k, none for its files not in
--- the batch); a position is the trace's place in the batch (trace_id =
+-- the batch; and offset = positions[0] when they are offset, offset + 1,
+-- ...); a position is the trace's place in the batch (trace_id =
 -- first_trace_id + position). Or a chunk file read here, not staged: {chunk:
 -- max_object, position} (read_chunk.sql; the parameter $files; the batch's
 -- only trace, a load into a session's memory: load.Loader._insert), with
@@ -52,7 +53,9 @@ CASE WHEN starts_with({{ x }}, '"') THEN trim({{ x }}, '"') ELSE {{ x }} END
 {%- endmacro %}
 {#- one entry of raws as rows with src = the trace's position in the batch: a
     trace's view (src = its position), or a group's view (stage_group_view.sql)
-    whose src k becomes positions[k], its files not in this batch (none) left out -#}
+    whose src k becomes positions[k], its files not in this batch (none) left out;
+    when they are all in it, one after another from positions[0] (offset: a
+    group is a batch, so far the usual case), src + offset without a lookup -#}
 {%- macro staged_source(raw) -%}
 {%- if raw.chunk is defined and raw.exact -%}
 SELECT {{ raw.position | int }} AS src, ordinality AS event_id, ph, cat, name, pid, tid, NULL::DOUBLE AS ts, dur, id,
@@ -61,6 +64,8 @@ FROM {{ read_chunk(raw.chunk, 'DECIMAL(38, 9)') }}
 {%- elif raw.chunk is defined -%}
 SELECT {{ raw.position | int }} AS src, ordinality AS event_id, ph, cat, name, pid, tid, ts, dur, id, args
 FROM {{ read_chunk(raw.chunk) }}
+{%- elif raw.offset is defined -%}
+SELECT {% if raw.offset %}* REPLACE ((src + {{ raw.offset | int }})::INTEGER AS src){% else %}*{% endif %} FROM {{ raw.view }}
 {%- elif raw.positions is defined -%}
 {%- set position -%}
 CAST([{% for p in raw.positions %}{{ 'NULL' if p is none else p | int }}{% if not loop.last %}, {% endif %}{% endfor %}] AS INTEGER[])[src + 1]
