@@ -96,7 +96,22 @@ def object_problem(keys) -> str:
     if {'"nodes"', '"schema"'} <= keys:
         return ("not a trace: a PyTorch execution trace (ExecutionTraceObserver's 'schema' and 'nodes'), "
                 "not a profiler trace" + _WRITE_A_TRACE)
-    return "not a trace: JSON object without a 'traceEvents' array"
+    if '"rocprofiler-sdk-tool"' in keys:
+        return ("not a trace: rocprofv3's JSON output ('rocprofiler-sdk-tool'), not a PyTorch profiler trace"
+                + _WRITE_A_TRACE)
+    names = sorted(_key_text(k) for k in keys)
+    shown = ", ".join(n if len(n) <= 40 else n[:39] + "…" for n in names[:4])
+    more = f" and {len(names) - 4} more" if len(names) > 4 else ""
+    return ("not a trace: JSON object without a 'traceEvents' array"
+            + (f" (its keys: {shown}{more})" if names else " (an empty object)"))
+
+
+def _key_text(raw: str) -> str:
+    """A top-level key as written in the file (a raw JSON string) as text."""
+    try:
+        return str(json.loads(raw))
+    except ValueError:
+        return raw
 
 
 def _array_problem(first: bytes) -> str:
