@@ -47,7 +47,8 @@ def find_array_start(path, buf: bytes):
             _check_first_event(path, buf[j:j + _FIRST_EVENT_BYTES])
         return True, i + 1, b""
     if first != b"{":
-        raise TraceError(path, "not JSON: the file does not start with '{' or '['" + _text_kind(buf[i:i + 4096]))
+        raise TraceError(path, "not JSON: the file does not start with '{' or '['"
+                         + _text_kind(buf[i:i + 4096], buf[:16]))
     quick = _quick_array_start(buf, i)
     if quick is not None:
         return quick
@@ -142,8 +143,11 @@ def _check_first_event(path, head: bytes):
                                    f"has no 'ph'; its keys: {keys})")
 
 
-def _text_kind(head: bytes) -> str:
-    """What a file that is not JSON seems to be, as a suffix of its message."""
+def _text_kind(head: bytes, start: bytes = b"") -> str:
+    """What a file that is not JSON seems to be, as a suffix of its message
+    (head: from its first non-blank byte; start: its first bytes)."""
+    if start[8:12] == b"DUCK":  # DuckDB's file header: a checksum, then the magic bytes
+        return " (it is a DuckDB database: pass it with --db FILE)"
     if _EXPORT_STACKS_LINE.match(head):
         return " (it looks like torch's export_stacks output, lines of 'frame;frame;... time')" + _WRITE_A_TRACE
     return ""

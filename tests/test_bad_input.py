@@ -535,3 +535,16 @@ def test_a_ts_that_is_no_number_in_a_file_of_several_chunks_is_not_numbered():
     two = SimpleNamespace(chunks=["/tmp/t.0000.json", "/tmp/t.0001.json"])
     assert Loader._describe(e, one) == 'event 5 of traceEvents has a ts or dur that is not a number: "x"'
     assert Loader._describe(e, two) == 'an event has a ts or dur that is not a number: "x"'
+
+
+def test_a_duckdb_database_given_as_a_trace_says_so(cli_app, tmp_path):
+    """A database file where a trace is expected (duckprof diff a.duckdb b.duckdb,
+    report kernels runs.duckdb) says what it is and how to pass it (before: only
+    'not JSON: the file does not start with '{' or '['')."""
+    import duckdb
+    db = tmp_path / "runs.duckdb"
+    duckdb.connect(str(db)).close()
+    for args in (("diff", db, db), ("report", "kernels", db)):
+        r = invoke(cli_app, *args)
+        assert r.exit_code == 2, r.stdout + r.stderr
+        assert_one_line_error(r.stderr, [str(db), "not JSON", "it is a DuckDB database: pass it with --db FILE"])
