@@ -47,7 +47,8 @@ def find_array_start(path, buf: bytes):
             _check_first_event(path, buf[j:j + _FIRST_EVENT_BYTES])
         return True, i + 1, b""
     if first != b"{":
-        raise TraceError(path, "not JSON: the file does not start with '{' or '['" + _text_kind(buf[i:i + 4096]))
+        raise TraceError(path, "not JSON: the file does not start with '{' or '['"
+                         + _text_kind(buf[i:i + 4096], buf[:16]))
     quick = _quick_array_start(buf, i)
     if quick is not None:
         return quick
@@ -96,7 +97,22 @@ def object_problem(keys) -> str:
     if {'"nodes"', '"schema"'} <= keys:
         return ("not a trace: a PyTorch execution trace (ExecutionTraceObserver's 'schema' and 'nodes'), "
                 "not a profiler trace" + _WRITE_A_TRACE)
-    return "not a trace: JSON object without a 'traceEvents' array"
+    if '"rocprofiler-sdk-tool"' in keys:
+        return ("not a trace: rocprofv3's JSON output ('rocprofiler-sdk-tool'), not a PyTorch profiler trace"
+                + _WRITE_A_TRACE)
+    names = sorted(_key_text(k) for k in keys)
+    shown = ", ".join(n if len(n) <= 40 else n[:39] + "…" for n in names[:4])
+    more = f" and {len(names) - 4} more" if len(names) > 4 else ""
+    return ("not a trace: JSON object without a 'traceEvents' array"
+            + (f" (its keys: {shown}{more})" if names else " (an empty object)"))
+
+
+def _key_text(raw: str) -> str:
+    """A top-level key as written in the file (a raw JSON string) as text."""
+    try:
+        return str(json.loads(raw))
+    except ValueError:
+        return raw
 
 
 def _array_problem(first: bytes) -> str:
@@ -127,8 +143,11 @@ def _check_first_event(path, head: bytes):
                                    f"has no 'ph'; its keys: {keys})")
 
 
-def _text_kind(head: bytes) -> str:
-    """What a file that is not JSON seems to be, as a suffix of its message."""
+def _text_kind(head: bytes, start: bytes = b"") -> str:
+    """What a file that is not JSON seems to be, as a suffix of its message
+    (head: from its first non-blank byte; start: its first bytes)."""
+    if start[8:12] == b"DUCK":  # DuckDB's file header: a checksum, then the magic bytes
+        return " (it is a DuckDB database: pass it with --db FILE)"
     if _EXPORT_STACKS_LINE.match(head):
         return " (it looks like torch's export_stacks output, lines of 'frame;frame;... time')" + _WRITE_A_TRACE
     return ""

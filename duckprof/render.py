@@ -338,8 +338,10 @@ def _human(v, kind: str, name: str):
     if kind in ("pct", "pp"):
         unit = "%" if kind == "pct" else " pp"
         return (f"{f:,.0f}{unit}" if abs(f) >= 1000 else f"{f:.1f}{unit}" if abs(f) >= 10 else f"{f:.2f}{unit}")
-    if not f.is_integer() and isinstance(v, (float, Decimal)):
-        return _three_digits(f)
+    if isinstance(v, (float, Decimal)):
+        # a whole DOUBLE (a mean pending of exactly 217.0) without decimals, as
+        # an integer and as human_cell shows it (the table read '217.000')
+        return _three_digits(f) if not f.is_integer() else int(f) if abs(f) < 1e15 else v
     return v
 
 

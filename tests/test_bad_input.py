@@ -190,6 +190,29 @@ def test_torch_outputs_that_are_no_trace_are_named(cli_app, shared_db, name, wor
     assert db_state(shared_db) == before
 
 
+@pytest.mark.parametrize("text,words", [
+    # rocprofv3 --output-format json (TraceLens's tests/rocprof/908_results.json.gz), cut down
+    ('{"rocprofiler-sdk-tool": [{"metadata": {"pid": 908, "command": ["python3.10", "train.py"]}}]}',
+     ["rocprofv3's JSON output", "rocprofiler-sdk-tool", "export_chrome_trace"]),
+    # TraceLens's tests/traces/tracediff_test/cpu_op_map_trace1.json: op -> kernel names
+    ('{"aten::mm": ["ampere_sgemm"], "aten::add": ["vectorized_elementwise_kernel"], "aten::_softmax": [], '
+     '"aten::addmm": [], "aten::bmm": []}',
+     ["JSON object without a 'traceEvents' array", "(its keys: aten::_softmax, aten::add, aten::addmm, "
+                                                   "aten::bmm and 1 more)"]),
+])
+def test_other_json_objects_say_what_they_hold(cli_app, shared_db, tmp_path, text, words):
+    """A JSON object that is no trace: another profiler's output is named, any
+    other object shows its first keys (before: 'JSON object without a
+    traceEvents array' alone, for a rocprofv3 file too)."""
+    path = tmp_path / "other.json"
+    path.write_text(text)
+    before = db_state(shared_db)
+    r = invoke(cli_app, "load", path, "--db", shared_db, "--run", "bad")
+    assert r.exit_code == 2, r.stdout + r.stderr
+    assert_one_line_error(r.stderr, [str(path), "not a trace"] + words)
+    assert db_state(shared_db) == before
+
+
 def test_directory_skips_torchs_other_outputs(cli_app, shared_db, tmp_path):
     """A trace directory holding the memory timeline and execution trace of the
     same program beside its trace loads the trace and names the two it skipped
@@ -512,3 +535,16 @@ def test_a_ts_that_is_no_number_in_a_file_of_several_chunks_is_not_numbered():
     two = SimpleNamespace(chunks=["/tmp/t.0000.json", "/tmp/t.0001.json"])
     assert Loader._describe(e, one) == 'event 5 of traceEvents has a ts or dur that is not a number: "x"'
     assert Loader._describe(e, two) == 'an event has a ts or dur that is not a number: "x"'
+
+
+def test_a_duckdb_database_given_as_a_trace_says_so(cli_app, tmp_path):
+    """A database file where a trace is expected (duckprof diff a.duckdb b.duckdb,
+    report kernels runs.duckdb) says what it is and how to pass it (before: only
+    'not JSON: the file does not start with '{' or '['')."""
+    import duckdb
+    db = tmp_path / "runs.duckdb"
+    duckdb.connect(str(db)).close()
+    for args in (("diff", db, db), ("report", "kernels", db)):
+        r = invoke(cli_app, *args)
+        assert r.exit_code == 2, r.stdout + r.stderr
+        assert_one_line_error(r.stderr, [str(db), "not JSON", "it is a DuckDB database: pass it with --db FILE"])

@@ -188,6 +188,7 @@ DEVICE_CASES = [
     ("AMD Instinct MI300X", 206141652992, 304),
     ("AMD Radeon Graphics", 206141652992, 304),   # fallback: MI300X by CUs + memory
     ("AMD Radeon Graphics", 68702699520, 104),    # fallback: MI250 GCD
+    ("AMD Instinct MI210", 68702699520, 104),     # by name: its own row, not the MI250 GCD fallback
     ("", 68702699520, 110),                       # fallback: MI250X GCD
     ("AMD Radeon Graphics", 68702699520, 304),    # CUs and memory disagree: none
     ("Tesla V100-DGXS-32GB", 34087305216, 80),

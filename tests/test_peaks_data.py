@@ -120,6 +120,8 @@ def test_dense_not_sparse_ordering():
     ("AMD Instinct MI350X", "AMD Instinct MI350X"),
     ("AMD Instinct MI250X", "AMD Instinct MI250X (one GCD)"),
     ("AMD Instinct MI250", "AMD Instinct MI250 (one GCD)"),
+    # TraceLens's tests/traces/mi210/gpu_only_trace: matched the MI250 GCD row by CUs and memory before
+    ("AMD Instinct MI210", "AMD Instinct MI210"),
 ])
 def test_real_names_match_one_row(name, device):
     hits = [r["device"] for r in ROWS if re.search(r["device_pattern"], name, re.IGNORECASE)]
@@ -146,6 +148,11 @@ def test_spot_checked_figures():
     assert (mi350x["fp64_tflops"], mi350x["bf16_tflops"], mi350x["tf32_tflops"]) == (72.1, 2307, None)
     # an unnamed 256-CU, 288 GB device (ROCm in a container may report no name) stays MI355X
     assert match("", 288 * 2**30 - 2**28, 256)["device"] == "AMD Instinct MI355X"
+    mi210 = match("AMD Instinct MI210", 68702699520, 104)
+    assert (mi210["fp64_tflops"], mi210["fp32_tflops"], mi210["bf16_tflops"], mi210["int8_tops"],
+            mi210["dram_gbps"]) == (45.3, 45.3, 181, 181, 1638.4)
+    # an unnamed device of its CUs and memory stays the MI250 GCD (no fallback range on the MI210 row)
+    assert match("", 68702699520, 104)["device"] == "AMD Instinct MI250 (one GCD)"
 
 
 def test_no_false_positives():
@@ -172,7 +179,7 @@ def test_patterns_work_in_duckdb_re2():
     con = duckdb.connect()
     names = ["NVIDIA A100-PG509-200", "NVIDIA H100 80GB HBM3", "NVIDIA B200", "NVIDIA GB200",
              "NVIDIA GH200 480GB", "NVIDIA GH200 144G HBM3e", "NVIDIA H200", "Tesla V100-DGXS-32GB",
-             "AMD Instinct MI300X VF", "NVIDIA L4", "NVIDIA L40S", "AMD Instinct MI250X / MI250", "AMD Radeon Graphics"]
+             "AMD Instinct MI300X VF", "AMD Instinct MI210", "NVIDIA L4", "NVIDIA L40S", "AMD Instinct MI250X / MI250", "AMD Radeon Graphics"]
     con.execute("CREATE TABLE n(name VARCHAR)")
     con.executemany("INSERT INTO n VALUES (?)", [[x] for x in names])
     got = dict(con.execute(

@@ -83,6 +83,24 @@ def test_a_plain_fraction_or_a_rate_to_three_significant_digits():
     assert render.to_text(["mean_depth"], [(662.809,)], "csv") == "mean_depth\n662.809\n"
 
 
+def test_a_whole_double_in_a_table_has_no_decimals():
+    """A DOUBLE column's whole value reads as a whole number in a report table
+    and in its footer, as human_cell (the html page) shows it (failed before:
+    report queue on TraceLens's vllm_decode_full/graph_execution, one
+    hipGraphLaunch of 421 kernels, read 'mean pending 217.000' beside 'mean
+    depth 207'; a stream's mean depth 1.000 beside 0.987; steps --summary's
+    zero times 0.000)."""
+    text = render.report_table(["stream", "mean_depth", "mean_pending"],
+                               [(20, 0.987, 0.5), (24, 1.0, 0.5), (28, 0.0, 0.5)], [])
+    assert text.split("\n")[2:5] == ["      20         0.987", "      24             1", "      28             0"]
+    assert "(every row: mean pending 0.500)" in text
+    text = render.report_table(["stream", "mean_pending"], [(0, 217.0)], [])
+    assert text.split() == ["stream", "mean", "pending", "--------", "--------------", "0", "217"]
+    assert render.human_cell("mean_pending", 217.0) == "217"
+    # csv keeps the value as DuckDB gives it
+    assert render.to_text(["mean_pending"], [(217.0,)], "csv") == "mean_pending\n217.0\n"
+
+
 @pytest.mark.parametrize("width", [60, 90, 120])
 def test_fitting_is_checked_on_the_widest_rows_alone(monkeypatch, width):
     """report_table checks whether a table fits on the rows holding each column's

@@ -1,7 +1,7 @@
 -- diff_sides: what sides A and B of a diff are: one row per side.
 --
 -- Parameters: run_a, run_b (run labels). Template: qa, qb (catalog prefix of each side).
--- requires: trace_files, gpu_ops, trace_devices, steps
+-- requires: trace_files, gpu_ops, gpu_devices, steps
 --
 -- Columns:
 -- side     VARCHAR  'A' or 'B'
@@ -10,7 +10,9 @@
 -- ranks    VARCHAR  their ranks, comma-separated (NULL when unknown)
 -- steps    BIGINT   distinct ProfilerStep#N numbers in the run (0: none)
 -- devices  VARCHAR  the GPUs with device activity, e.g. 'Tesla V100-DGXS-32GB x4'
---                   (deviceProperties name, else 'device N'; 'x4': on 4 (trace, device) pairs)
+--                   (deviceProperties name: the device's own entry or, for a device without
+--                   one, the trace's only model (gpu_devices); else the datasheet model its memory
+--                   and CUs matched; else 'device N'; 'x4': on 4 (trace, device) pairs)
 -- paths    VARCHAR  the trace files, ' | '-separated
 
 {%- macro side(q, s, label) %}
@@ -21,10 +23,11 @@
         WHERE g.trace_id IN (SELECT trace_id FROM scope)
     ),
     named AS (
-        SELECT coalesce(nullif(d.device_name, ''), 'device ' || coalesce(u.device::VARCHAR, '?')) AS dev_name,
+        SELECT coalesce(nullif(d.device_name, ''), d.peak_device,
+                        'device ' || coalesce(u.device::VARCHAR, '?')) AS dev_name,
                count(*) AS n
         FROM used u
-        LEFT JOIN {{ q }}trace_devices d ON d.trace_id = u.trace_id AND d.device = u.device
+        LEFT JOIN {{ q }}gpu_devices d ON d.trace_id = u.trace_id AND d.device = u.device
         GROUP BY 1
     )
     SELECT '{{ label }}' AS side, $run_{{ s }} AS run,

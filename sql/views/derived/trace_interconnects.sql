@@ -1,7 +1,8 @@
 -- trace_interconnects: every device of every trace with its GPU-to-GPU link and
 -- that link's peak bandwidth per direction, where duckprof knows it.
 --
--- The device is matched to a model as in trace_devices (peak_device), and the
+-- The device is matched to a model as in gpu_devices (peak_device: a device
+-- without a deviceProperties entry gets the trace's only model), and the
 -- model to a row of interconnect_peaks (seeded from
 -- duckprof/data/interconnect.csv: NVLink for SXM-class NVIDIA GPUs, PCIe for
 -- PCIe cards, Infinity Fabric for MI300-class AMD GPUs). The figure is the
@@ -9,7 +10,7 @@
 -- one node. Collectives that cross nodes are bounded by the network instead,
 -- which a trace does not describe.
 --
--- requires: trace_devices, interconnect_peaks
+-- requires: gpu_devices, interconnect_peaks
 --
 -- Columns:
 -- trace_id           INTEGER  trace
@@ -19,6 +20,6 @@
 -- interconnect_gbps  DOUBLE   its peak per GPU and direction, GB/s (NULL: not known)
 CREATE OR REPLACE VIEW trace_interconnects AS
 SELECT d.trace_id, d.device, d.peak_device, i.interconnect, i.gbps AS interconnect_gbps
-FROM trace_devices d
+FROM gpu_devices d
 LEFT JOIN (SELECT device, any_value(interconnect) AS interconnect, any_value(gbps) AS gbps
            FROM interconnect_peaks GROUP BY device) i ON i.device = d.peak_device;
