@@ -171,12 +171,8 @@ def _quick_array_start(buf: bytes, i: int):
     inner = buf[i + 1:m.start()]
     if b"\\" in inner or b'"traceEvents"' in inner or inner.count(b'"') % 2:
         return None
-    brackets = _outside_strings(inner)
-    while brackets:
-        shorter = brackets.replace(_PAIRS[0], b"").replace(_PAIRS[1], b"")
-        if len(shorter) == len(brackets):
-            return None
-        brackets = shorter
+    if _unmatched(_outside_strings(inner), _PAIRS):
+        return None
     return False, m.end(), buf[i:m.start()]
 
 
@@ -308,14 +304,7 @@ def _stays_inside_forward(data: bytes, start: int, end: int) -> bool:
     if marks.count(b'"') % 2:
         marks = marks[marks.index(b'"') + 1:]
     brackets = _PLAIN_STRING.sub(b"", marks.replace(b'""', b"")).replace(b'"', b"")
-    while True:
-        shorter = brackets
-        for pair in _FORWARD_PAIRS:
-            shorter = shorter.replace(pair, b"")
-        if len(shorter) == len(brackets):
-            break
-        brackets = shorter
-    return not brackets.endswith((b"{", b"["))
+    return not _unmatched(brackets, _FORWARD_PAIRS).endswith((b"{", b"["))
 
 
 def _scan_reversed(rev: bytes, whole: bool):
@@ -396,14 +385,19 @@ def _stays_inside(rev: bytes, start: int, stop: int) -> bool:
         brackets = _RNOT_BRACKET.sub(b"", part).replace(b'"', b"")
     else:
         brackets = _outside_strings(part)
+    return not _unmatched(brackets, _RPAIRS).startswith((b"{", b"["))
+
+
+def _unmatched(brackets: bytes, pairs) -> bytes:
+    """The brackets left once matched pairs are taken out, again and again
+    ('[{}]]' -> ']')."""
     while True:
         shorter = brackets
-        for pair in _RPAIRS:
+        for pair in pairs:
             shorter = shorter.replace(pair, b"")
         if len(shorter) == len(brackets):
-            break
+            return brackets
         brackets = shorter
-    return not brackets.startswith((b"{", b"["))
 
 
 def _suffix_after(stripped: bytes, end: int):
