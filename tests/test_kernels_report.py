@@ -193,6 +193,8 @@ DEVICE_CASES = [
     ("AMD Radeon Graphics", 68702699520, 304),    # CUs and memory disagree: none
     ("Tesla V100-DGXS-32GB", 34087305216, 80),
     ("NVIDIA GeForce RTX 4090", 25393692672, 128),
+    ("AMD Instinct MI100", 32 * 2**30, 120),      # by name (the MI100 row has no fallback range)
+    ("", 32 * 2**30, 120),                        # ...so unnamed with its CUs and memory: none
     ("ARTEMIS", None, None),
     (None, None, None),
 ]
