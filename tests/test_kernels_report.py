@@ -193,6 +193,10 @@ DEVICE_CASES = [
     ("AMD Radeon Graphics", 68702699520, 304),    # CUs and memory disagree: none
     ("Tesla V100-DGXS-32GB", 34087305216, 80),
     ("NVIDIA GeForce RTX 4090", 25393692672, 128),
+    ("Tesla T4", 15828320256, 40),                # 15095.0625 MiB, as a T4 reports it (torch, PrunaAI's results)
+    ("AMD Instinct MI100", 32 * 2**30, 120),      # by name (the MI100 row has no fallback range)
+    ("", 32 * 2**30, 120),                        # ...so unnamed with its CUs and memory: none
+    ("NVIDIA L40", 48 * 10**9, 142),              # not the L40S row
     ("ARTEMIS", None, None),
     (None, None, None),
 ]

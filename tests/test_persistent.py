@@ -256,20 +256,27 @@ def test_run_loaded_with_the_older_blake2b_hash_still_detects_reloads(tmp_db):
 def test_newer_packaged_peaks_reach_an_existing_database_without_undoing_user_edits(cli_app, tmp_db):
     with duckprof.connect(tmp_db) as s:
         n = scalar(s, "select count(*) from device_peaks")
-        # as an older duckprof left it: a device missing, another edited by the user
-        s.sql("delete from device_peaks where device = 'NVIDIA GB200'")
+        m = scalar(s, "select count(*) from interconnect_peaks")
+        # as an older duckprof left it: devices missing (GB200; the T4 and MI100 rows and the L40 link,
+        # added later), another edited by the user
+        s.sql("delete from device_peaks where device in ('NVIDIA GB200', 'NVIDIA T4', 'AMD Instinct MI100')")
+        s.sql("delete from interconnect_peaks where device = 'NVIDIA L40'")
         s.sql("update device_peaks set dram_gbps = 1234 where device = 'NVIDIA B200'")
         s.sql("update duckprof_meta set value = 'older' where key = 'peaks_hash'")
     before = db_state(tmp_db)
     for read_only in (True, False):  # opening never writes, not even for writing
         with duckprof.connect(tmp_db, read_only=read_only) as s:
-            assert scalar(s, "select count(*) from device_peaks") == n - 1
+            assert scalar(s, "select count(*) from device_peaks") == n - 3
         assert db_state(tmp_db) == before
     # the next write adds them: `migrate` here (a load or `rm` too, in their transaction)
     assert invoke(cli_app, "migrate", "--db", tmp_db).exit_code == 0
     with duckprof.connect(tmp_db, read_only=True) as s:
         assert scalar(s, "select count(*) from device_peaks") == n
+        assert scalar(s, "select count(*) from interconnect_peaks") == m
         assert scalar(s, "select dram_gbps from device_peaks where device = 'NVIDIA GB200'") == 8000
+        assert scalar(s, "select fp16_tflops from device_peaks where device = 'NVIDIA T4'") == 65
+        assert scalar(s, "select bf16_tflops from device_peaks where device = 'AMD Instinct MI100'") == 92.3
+        assert scalar(s, "select gbps from interconnect_peaks where device = 'NVIDIA L40'") == 32
         assert scalar(s, "select dram_gbps from device_peaks where device = 'NVIDIA B200'") == 1234
     after = db_state(tmp_db)
     assert invoke(cli_app, "migrate", "--db", tmp_db).exit_code == 0  # up to date: writes nothing
