@@ -106,7 +106,9 @@ def test_per_launch_by_hand(hand):
     ]
     res = hand.report_result("launches", per_launch=True, limit=2)
     assert [r["correlation"] for r in as_dicts(res.relation)] == [1, 2]
-    assert "launch_stats.json: the first 2 launches on device 0 only (-n 0 for all)" in res.notes
+    assert "launch_stats.json: the first 2 of 5 launches on device 0 (-n 0 for all)" in res.notes
+    assert {r["device_launches"] for r in as_dicts(res.relation)} == {5}
+    assert not [n for n in hand.report_result("launches", per_launch=True, limit=5).notes if "first" in n]
 
 
 def test_cpu_only_and_no_launch_calls():

@@ -142,12 +142,11 @@ SELECT note, instead FROM (
     {%- endif %}
     {%- if per_launch %}
     UNION ALL
-    SELECT 3, r.trace_id, r.device, t.file_name || ': the first ' || format('{:,}', count(*)) || ' launches on device '
-           || r.device || ' only (-n 0 for all)', false
+    SELECT 3, r.trace_id, r.device, t.file_name || ': the first ' || format('{:,}', count(*)) || ' of '
+           || format('{:,}', max(r.device_launches)) || ' launches on device ' || r.device || ' (-n 0 for all)', false
     FROM {{ result }} r JOIN tt t USING (trace_id)
-    WHERE $limit > 0
     GROUP BY r.trace_id, r.device, t.file_name
-    HAVING count(*) >= $limit
+    HAVING max(r.device_launches) > count(*)
     {%- endif %}
     UNION ALL
     SELECT 9, NULL, NULL, 'no GPU activity in this trace' || {{ where }}
