@@ -28,7 +28,7 @@
 --
 -- uses: device, gpu_window
 -- option: --limit/-n INTEGER >= 0 = 20  rows per device (0 = all); with --per-launch, launches per device
--- option: --sort/-s CHOICE(launch,count,kernel,delay,short,name) = launch  order of the rows per device: total launch call time, launches, total kernel time, total delay, short launches, name
+-- option: --sort/-s CHOICE(launch,count,kernel,delay,short,name) = launch  order of the rows per device (the per-name table): total launch call time, launches, total kernel time, total delay, short launches, name
 -- option: --runtime-cutoff DOUBLE >= 0 = 50  a launch call longer than this many µs is an outlier (HTA's runtime_cutoff)
 -- option: --delay-cutoff DOUBLE >= 0 = 100  a launch delay longer than this many µs is an outlier (HTA's launch_delay_cutoff)
 -- option: --per-launch FLAG  one row per launch, in launch order: HTA's table (sql/reports/launches_per_launch.sql)
