@@ -396,6 +396,7 @@ REPORTS = [
     Report("idle", variants={"by": "idle_events"}),
     Report("queue", variants={"buckets": "queue_buckets"}),
     Report("temporal"),
+    Report("launches", variants={"per_launch": "launches_per_launch"}),
     Report("ops-by-step"),
     Report("traces"),
     Report("devices"),

@@ -27,7 +27,7 @@ VARIANTS = {"kernels": [{}, {"group_by_launch": True}], "gpu-time": [{}, {"by_st
             "categories": [{}, {"by_step": True}, {"category": "gemm"}], "ops": [{}, {"group_by_input_shape": True}],
             "memory": [{}, {"by_step": True}, {"ops": True}, {"live": True}],
             "steps": [{}, {"summary": True}, {"breakdown": "tensorboard"}], "collectives": [{}, {"by_rank": True}],
-            "ranks": [{}, {"hta": True}]}
+            "ranks": [{}, {"hta": True}], "launches": [{}, {"per_launch": True}, {"hta": True}]}
 # ops --by-graph-node needs torch.compile's graph markers, which these fixtures lack: its rows are
 # tested in tests/test_ops_report.py (test_by_graph_node_by_hand)
 

@@ -75,7 +75,7 @@ def figures(html: str) -> list[tuple[str, int]]:
 
 
 def test_page_sections_of_a_gpu_trace(two_page):
-    assert two_page.sections == ["overview", "timeline", "temporal", "categories", "kernels", "idle", "ops",
+    assert two_page.sections == ["overview", "timeline", "temporal", "categories", "kernels", "idle", "launches", "ops",
                                  "steps", "steps-report", "collectives", "memory", "patterns"]
     html = str(two_page)
     for s in two_page.sections:
@@ -156,8 +156,8 @@ def test_cpu_only_page_says_so_in_one_line():
     s.load([str(corpus_path("cpu_only_rank34.json.gz"))], run="r")
     html = str(s.html())
     empties = re.findall(r'<p class="empty">([^<]*)</p>', html)
-    # overview, timeline, temporal, categories, idle, steps
-    assert empties.count("no GPU activity in this trace") == 6
+    # overview, timeline, temporal, categories, idle, launches, steps
+    assert empties.count("no GPU activity in this trace") == 7
     assert "cpu_only_rank34.json.gz: no GPU kernels in this trace" in empties
     assert 'id="timeline-data"' not in html
     s.close()
@@ -358,7 +358,7 @@ def test_cli_writes_the_page(tmp_path):
     out = tmp_path / "x.html"
     r = run_cli("html", TWO, "-o", out, "-q")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith(f"wrote {out}: ") and "12 sections" in r.stdout
+    assert r.stdout.startswith(f"wrote {out}: ") and "13 sections" in r.stdout
     assert "<title>duckprof: two_streams.json</title>" in out.read_text(encoding="utf-8")
 
 

@@ -71,6 +71,8 @@ REPORTS = [
     ("ranks_hta", ["ranks", "--hta"]),
     ("patterns", ["patterns"]),
     ("patterns_list", ["patterns", "--list"]),
+    ("launches", ["launches", "--limit", "0"]),
+    ("launches_hta", ["launches", "--hta", "--limit", "0"]),
 ]
 DIFF_PAIRS = [
     ("tiny_compare_base.json.gz", "tiny_compare_test.json.gz"),

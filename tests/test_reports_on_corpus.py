@@ -19,7 +19,7 @@ import duckprof
 CASES = [("ops", []), ("ops", ["--group-by-input-shape"]), ("categories", ["--by-step"]),
          ("categories", ["--category", "gemm"]), ("steps", []), ("steps", ["--summary"]),
          ("steps", ["--breakdown", "tensorboard"]), ("memory", []), ("memory", ["--ops"]),
-         ("memory", ["--by-step"])]
+         ("memory", ["--by-step"]), ("launches", []), ("launches", ["--per-launch", "--hta"])]
 
 
 def options(args):

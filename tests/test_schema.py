@@ -204,6 +204,8 @@ def rendered(path: str) -> str:
     if path == "reports/diff.sql":  # each level reads other views
         return "\n".join(sqlfiles.render(path, **dict(structure, by=by))
                          for by in ("kernel", "op", "category", "device"))
+    if path in ("reports/launches.sql", "reports/launches_per_launch.sql"):  # --hta reads hta_events instead
+        return "\n".join(sqlfiles.render(path, **dict(structure, hta=h)) for h in (False, True))
     if path == "reports/trend.sql":  # each metric reads other views
         return "\n".join(sqlfiles.render(path, **dict(structure, metric=m))
                          for m in ("step_time", "busy", "kernel", "op", "category"))

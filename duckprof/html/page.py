@@ -891,6 +891,8 @@ SECTIONS = [
     Section("categories", "Kernel categories", "categories", categories_view, "categories"),
     Section("kernels", "Top kernels", "kernels", kernels_view, "kernels"),
     Section("idle", "GPU idle and queue", "idle", idle_view, "idle"),
+    Section("launches", "Kernel launches", "launches", chart=("name", "launch_total_us"),
+            rank=(_by_time("launch_total_us"), "host time in launch calls")),
     Section("ops", "Operators", "ops", chart=("name", "self_cpu_us"),
             rank=(_by_time("self_cpu_us"), "self CPU time")),
     Section("steps", "Steps", "gpu-time", steps_view, "steps"),
