@@ -76,10 +76,10 @@ def _distinct_cuts(cells, texts, width: int) -> list[str]:
     those shows its start, then the part from the word where it differs from
     the others: `sm90_xmma_…128x128x64_warpgroup…`. Same width as the plain
     cut, so the table keeps its layout."""
-    cut = {}
+    cut = {}  # cell -> its texts, in the order of the rows (a set's order would vary from run to run)
     for c, t in zip(cells, texts):
         if len(t) > width:
-            cut.setdefault(c, set()).add(t)
+            cut.setdefault(c, {})[t] = None
     clashes = {c: ts for c, ts in cut.items() if len(ts) > 1}
     if not clashes:
         return list(cells)
@@ -111,6 +111,9 @@ def _distinct_cuts(cells, texts, width: int) -> list[str]:
         for more in alike(got):
             assign(more, shown, at)
 
+    def clashing(got):  # how many texts look like another
+        return sum(len(ts) for ts in alike(got))
+
     shown = {}
     for ts in clashes.values():
         assign(ts, shown)
@@ -119,7 +122,12 @@ def _distinct_cuts(cells, texts, width: int) -> list[str]:
         if not groups:
             break
         for ts in groups:
-            assign(ts, shown)
+            # kept only when fewer look alike: texts that differ in two places too far apart for
+            # one window would otherwise undo each other (<8, ...AUnaryFunctor and <4, ...AUnaryFunctor)
+            trial = dict(shown)
+            assign(ts, trial)
+            if clashing(trial) < clashing(shown):
+                shown = trial
     shown = {t: s for t, s in shown.items()
              if s.replace("…", "").isascii() and s.isprintable()}  # else the plain cut (its width on screen is known)
     return [shown.get(t, c) if c in clashes else c for c, t in zip(cells, texts)]

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -190,6 +194,29 @@ def test_names_cut_alike_are_told_apart():
     # a name whose end fits after its start shows its end, without a second "…"
     assert render._distinct_cuts(["abcdefghij_x…", "abcdefghij_x…"], ["abcdefghij_xx_1", "abcdefghij_xx_2"], 13) == \
         ["abcd…hij_xx_1", "abcd…hij_xx_2"]
+
+
+def test_names_that_differ_in_two_far_places_are_told_apart_as_far_as_one_window_can():
+    """Four names that differ at '<8'/'<4' and again, 15 characters on, at the
+    functor: one window of 14 cannot show both places. Each name is told apart
+    from the one that shares its first place (failed before: the final rounds
+    undid each other and all four read 'at::nati…8, at::native:…' or '…4, …',
+    two pairs of twins; now one pair of twins is left)."""
+    names = ["at::native::vectorized_elementwise_kernel<8, at::native::AUnaryFunctor<c10::BFloat16>",
+             "at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::BFloat16>",
+             "at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float>",
+             "at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>"]
+    got = render._distinct_cuts([render._cell(n, 24) for n in names], names, 24)
+    assert got == ["at::nati…8, at::native:…", "at::nati…CUDAFunctor_ad…",
+                   "at::nati…4, at::native:…", "at::nati…CUDAFunctor_ad…"]
+    # the same cells in every process (failed before: a set's order, which varies with the
+    # string hash seed, decided which of the two places each name showed)
+    code = ("import sys, json; from duckprof import render; names = json.loads(sys.argv[1]); "
+            "print(json.dumps(render._distinct_cuts([render._cell(n, 24) for n in names], names, 24)))")
+    for seed in ("1", "2", "3"):
+        out = subprocess.run([sys.executable, "-c", code, json.dumps(names)], capture_output=True, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)}, check=True)
+        assert json.loads(out.stdout) == got
 
 
 @needs_corpus
