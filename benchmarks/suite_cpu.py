@@ -5,7 +5,8 @@
 
 Each process (every xdist worker, or pytest alone) writes DIR/<worker>.jsonl:
 one line per test with the CPU-s (user + sys, the process's threads and the
-children it has waited for) its setup, call and teardown took, so a module- or
+children it has waited for) its setup, call and teardown took and its outcome
+(passed, or the first phase's failed / skipped), so a module- or
 session-scoped fixture counts where it is built and torn down; and one line
 'process' with the process's whole CPU, the rest of which is start-up and
 collection.
@@ -33,9 +34,13 @@ class _Recorder:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        t0 = _cpu()
+        t0, self.outcome = _cpu(), "passed"
         yield
-        self.f.write(json.dumps({"test": item.nodeid, "cpu": _cpu() - t0}) + "\n")
+        self.f.write(json.dumps({"test": item.nodeid, "cpu": _cpu() - t0, "outcome": self.outcome}) + "\n")
+
+    def pytest_runtest_logreport(self, report):
+        if report.outcome != "passed" and self.outcome == "passed":  # a phase's failure or skip
+            self.outcome = report.outcome
 
     def pytest_unconfigure(self, config):
         self.f.write(json.dumps({"process": _cpu()}) + "\n")
@@ -50,16 +55,17 @@ def pytest_configure(config):
 
 
 def _read(d):
-    tests, procs = {}, []
+    tests, procs, outcomes = {}, [], {}
     for name in sorted(os.listdir(d)):
         with open(os.path.join(d, name)) as f:
             for line in f:
                 r = json.loads(line)
                 if "test" in r:
                     tests[r["test"]] = r["cpu"]
+                    outcomes[r["test"]] = r.get("outcome", "passed")
                 else:
                     procs.append(r["process"])
-    return tests, procs
+    return tests, procs, outcomes
 
 
 def _modules(tests):
@@ -73,7 +79,7 @@ def _modules(tests):
 
 def main(dirs):
     runs = [_read(d) for d in dirs]
-    mods = [_modules(t) for t, _ in runs]
+    mods = [_modules(t) for t, _, _ in runs]
     names = sorted(set().union(*mods), key=lambda m: -mods[0].get(m, [0, 0])[1])
     head = " | ".join(f"tests | CPU-s ({os.path.basename(d.rstrip('/'))})" for d in dirs)
     print(f"| module | {head} |")
@@ -81,12 +87,15 @@ def main(dirs):
     for m in names:
         print(f"| {m.removeprefix('tests/')} | " + " | ".join(
             f"{r.get(m, [0, 0])[0]} | {r.get(m, [0, 0.0])[1]:.1f}" for r in mods) + " |")
-    for (tests, procs), d in zip(runs, dirs):
+    for (tests, procs, outcomes), d in zip(runs, dirs):
         in_tests = sum(tests.values())
         print(f"{d}: {len(tests)} tests {in_tests:.1f} CPU-s in tests, "
               f"workers {sum(procs):.1f} CPU-s (start-up + collection {sum(procs) - in_tests:.1f})")
         for t, c in sorted(tests.items(), key=lambda kv: -kv[1])[:40]:
             print(f"  {c:6.2f}  {t}")
+        for t, o in sorted(outcomes.items()):
+            if o != "passed":
+                print(f"  {o}: {t}")
 
 
 if __name__ == "__main__":
