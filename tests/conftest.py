@@ -14,10 +14,16 @@ import gzip
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: each worker builds its own (built_once)
+    fcntl = None
 
 import pytest
 
@@ -122,16 +128,37 @@ def category_counts(events) -> dict:
 
 # -- sessions ------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
-def corpus_loaded(tmp_path_factory):
-    """A database file holding every corpus trace as run 'corpus', and the
-    LoadReport of that load."""
-    if not corpus_files():
-        pytest.skip(f"no trace corpus at {CORPUS}")
-    db = tmp_path_factory.mktemp("corpus") / "corpus.duckdb"
+def built_once(tmp_path_factory, name: str, build):
+    """build(an empty directory) -> a value (picklable), once per test run:
+    under pytest-xdist the first worker to ask builds it under a file lock and
+    the others wait and take its value, so files that tests only read are
+    made once, not once per worker. Alone (or without fcntl): built here."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") or fcntl is None:
+        return build(tmp_path_factory.mktemp(name))
+    shared = tmp_path_factory.getbasetemp().parent  # this run's, shared by its workers
+    value = shared / f"{name}.pickle"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not value.exists():  # written only once build succeeded
+            value.write_bytes(pickle.dumps(build(tmp_path_factory.mktemp(name))))
+        return pickle.loads(value.read_bytes())
+
+
+def _load_corpus(directory):
+    db = directory / "corpus.duckdb"
     with duckprof.connect(db) as s:
         report = s.load([str(CORPUS)], run="corpus")
     return db, report
+
+
+@pytest.fixture(scope="session")
+def corpus_loaded(tmp_path_factory):
+    """A database file holding every corpus trace as run 'corpus', and the
+    LoadReport of that load: one load per test run (built_once), which every
+    process opens read-only."""
+    if not corpus_files():
+        pytest.skip(f"no trace corpus at {CORPUS}")
+    return built_once(tmp_path_factory, "corpus", _load_corpus)
 
 
 @pytest.fixture(scope="session")
@@ -142,8 +169,8 @@ def corpus_db(corpus_loaded):
 
 @pytest.fixture(scope="session")
 def corpus_session(corpus_loaded):
-    """A read-only session on corpus_db (one load of the corpus per process:
-    the CLI tests open the same file read-only, which DuckDB allows beside it).
+    """A read-only session on corpus_db (one load of the corpus per run: every
+    process and the CLI tests open the same file read-only, as DuckDB allows).
     Yields (session, {file name: trace_id}, LoadReport). Loading takes 3 s or
     more, so every test that uses it is marked slow (pytest_collection_modifyitems)."""
     db, report = corpus_loaded

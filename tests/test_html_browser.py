@@ -15,6 +15,7 @@ rewrites the README's screenshots (docs/img/html_*.png) from the H100 trace.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -80,13 +81,22 @@ def shots(tmp_path_factory):
 
 class Cli:
     """`duckprof report/diff ... --format csv` on the test database, each once
-    (in-process: the page itself is written by a `duckprof html` process)."""
+    (in-process: the page itself is written by a `duckprof html` process).
+    The reports share one read-only session, opened as `report --db` opens
+    it, instead of one each (an open checks the file; test_security and
+    test_persistent test the open)."""
 
-    def __init__(self, app, db):
+    def __init__(self, app, db, monkeypatch):
         self.app, self.db, self.memo = app, db, {}
+        self.monkeypatch, self.shared = monkeypatch, None
 
     def csv(self, *args):
         if args not in self.memo:
+            if args[0] == "report" and self.shared is None:
+                from duckprof import cli_reports
+                self.shared = duckprof.connect(self.db, read_only=True)
+                self.monkeypatch.setattr(cli_reports, "open_data",
+                                         lambda *a, **kw: contextlib.nullcontext(self.shared))
             r = invoke(self.app, *args, "--db", self.db, "--format", "csv",
                        "-q" if args[0] == "report" else "--no-summary")
             assert r.exit_code == 0, (args, r.output)
@@ -99,6 +109,19 @@ class Cli:
     def dicts(self, run, name, options):
         header, rows = self.report(run, name, options)
         return [dict(zip(header, r)) for r in rows]
+
+    def close(self):
+        if self.shared is not None:
+            self.shared.close()
+
+
+@pytest.fixture
+def cli(cli_app, db, monkeypatch):
+    """A Cli on the test database; its session closes with the test (the next
+    test's `duckprof html --db` process stores its results in the file)."""
+    c = Cli(cli_app, db, monkeypatch)
+    yield c
+    c.close()
 
 
 def build(db, tmp, *args) -> Path:
@@ -133,8 +156,7 @@ def nonzero(row, *cols):
 
 
 @pytest.mark.parametrize("run", list(PAGES))
-def test_page_in_a_browser(browser, cli_app, db, pages, shots, run):
-    cli = Cli(cli_app, db)
+def test_page_in_a_browser(browser, cli, pages, shots, run):
     path = pages(run)
     page = browser.open(path)
     check_loaded(page)
@@ -263,7 +285,7 @@ def test_sorting_a_table(browser, pages):
     assert order == sorted(order, reverse=True) and len(set(order)) > 1
 
 
-def test_diff_page_in_a_browser(browser, cli_app, db, tmp_path, shots):
+def test_diff_page_in_a_browser(browser, cli, db, tmp_path, shots):
     a, b = DIFF[0], DIFF[2]
     out = tmp_path / "diff.html"
     r = run_cli("html", "--db", db, "--diff", a, b, "-o", out, "-q")
@@ -271,7 +293,6 @@ def test_diff_page_in_a_browser(browser, cli_app, db, tmp_path, shots):
     page = browser.open(out)
     check_loaded(page)
     page.screenshot(shots / "diff.png")
-    cli = Cli(cli_app, db)
     tables = page.eval(TABLES_JS)
     for t in tables:
         if t["report"] == "diff-summary":  # the summary block: in json output
