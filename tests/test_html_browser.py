@@ -37,7 +37,7 @@ PAGES = {  # the run name in the test database -> corpus file
     "two_ranks": ("sampled_rank0_no_devprops.json.gz", "sampled_rank1_no_devprops.json.gz"),
 }
 #: the generic sections whose rows a page of several traces ranks over every trace
-RANKED = ("ops", "steps-report", "memory", "patterns")
+RANKED = ("ops", "steps-report", "memory", "patterns", "launches")
 DIFF = ("base", "v100_resnet50_workers0_2021.json.gz", "cand", "v100_resnet50_workers4_2021.json.gz")
 
 TABLES_JS = """Array.from(document.querySelectorAll('table[data-report]')).map(t => ({
@@ -179,8 +179,8 @@ def test_page_in_a_browser(browser, cli, pages, shots, run):
     gpu = cli.dicts(run, "gpu-time", {})
     if not gpu:  # the CPU-only trace: every GPU section says so in one line
         empties = page.eval("Array.from(document.querySelectorAll('p.empty')).map(p => p.textContent)")
-        # overview, timeline, temporal, categories, idle, steps
-        assert sum(e.startswith("no GPU activity in this trace") for e in empties) == 6, empties
+        # overview, timeline, temporal, categories, idle, launches, steps
+        assert sum(e.startswith("no GPU activity in this trace") for e in empties) == 7, empties
         assert page.eval("document.querySelectorAll('section:not(#ops) svg .mark, #timeline svg').length") == 0
         # the CPU operators are there: one bar per row of report ops
         assert page.eval("document.querySelectorAll('#ops svg .mark').length") == len(cli.dicts(run, "ops", {})) > 0
