@@ -335,6 +335,12 @@ def _human(v, kind: str, name: str):
     f = float(v)
     if not math.isfinite(f):
         return str(f)
+    shown = _human_number(f, v, kind, name)
+    # every table (report_table, human_cell) alike: '-0.00%' -> '0.00%'
+    return _unsigned_zero(shown) if isinstance(shown, str) else shown
+
+
+def _human_number(f: float, v, kind: str, name: str):
     if kind == "time":
         return human_time(f * next(m for s, m in TIME_UNITS.items() if name.endswith(s)))
     if kind == "flops":
@@ -362,7 +368,7 @@ def _three_digits(f: float) -> str:
     if a < 1e-9:
         return "0"
     digits = 0 if a >= 100 else 1 if a >= 10 else 2 if a >= 1 else max(3, 2 - math.floor(math.log10(a)))
-    return _unsigned_zero(f"{f:,.{digits}f}")
+    return f"{f:,.{digits}f}"
 
 
 def human_cell(col: str, v) -> str:
@@ -376,14 +382,12 @@ def human_cell(col: str, v) -> str:
     col = col.removesuffix("_per_step")
     kind = column_kind(col)[0]
     shown = _human(v, kind, col)
-    if isinstance(shown, float):
-        return _unsigned_zero(f"{shown:,.0f}" if shown.is_integer() and abs(shown) < 1e15 else f"{shown:,.3f}")
+    if isinstance(shown, float):  # a whole value beyond 1e15 (_human keeps it)
+        return f"{shown:,.3f}"
     if isinstance(shown, int) and not isinstance(shown, bool):
         return f"{shown:,}"
     s = str(shown)
-    if s.startswith("void "):
-        return s[5:]
-    return _unsigned_zero(s) if isinstance(v, (int, float, Decimal)) else s
+    return s[5:] if s.startswith("void ") else s
 
 
 def _unsigned_zero(s: str) -> str:

@@ -68,6 +68,8 @@ def test_a_value_shown_as_zero_has_no_sign():
         == ["0.00%", "0 ns", "0", "0"]
     assert [cell("busy_pct", -0.006), cell("delta_us", -0.002), cell("ratio", -0.0006)] == ["-0.01%", "-2 ns", "-0.000600"]
     assert cell("name", "-0") == "-0"
+    # a report's terminal table too (it formats through _human, not human_cell)
+    assert render.report_table(["s", "busy_pct"], [(1, -0.004), (2, 5.0)], []).split()[4:] == ["1", "0.00%", "2", "5.00%"]
 
 
 def test_a_plain_fraction_or_a_rate_to_three_significant_digits():
