@@ -20,7 +20,11 @@
 -- c10d's Work objects (gloo:*, nccl:*, ...) are async RecordFunctions, which
 -- torch leaves out of the tree: calls and total CPU time and memory only; their
 -- self time, the device time they launched and their children are their
--- parent's (Kineto gives those launches the parent's External id).
+-- parent's (Kineto gives those launches the parent's External id). So is a
+-- record_function ended on another thread ('"finished": false' in the trace,
+-- which then has no end for it: its total runs to the profiler's stop, longer
+-- than torch's; a note says so): the calls inside it are the innermost
+-- enclosing range's, which the nesting had closed where it started.
 -- Self CPU time = duration - the durations of the children (torch's
 -- definition: it is negative where children overlap each other on a thread,
 -- e.g. ProfilerStep#N starting inside the Python frames it outlives; duckprof
@@ -45,8 +49,9 @@
 -- arg of verbose with_stack traces, else its enclosing Python function events;
 -- entries torch filters out dropped; calls inside a backward function take the
 -- stack of the forward operator with its sequence number, as torch does).
--- --top-level-only: only names whose first call has no parent (device rows
--- always, as in torch).
+-- --top-level-only: only names whose first call has no parent in torch's tree
+-- (async events are in none: a call inside only gloo:* annotations is top-level;
+-- device rows always, as in torch).
 -- Columns: torch's, but the call count comes right after the key (torch's
 -- '# of Calls' is last), so a table narrowed to the terminal keeps it.
 --
@@ -90,7 +95,8 @@
 {%- set dropped = dropped_names() %}
 {#- the annotations of c10d's Work objects (ProcessGroupGloo's gloo:all_reduce, ProcessGroupNCCL's
     nccl:all_reduce, ...): their RecordFunction is async (c10d Work sets _setAsync: a work may end on
-    another thread), and torch leaves async events out of the tree -#}
+    another thread), and torch leaves async events out of the tree; so is a record_function ended on
+    another thread (torch: start and end threads differ), which the trace marks '"finished": false' -#}
 {%- set async_work = '^(gloo|nccl|mpi|ucc|xccl|hccl):' %}
 {%- set orders = {
     'self_cpu': 'self_cpu_us DESC', 'cpu_total': 'cpu_total_us DESC', 'self_device': 'self_device_us DESC',
@@ -128,7 +134,7 @@ ev AS (  -- every host event: a call (or a dropped one), with its call_totals (d
     SELECT e.trace_id, e.event_id, e.kind_no,{% if group_by_stack %} e.pid, e.tid,{% endif %} e.ts_ns, e.end_ns,
            e.self_ns, e.parent_event_id, e.depth, e.key, e.name IN {{ dropped }} AS dropped, e.op_event_id,
            e.kind_no = 3 OR e.self_ns = e.end_ns - e.ts_ns OR e.end_ns = e.ts_ns AS leaf,
-           e.kind_no = 1 AND regexp_matches(e.name, '{{ async_work }}') AS async,
+           e.kind_no = 1 AND (regexp_matches(e.name, '{{ async_work }}') OR e.unfinished) AS async,
            coalesce(t.device_ns, 0) AS device_ns, coalesce(t.cpu_mem_bytes, 0) AS cpu_mem,
            coalesce(t.device_mem_bytes, 0) AS dev_mem, g.dev_ns AS launched_ns
            {%- if group_by_input_shape %}, e.input_dims{% endif %}
@@ -137,22 +143,24 @@ ev AS (  -- every host event: a call (or a dropped one), with its call_totals (d
            {%- endif %}
     FROM (SELECT *, CASE WHEN starts_with(name, 'ProfilerStep#') THEN 'ProfilerStep*' ELSE name END AS key
           FROM (SELECT trace_id, event_id, 0::UTINYINT AS kind_no, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
-                       NULL::BIGINT AS correlation, NULL::BIGINT AS op_event_id
+                       NULL::BIGINT AS correlation, NULL::BIGINT AS op_event_id, false AS unfinished
                        {%- if group_by_input_shape %}, input_dims::VARCHAR AS input_dims{% endif %}
                 FROM cpu_ops
                 UNION ALL
                 SELECT trace_id, event_id, 1, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
-                       NULL, NULL
+                       NULL, NULL,
+                       -- (a string test first: the JSON is parsed for the few that have the key)
+                       contains(args, '"finished"') AND json_extract_string(args, '$.finished') = 'false'
                        {%- if group_by_input_shape %}, NULL{% endif %}
                 FROM user_annotations
                 UNION ALL
                 SELECT trace_id, event_id, 2, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
-                       NULL, NULL
+                       NULL, NULL, false
                        {%- if group_by_input_shape %}, NULL{% endif %}
                 FROM python_functions
                 UNION ALL
                 SELECT trace_id, event_id, 3, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
-                       correlation, op_event_id
+                       correlation, op_event_id, false
                        {%- if group_by_input_shape %}, NULL{% endif %}
                 FROM runtime)
           WHERE TRUE {{ run_scope() }} AND ts_ns IS NOT NULL AND end_ns IS NOT NULL) e
@@ -340,20 +348,60 @@ moved AS (  -- calls that are not rows (or, async, not in the tree), and the row
           WHERE (dropped OR async) AND parent_event_id IS NOT NULL) m
     JOIN {{ keyed }} t ON t.trace_id = m.trace_id AND t.event_id = m.into_id
 ),
+unfinished AS (  -- record_functions ended on another thread: the trace has no end for them and gives
+                 -- them one at the profiler's stop, so they cross the ranges around them, which the
+                 -- nesting then closed at their start
+    SELECT trace_id, event_id, pid, tid
+    FROM user_annotations
+    WHERE TRUE {{ run_scope() }} AND contains(args, '"finished"') AND json_extract_string(args, '$.finished') = 'false'
+),
+reparented AS (  -- their children's parent in torch's tree (no async events): the innermost range on
+                 -- the thread that encloses the child and is not async (NULL: none, top-level)
+    SELECT c.trace_id, c.event_id, c.end_ns - c.ts_ns AS dur_ns,
+           arg_max(h.event_id, (h.ts_ns, -h.end_ns)) AS parent_id
+    FROM unfinished u
+    JOIN host_events c ON c.trace_id = u.trace_id AND c.parent_event_id = u.event_id
+    JOIN host_events h ON h.trace_id = u.trace_id AND h.pid = u.pid AND h.tid = u.tid
+                      AND h.ts_ns <= c.ts_ns AND h.end_ns >= c.end_ns AND (h.ts_ns < c.ts_ns OR h.end_ns > c.end_ns)
+    WHERE NOT (h.cat = 'user_annotation' AND regexp_matches(h.name, '{{ async_work }}'))
+      AND h.event_id NOT IN (SELECT event_id FROM unfinished x WHERE x.trace_id = u.trace_id)
+    GROUP BY c.trace_id, c.event_id, c.ts_ns, c.end_ns
+),
+async_top AS (  -- the async calls with no enclosing call but async ones: a call inside one (and only
+                -- such calls around it) is top-level in torch's tree, which has no async events
+    WITH RECURSIVE up AS (
+        SELECT trace_id, event_id FROM ev WHERE async AND depth = 0
+        UNION ALL
+        SELECT c.trace_id, c.event_id
+        FROM ev c JOIN up u ON u.trace_id = c.trace_id AND u.event_id = c.parent_event_id
+        WHERE c.async
+    )
+    SELECT trace_id AS top_trace_id, event_id AS top_event_id FROM up
+),
 base AS (  -- per trace and row key: calls, CPU time
     SELECT trace_id, kh, any_value(key) AS name,
            {%- if group_by_input_shape %} any_value(input_dims) AS input_shapes,{% endif %}
            {%- if group_by_stack %} any_value(sh) AS sh, sum(flops) AS flops,{% endif %}
            ['cpu_op', 'user_annotation', 'python_function', 'runtime'][arg_min(kind_no, (ts_ns, -end_ns)) + 1] AS kind,
-           arg_min(depth = 0 OR async, (ts_ns, -end_ns)) AS first_top, bool_or(async) AS async,
-           count(*) AS count, sum(self_ns) AS self_ns, sum(end_ns - ts_ns) AS dur_ns
+           arg_min(depth = 0 OR async OR a.top_event_id IS NOT NULL AND r.parent_id IS NULL, (ts_ns, -end_ns)) AS first_top,
+           bool_and(async) AS async,
+           -- (an async call has no self time: torch's FunctionEvent.self_cpu_time_total)
+           count(*) AS count, sum(CASE WHEN async THEN 0 ELSE self_ns END) AS self_ns, sum(end_ns - ts_ns) AS dur_ns
     FROM {{ keyed }} k
     ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
+    LEFT JOIN async_top a ON a.top_trace_id = k.trace_id AND a.top_event_id = k.parent_event_id
+    LEFT JOIN (SELECT trace_id AS r_trace_id, event_id AS r_event_id, parent_id FROM reparented) r
+           ON r.r_trace_id = k.trace_id AND r.r_event_id = k.event_id
     WHERE NOT k.dropped
     GROUP BY trace_id, kh
 ),
-moved_self AS (
-    SELECT trace_id, kh, sum(self_ns) AS self_ns FROM moved GROUP BY ALL
+moved_self AS (  -- (and a reparented child's time, out of its new parent's self time)
+    SELECT trace_id, kh, sum(self_ns) AS self_ns
+    FROM (SELECT trace_id, kh, self_ns FROM moved
+          UNION ALL
+          SELECT r.trace_id, t.kh, -r.dur_ns FROM reparented r
+          JOIN {{ keyed }} t ON t.trace_id = r.trace_id AND t.event_id = r.parent_id)
+    GROUP BY ALL
 ),
 mem_raw AS (  -- [memory] bytes
     SELECT trace_id, ts_ns, {{ memory_bytes() }}
@@ -433,8 +481,9 @@ host_keys AS (
            {%- if group_by_input_shape %} b.input_shapes,{% endif %}
            {%- if group_by_stack %} sk.stack,{% endif %}
            b.kind, b.first_top, b.count,
-           -- an async call (no row mixes async and not: the key is the name) has only its totals of CPU
-           -- time and memory: no self, no device time (torch's FunctionEvent properties)
+           -- a row of async calls only has its totals of CPU time and memory: no self, no device
+           -- time (torch's FunctionEvent properties; a label may be a record_function ended on another
+           -- thread once, and on its own thread another time)
            CASE WHEN b.async THEN 0 ELSE b.self_ns + coalesce(ms.self_ns, 0) END AS self_ns, b.dur_ns,
            coalesce(d.self_ns, 0) AS self_dev_ns, coalesce(d.dev_ns, 0) AS dev_ns,
            coalesce(mo.cpu_mem, 0)::BIGINT AS cpu_mem,
@@ -533,6 +582,14 @@ SELECT note FROM (
           UNION ALL SELECT trace_id FROM user_annotations WHERE self_ns < 0
           UNION ALL SELECT trace_id FROM python_functions WHERE self_ns < 0) n
     JOIN t USING (trace_id)
+    GROUP BY t.trace_id, t.file_name
+    UNION ALL
+    SELECT 4, t.trace_id, t.file_name || ': ' || format('{:,}', count(*)) || ' record_function range(s) ended on '
+                          || 'another thread (''finished'': false): the trace has no end for them, so their CPU total '
+                          || 'runs to the profiler''s stop (torch''s key_averages has their real end); as in torch, '
+                          || 'they have no self CPU time and the calls inside them are their enclosing range''s'
+    FROM user_annotations a JOIN t USING (trace_id)
+    WHERE contains(a.args, '"finished"') AND json_extract_string(a.args, '$.finished') = 'false'
     GROUP BY t.trace_id, t.file_name
     {%- if group_by_input_shape %}
     UNION ALL
