@@ -100,3 +100,23 @@ def test_record_function_ended_on_another_thread_is_async_as_in_torch():
         "cross_thread.json.gz: 1 record_function range(s) ended on another thread ('finished': false): the trace has "
         "no end for them, so their CPU total runs to the profiler's stop (torch's key_averages has their real end); "
         "as in torch, they have no self CPU time and the calls inside them are their enclosing range's"]
+
+
+def test_gloo_size_note_speaks_of_annotations_not_kernels():
+    """gloo's non-root scatters (ranks 1 and 2) record no size: their gloo:scatter
+    annotation, on gloo's thread, has no Input Dims (the tensors are on the
+    calling thread's c10d::scatter_). The note said '2 of 51 communication
+    kernels record no message size (In/Out msg nelems and dtype, on the kernel
+    or its record_param_comms)': gloo has neither kernels nor
+    record_param_comms. Expected: a count of the gloo:* annotations without
+    Input Dims (raw events) over all of them, in a note naming the annotation."""
+    ann = [e for p in P2P for e in read_trace(p)["traceEvents"]
+           if e.get("ph") == "X" and e.get("name", "").startswith("gloo:") and e["name"] != "gloo:barrier"]
+    missing = [e for e in ann if not e.get("args", {}).get("Input Dims")]
+    assert [e["name"] for e in missing] == ["gloo:scatter", "gloo:scatter"]
+    with duckprof.connect() as s:
+        s.load([str(p) for p in P2P], run="p2p")
+        notes = s.report_result("collectives").notes
+    assert [n for n in notes if "no message size" in n] == [
+        f"{len(missing)} of {len(ann)} gloo collectives record no message size (Input Dims and type on their gloo:* "
+        "annotation, written with record_shapes only; a non-root scatter's has none): no bandwidth for them"]
