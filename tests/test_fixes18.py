@@ -120,3 +120,34 @@ def test_gloo_size_note_speaks_of_annotations_not_kernels():
     assert [n for n in notes if "no message size" in n] == [
         f"{len(missing)} of {len(ann)} gloo collectives record no message size (Input Dims and type on their gloo:* "
         "annotation, written with record_shapes only; a non-root scatter's has none): no bandwidth for them"]
+
+
+def test_gloo_bandwidth_reads_as_a_number_in_the_terminal(cli_app):
+    """gloo's host collectives move kB in ms: ~1e-4 GB/s, which the table printed
+    as '0.00'. Kept in GB/s (README: a rate's unit is in the heading, one for the
+    column, as in the csv's algbw_gbps; a small value keeps three significant
+    digits): each row's cell is its value to three significant digits, never 0,
+    and the table fits 120 columns."""
+    from conftest import invoke
+    paths = [str(p) for p in P2P]
+    with duckprof.connect() as s:
+        s.load(paths)
+        exact = {r[0]: r[1:] for r in s.report("collectives").select("collective, algbw_gbps, busbw_gbps").fetchall()}
+    res = invoke(cli_app, "report", "collectives", *paths)
+    assert res.exit_code == 0, res.output
+    out = res.stdout.splitlines()
+    assert max(len(ln) for ln in out) <= 120
+    # the columns' spans from the dashes under the heading
+    spans, pos = [], 0
+    for dash in out[1].split():
+        start = out[1].index(dash, pos)
+        spans.append((start, start + len(dash)))
+        pos = start + len(dash)
+    head = [out[0][a:b].strip() for a, b in spans]
+    ia, ib = head.index("algbw GB/s"), head.index("busbw GB/s")
+    rows = {ln[spans[0][0]:spans[0][1]].strip(): ln for ln in out[2:] if ln.strip() and not ln.startswith("(")}
+    assert set(rows) == set(exact) and len(rows) == 9
+    for name, ln in rows.items():
+        shown = (float(ln[slice(*spans[ia])]), float(ln[slice(*spans[ib])]))
+        for cell, value in zip(shown, exact[name]):
+            assert 0 < value < 0.01 and cell == pytest.approx(value, rel=5e-3), (name, cell, value)
