@@ -62,7 +62,7 @@
 -- option: --top-level-only FLAG  only names whose first call is not inside another event
 -- option: --by-graph-node FLAG  per torch.compile FX graph node instead (sql/reports/ops_graph_nodes.sql)
 -- example: duckprof report ops trace.json.gz --sort self_cpu --limit 30
--- requires: cpu_ops, user_annotations, python_functions, runtime, gpu_user_annotations, launches, memory_events, call_totals, cpu_op_estimates, trace_files
+-- requires: cpu_ops, user_annotations, python_functions, runtime, host_events, gpu_user_annotations, launches, memory_events, call_totals, cpu_op_estimates, trace_files
 --
 -- Columns:
 -- run                    VARCHAR  run label
