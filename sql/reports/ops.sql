@@ -128,13 +128,23 @@ launched AS (  -- per correlation id, the device time of the kernels, memcpys an
     WHERE dur_ns IS NOT NULL {{ run_scope() }}
     GROUP BY trace_id, correlation
 ),
+ann AS MATERIALIZED (  -- the user annotations, and which are async: c10d's Work annotations, and record_functions ended
+          -- on another thread, which the trace marks '"finished": false' (the trace has no end for them
+          -- and gives them one at the profiler's stop, so they cross the ranges around them, which the
+          -- nesting then closed at their start); their args read here only (a string test first)
+    SELECT trace_id, event_id, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth, unfinished,
+           unfinished OR regexp_matches(name, '{{ async_work }}') AS async
+    FROM (SELECT *, coalesce(contains(args, '"finished"') AND json_extract_string(args, '$.finished') = 'false',
+                             false) AS unfinished
+          FROM user_annotations WHERE TRUE {{ run_scope() }})
+),
 ev AS (  -- every host event: a call (or a dropped one), with its call_totals (device time launched
          -- from within it on its thread, memory allocated during it) and, for runtime calls,
          -- the enclosing op and the device time launched
     SELECT e.trace_id, e.event_id, e.kind_no,{% if group_by_stack %} e.pid, e.tid,{% endif %} e.ts_ns, e.end_ns,
            e.self_ns, e.parent_event_id, e.depth, e.key, e.name IN {{ dropped }} AS dropped, e.op_event_id,
            e.kind_no = 3 OR e.self_ns = e.end_ns - e.ts_ns OR e.end_ns = e.ts_ns AS leaf,
-           e.kind_no = 1 AND (regexp_matches(e.name, '{{ async_work }}') OR e.unfinished) AS async,
+           e.async,
            coalesce(t.device_ns, 0) AS device_ns, coalesce(t.cpu_mem_bytes, 0) AS cpu_mem,
            coalesce(t.device_mem_bytes, 0) AS dev_mem, g.dev_ns AS launched_ns
            {%- if group_by_input_shape %}, e.input_dims{% endif %}
@@ -143,16 +153,14 @@ ev AS (  -- every host event: a call (or a dropped one), with its call_totals (d
            {%- endif %}
     FROM (SELECT *, CASE WHEN starts_with(name, 'ProfilerStep#') THEN 'ProfilerStep*' ELSE name END AS key
           FROM (SELECT trace_id, event_id, 0::UTINYINT AS kind_no, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
-                       NULL::BIGINT AS correlation, NULL::BIGINT AS op_event_id, false AS unfinished
+                       NULL::BIGINT AS correlation, NULL::BIGINT AS op_event_id, false AS async
                        {%- if group_by_input_shape %}, input_dims::VARCHAR AS input_dims{% endif %}
                 FROM cpu_ops
                 UNION ALL
                 SELECT trace_id, event_id, 1, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
-                       NULL, NULL,
-                       -- (a string test first: the JSON is parsed for the few that have the key)
-                       contains(args, '"finished"') AND json_extract_string(args, '$.finished') = 'false'
+                       NULL, NULL, async
                        {%- if group_by_input_shape %}, NULL{% endif %}
-                FROM user_annotations
+                FROM ann
                 UNION ALL
                 SELECT trace_id, event_id, 2, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
                        NULL, NULL, false
@@ -348,32 +356,26 @@ moved AS (  -- calls that are not rows (or, async, not in the tree), and the row
           WHERE (dropped OR async) AND parent_event_id IS NOT NULL) m
     JOIN {{ keyed }} t ON t.trace_id = m.trace_id AND t.event_id = m.into_id
 ),
-unfinished AS (  -- record_functions ended on another thread: the trace has no end for them and gives
-                 -- them one at the profiler's stop, so they cross the ranges around them, which the
-                 -- nesting then closed at their start
-    SELECT trace_id, event_id, pid, tid
-    FROM user_annotations
-    WHERE TRUE {{ run_scope() }} AND contains(args, '"finished"') AND json_extract_string(args, '$.finished') = 'false'
-),
-reparented AS (  -- their children's parent in torch's tree (no async events): the innermost range on
-                 -- the thread that encloses the child and is not async (NULL: none, top-level)
-    SELECT c.trace_id, c.event_id, c.end_ns - c.ts_ns AS dur_ns,
+reparented AS (  -- the children of a record_function ended on another thread: their parent in torch's tree
+                 -- (no async events), the innermost range on the thread that encloses the child and is not
+                 -- async (none: top-level)
+    SELECT c.trace_id, c.event_id, any_value(c.end_ns - c.ts_ns) AS dur_ns,
            arg_max(h.event_id, (h.ts_ns, -h.end_ns)) AS parent_id
-    FROM unfinished u
+    FROM (SELECT trace_id, event_id, pid, tid FROM ann WHERE unfinished) u
     JOIN host_events c ON c.trace_id = u.trace_id AND c.parent_event_id = u.event_id
     JOIN host_events h ON h.trace_id = u.trace_id AND h.pid = u.pid AND h.tid = u.tid
                       AND h.ts_ns <= c.ts_ns AND h.end_ns >= c.end_ns AND (h.ts_ns < c.ts_ns OR h.end_ns > c.end_ns)
-    WHERE NOT (h.cat = 'user_annotation' AND regexp_matches(h.name, '{{ async_work }}'))
-      AND h.event_id NOT IN (SELECT event_id FROM unfinished x WHERE x.trace_id = u.trace_id)
-    GROUP BY c.trace_id, c.event_id, c.ts_ns, c.end_ns
+    ANTI JOIN (SELECT trace_id, event_id FROM ann WHERE async) x ON x.trace_id = h.trace_id AND x.event_id = h.event_id
+    GROUP BY c.trace_id, c.event_id
 ),
 async_top AS (  -- the async calls with no enclosing call but async ones: a call inside one (and only
                 -- such calls around it) is top-level in torch's tree, which has no async events
+    -- (async events are annotations: the walk stays among them)
     WITH RECURSIVE up AS (
-        SELECT trace_id, event_id FROM ev WHERE async AND depth = 0
+        SELECT trace_id, event_id FROM ann WHERE async AND depth = 0
         UNION ALL
         SELECT c.trace_id, c.event_id
-        FROM ev c JOIN up u ON u.trace_id = c.trace_id AND u.event_id = c.parent_event_id
+        FROM ann c JOIN up u ON u.trace_id = c.trace_id AND u.event_id = c.parent_event_id
         WHERE c.async
     )
     SELECT trace_id AS top_trace_id, event_id AS top_event_id FROM up
