@@ -21,10 +21,11 @@
 -- torch leaves out of the tree: calls and total CPU time and memory only; their
 -- self time, the device time they launched and their children are their
 -- parent's (Kineto gives those launches the parent's External id). So is a
--- record_function ended on another thread ('"finished": false' in the trace,
--- which then has no end for it: its total runs to the profiler's stop, longer
--- than torch's; a note says so): the calls inside it are the innermost
--- enclosing range's, which the nesting had closed where it started.
+-- record_function not ended on its thread while profiling (ended on another
+-- thread, or still open at the stop: '"finished": false' in the trace, which
+-- gives it the profiler's stop as end: its total is longer than torch's, a
+-- note says so): the calls inside it are the innermost enclosing range's,
+-- which the nesting had closed where it started.
 -- Self CPU time = duration - the durations of the children (torch's
 -- definition: it is negative where children overlap each other on a thread,
 -- e.g. ProfilerStep#N starting inside the Python frames it outlives; duckprof
@@ -128,8 +129,9 @@ launched AS (  -- per correlation id, the device time of the kernels, memcpys an
     WHERE dur_ns IS NOT NULL {{ run_scope() }}
     GROUP BY trace_id, correlation
 ),
-ann AS MATERIALIZED (  -- the user annotations, and which are async: c10d's Work annotations, and record_functions ended
-          -- on another thread, which the trace marks '"finished": false' (the trace has no end for them
+ann AS MATERIALIZED (  -- the user annotations, and which are async: c10d's Work annotations, and record_functions not
+          -- ended on their thread while profiling (ended on another thread, or still open at the stop:
+          -- torch's start and end threads differ), which the trace marks '"finished": false' (no end
           -- and gives them one at the profiler's stop, so they cross the ranges around them, which the
           -- nesting then closed at their start); their args read here only (a string test first)
     SELECT trace_id, event_id, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth, unfinished,
@@ -347,6 +349,21 @@ dup_chain AS (  -- a chain of merges ends at the first call that is not merged (
     LEFT JOIN dup d2 ON d2.trace_id = d.trace_id AND d2.event_id = d.into_id
     LEFT JOIN dup d3 ON d3.trace_id = d2.trace_id AND d3.event_id = d2.into_id
 ),
+async_into AS (  -- per async call, its nearest enclosing call that is not async (into_id; NULL: none, and
+                 -- a call inside it, and only in such calls, is top-level in torch's tree, which has no
+                 -- async events). Async events are annotations: the walk stays among them
+    WITH RECURSIVE up AS (
+        SELECT a.trace_id, a.event_id, a.parent_event_id AS into_id
+        FROM ann a
+        WHERE a.async AND NOT EXISTS (SELECT 1 FROM ann p WHERE p.trace_id = a.trace_id
+                                                          AND p.event_id = a.parent_event_id AND p.async)
+        UNION ALL
+        SELECT c.trace_id, c.event_id, u.into_id
+        FROM ann c JOIN up u ON u.trace_id = c.trace_id AND u.event_id = c.parent_event_id
+        WHERE c.async
+    )
+    SELECT * FROM up
+),
 moved AS (  -- calls that are not rows (or, async, not in the tree), and the row key of the call that
             -- takes their self time, the device time they launched and their children
     SELECT m.trace_id, m.event_id, t.kh, m.self_ns
@@ -354,31 +371,26 @@ moved AS (  -- calls that are not rows (or, async, not in the tree), and the row
           UNION ALL
           SELECT trace_id, event_id, parent_event_id, self_ns FROM tree
           WHERE (dropped OR async) AND parent_event_id IS NOT NULL) m
-    JOIN {{ keyed }} t ON t.trace_id = m.trace_id AND t.event_id = m.into_id
+    -- (an async call takes nothing: what would go to it goes to its nearest ancestor that is not async)
+    LEFT JOIN async_into a ON a.trace_id = m.trace_id AND a.event_id = m.into_id
+    JOIN {{ keyed }} t ON t.trace_id = m.trace_id
+                      AND t.event_id = CASE WHEN a.event_id IS NULL THEN m.into_id ELSE a.into_id END
 ),
-reparented AS (  -- the children of a record_function ended on another thread: their parent in torch's tree
+reparented AS (  -- the children of such an unfinished record_function: their parent in torch's tree
                  -- (no async events), the innermost range on the thread that encloses the child and is not
                  -- async (none: top-level)
-    SELECT c.trace_id, c.event_id, any_value(c.end_ns - c.ts_ns) AS dur_ns,
+    -- Only ranges the unfinished one crossed (that do not contain it): one that contains it is an
+    -- ancestor, which gets the child through the async range's self time (moved) already; the
+    -- child's time moves from that ancestor (async_id's into) to the crossed range
+    SELECT c.trace_id, c.event_id, any_value(u.event_id) AS async_id, any_value(c.end_ns - c.ts_ns) AS dur_ns,
            arg_max(h.event_id, (h.ts_ns, -h.end_ns)) AS parent_id
-    FROM (SELECT trace_id, event_id, pid, tid FROM ann WHERE unfinished) u
+    FROM (SELECT trace_id, event_id, pid, tid, ts_ns, end_ns FROM ann WHERE unfinished) u
     JOIN host_events c ON c.trace_id = u.trace_id AND c.parent_event_id = u.event_id
     JOIN host_events h ON h.trace_id = u.trace_id AND h.pid = u.pid AND h.tid = u.tid
                       AND h.ts_ns <= c.ts_ns AND h.end_ns >= c.end_ns AND (h.ts_ns < c.ts_ns OR h.end_ns > c.end_ns)
+                      AND NOT (h.ts_ns <= u.ts_ns AND h.end_ns >= u.end_ns)
     ANTI JOIN (SELECT trace_id, event_id FROM ann WHERE async) x ON x.trace_id = h.trace_id AND x.event_id = h.event_id
     GROUP BY c.trace_id, c.event_id
-),
-async_top AS (  -- the async calls with no enclosing call but async ones: a call inside one (and only
-                -- such calls around it) is top-level in torch's tree, which has no async events
-    -- (async events are annotations: the walk stays among them)
-    WITH RECURSIVE up AS (
-        SELECT trace_id, event_id FROM ann WHERE async AND depth = 0
-        UNION ALL
-        SELECT c.trace_id, c.event_id
-        FROM ann c JOIN up u ON u.trace_id = c.trace_id AND u.event_id = c.parent_event_id
-        WHERE c.async
-    )
-    SELECT trace_id AS top_trace_id, event_id AS top_event_id FROM up
 ),
 base AS (  -- per trace and row key: calls, CPU time
     SELECT trace_id, kh, any_value(key) AS name,
@@ -391,18 +403,24 @@ base AS (  -- per trace and row key: calls, CPU time
            count(*) AS count, sum(CASE WHEN async THEN 0 ELSE self_ns END) AS self_ns, sum(end_ns - ts_ns) AS dur_ns
     FROM {{ keyed }} k
     ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
-    LEFT JOIN async_top a ON a.top_trace_id = k.trace_id AND a.top_event_id = k.parent_event_id
+    LEFT JOIN (SELECT trace_id AS top_trace_id, event_id AS top_event_id FROM async_into WHERE into_id IS NULL) a
+           ON a.top_trace_id = k.trace_id AND a.top_event_id = k.parent_event_id
     LEFT JOIN (SELECT trace_id AS r_trace_id, event_id AS r_event_id, parent_id FROM reparented) r
            ON r.r_trace_id = k.trace_id AND r.r_event_id = k.event_id
     WHERE NOT k.dropped
     GROUP BY trace_id, kh
 ),
-moved_self AS (  -- (and a reparented child's time, out of its new parent's self time)
+moved_self AS (  -- (and a reparented child's time: out of its new parent's self time, back into that of
+                 -- the ancestor its async range's self time went to)
     SELECT trace_id, kh, sum(self_ns) AS self_ns
     FROM (SELECT trace_id, kh, self_ns FROM moved
           UNION ALL
           SELECT r.trace_id, t.kh, -r.dur_ns FROM reparented r
-          JOIN {{ keyed }} t ON t.trace_id = r.trace_id AND t.event_id = r.parent_id)
+          JOIN {{ keyed }} t ON t.trace_id = r.trace_id AND t.event_id = r.parent_id
+          UNION ALL
+          SELECT r.trace_id, t.kh, r.dur_ns FROM reparented r
+          JOIN async_into a ON a.trace_id = r.trace_id AND a.event_id = r.async_id
+          JOIN {{ keyed }} t ON t.trace_id = r.trace_id AND t.event_id = a.into_id)
     GROUP BY ALL
 ),
 mem_raw AS (  -- [memory] bytes
@@ -586,10 +604,11 @@ SELECT note FROM (
     JOIN t USING (trace_id)
     GROUP BY t.trace_id, t.file_name
     UNION ALL
-    SELECT 4, t.trace_id, t.file_name || ': ' || format('{:,}', count(*)) || ' record_function range(s) ended on '
-                          || 'another thread (''finished'': false): the trace has no end for them, so their CPU total '
-                          || 'runs to the profiler''s stop (torch''s key_averages has their real end); as in torch, '
-                          || 'they have no self CPU time and the calls inside them are their enclosing range''s'
+    SELECT 4, t.trace_id, t.file_name || ': ' || format('{:,}', count(*)) || ' record_function range(s) not ended on '
+                          || 'their thread while profiling (''finished'': false: ended on another thread, or still '
+                          || 'open at the stop): the trace gives them the profiler''s stop as end, so their CPU total '
+                          || 'is longer than torch''s; as in torch, they have no self CPU time and the calls inside '
+                          || 'them are their enclosing range''s'
     FROM user_annotations a JOIN t USING (trace_id)
     WHERE contains(a.args, '"finished"') AND json_extract_string(a.args, '$.finished') = 'false'
     GROUP BY t.trace_id, t.file_name
