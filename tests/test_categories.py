@@ -65,6 +65,48 @@ def test_view_splits_persistent_reduction_and_memcpy_directions(three):
             "Memcpy HtoH (Pinned -> Pinned)": "memcpy_other"}
 
 
+def test_miopen_helper_kernels_are_conv():
+    """MIOpen's helpers that it launches inside its convolutions (the names of
+    the MI300X traces: the corpus' mi300x_resnet_act_checkpoint, TraceLens's
+    tests/traces/mi300) fell in 'other' (9% of that trace's kernel time).
+    TraceLens counts them under CONV_fwd / CONV_bwd (its kernel_summary.csv of
+    Falconsai_nsfw_image_detection on MI300: batched_transpose_256x4_half,
+    SubTensorOpWithScalar1d, ... 'CONV_fwd', parent aten::miopen_convolution).
+    Expected: conv; names that only look alike keep their own category."""
+    names = {"batched_transpose_16x32_half": "conv", "batched_transpose_32x32_half": "conv",
+             "batched_transpose_256x4_half": "conv", "batched_transpose_64x4_float": "conv",
+             "SubTensorOpWithScalar1d": "conv", "SubTensorOpWithCastTensor1d": "conv",
+             "transpose_CNHW2NCHW_V2_2D_WG_off64": "conv", "transpose_NCHW2CNHW_V2_2D_WG_off64": "conv",
+             # not MIOpen's: PyTorch's own transposes and copies, a Triton kernel
+             "void at::native::(anonymous namespace)::transpose_kernel<float>(float*, float const*)": "other",
+             "void at::native::elementwise_kernel<128, 2, batched_transpose_like>(int)": "elementwise",
+             "triton_poi_fused_batched_transpose_0": "triton_pointwise"}
+    with duckprof.connect() as s:
+        s.sql("CREATE TEMP TABLE g(kind VARCHAR, name VARCHAR)")
+        s.sql("INSERT INTO g SELECT 'kernel', unnest($n)", params={"n": list(names)})
+        sql = sqlfiles.render("views/derived/kernel_categories.sql").replace("FROM gpu_ops", "FROM g")
+        s.sql(sql.replace("CREATE OR REPLACE VIEW kernel_categories", "CREATE TEMP VIEW kc"))
+        assert dict(rows(s, "SELECT name, category FROM kc")) == names
+
+
+@needs_corpus
+def test_miopen_helpers_get_none_of_the_convolutions_flops(corpus_session):
+    """conv is a math category (kernel_estimates gives its kernels the op's
+    FLOPs), but MIOpen's helpers do no convolution math. Expected on the MI300X
+    corpus trace: every helper conv and no math kernel, 0 FLOPs where its op has
+    an estimate, and each op's kernels' FLOPs still its estimate."""
+    s, ids, _ = corpus_session
+    t = ids["mi300x_resnet_act_checkpoint.json.gz"]
+    got = rows(s, """SELECT category, bool_or(math_kernel), max(flops), count(*) FILTER (WHERE op_flops IS NOT NULL)
+                     FROM kernel_estimates WHERE trace_id = $t
+                       AND regexp_matches(name, '^(batched_transpose_|SubTensorOp|transpose_(NCHW|CNHW)2)')
+                     GROUP BY category""", {"t": t})
+    assert len(got) == 1 and got[0][0] == "conv" and got[0][1] is False and got[0][2] == 0 and got[0][3] > 0
+    assert rows(s, """SELECT count(*) FROM (SELECT op_event_id, any_value(op_flops) AS f, sum(flops) AS s
+                      FROM kernel_estimates WHERE trace_id = $t AND op_flops IS NOT NULL AND op_kernels > 1
+                      GROUP BY op_event_id) WHERE f <> s""", {"t": t}) == [(0,)]
+
+
 def test_whole_trace_totals_by_hand(three):
     got = {r["category"]: (r["count"], r["total_us"]) for r in cats(three)}
     assert got == {"communication": (1, 50.0), "gemm": (1, 40.0), "triton_template": (1, 30.0),

@@ -4,7 +4,7 @@
 -- FLOPs and bytes are shared among an op's kernels, and the dtype rules: see
 -- sql/views/base/kernel_estimates.sql.
 {% from "templates/op_signature.sql" import op_signature %}
-{% from "templates/categories.sql" import math_categories, sql_list %}
+{% from "templates/categories.sql" import math_categories, miopen_conv_helpers, sql_list %}
 INSERT INTO derived_kernel_estimates
 WITH k0 AS (
     SELECT l.trace_id, l.event_id, l.name, l.device, l.stream, l.ts_ns, l.dur_ns,
@@ -12,7 +12,8 @@ WITH k0 AS (
            e.flops_formula, e.bytes_formula, c.category,
            greatest(coalesce(l.dur_ns, 0), 0) AS d,
            coalesce(l.op_event_id, -l.event_id) AS op_key,  -- a kernel without op is its own group
-           coalesce(c.category IN {{ sql_list(math_categories) }}, false) AS is_math
+           coalesce(c.category IN {{ sql_list(math_categories) }}
+                    AND NOT regexp_matches(lower(l.name), '{{ miopen_conv_helpers }}'), false) AS is_math
     FROM launches l
     LEFT JOIN op_estimates e
       ON l.op_event_id IS NOT NULL

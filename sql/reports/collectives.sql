@@ -133,10 +133,19 @@ SELECT note, instead FROM (
            true AS instead
     WHERE NOT EXISTS (SELECT 1 FROM c)
     UNION ALL
-    SELECT 1, count(*) || ' of ' || (SELECT count(*) FROM c) || ' communication kernels record no message size '
+    SELECT 1, count(*) || ' of ' || (SELECT count(*) FROM c WHERE device IS NOT NULL)
+              || ' communication kernels record no message size '
               || '(In/Out msg nelems and dtype, on the kernel or its record_param_comms): no bandwidth for them',
            false
-    FROM c WHERE msg_bytes IS NULL AND name <> 'gloo:barrier' HAVING count(*) > 0  -- a barrier moves no message
+    FROM c WHERE msg_bytes IS NULL AND device IS NOT NULL HAVING count(*) > 0
+    UNION ALL
+    -- gloo's (host) collectives: the size is on the annotation, which a non-root scatter leaves empty (its
+    -- tensors are on the c10d::scatter_ op of the calling thread; the annotation is on gloo's own thread)
+    SELECT 1, count(*) || ' of ' || (SELECT count(*) FROM c WHERE device IS NULL AND name <> 'gloo:barrier')
+              || ' gloo collectives record no message size (Input Dims and type on their gloo:* annotation, '
+              || 'written with record_shapes only; a non-root scatter''s has none): no bandwidth for them',
+           false
+    FROM c WHERE msg_bytes IS NULL AND device IS NULL AND name <> 'gloo:barrier' HAVING count(*) > 0  -- a barrier moves no message
     UNION ALL
     SELECT 2, 'no process group recorded: collectives are matched across ranks by type and order'
               || CASE WHEN EXISTS (SELECT 1 FROM c WHERE name LIKE 'gloo:%') THEN ' (gloo''s: by type, dtype, size and order)'

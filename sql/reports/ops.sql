@@ -20,7 +20,12 @@
 -- c10d's Work objects (gloo:*, nccl:*, ...) are async RecordFunctions, which
 -- torch leaves out of the tree: calls and total CPU time and memory only; their
 -- self time, the device time they launched and their children are their
--- parent's (Kineto gives those launches the parent's External id).
+-- parent's (Kineto gives those launches the parent's External id). So is a
+-- record_function not ended on its thread while profiling (ended on another
+-- thread, or still open at the stop: '"finished": false' in the trace, which
+-- gives it the profiler's stop as end: its total is longer than torch's, a
+-- note says so): the calls inside it are the innermost enclosing range's,
+-- which the nesting had closed where it started.
 -- Self CPU time = duration - the durations of the children (torch's
 -- definition: it is negative where children overlap each other on a thread,
 -- e.g. ProfilerStep#N starting inside the Python frames it outlives; duckprof
@@ -45,8 +50,9 @@
 -- arg of verbose with_stack traces, else its enclosing Python function events;
 -- entries torch filters out dropped; calls inside a backward function take the
 -- stack of the forward operator with its sequence number, as torch does).
--- --top-level-only: only names whose first call has no parent (device rows
--- always, as in torch).
+-- --top-level-only: only names whose first call has no parent in torch's tree
+-- (async events are in none: a call inside only gloo:* annotations is top-level;
+-- device rows always, as in torch).
 -- Columns: torch's, but the call count comes right after the key (torch's
 -- '# of Calls' is last), so a table narrowed to the terminal keeps it.
 --
@@ -57,7 +63,7 @@
 -- option: --top-level-only FLAG  only names whose first call is not inside another event
 -- option: --by-graph-node FLAG  per torch.compile FX graph node instead (sql/reports/ops_graph_nodes.sql)
 -- example: duckprof report ops trace.json.gz --sort self_cpu --limit 30
--- requires: cpu_ops, user_annotations, python_functions, runtime, gpu_user_annotations, launches, memory_events, call_totals, cpu_op_estimates, trace_files
+-- requires: cpu_ops, user_annotations, python_functions, runtime, host_events, gpu_user_annotations, launches, memory_events, call_totals, cpu_op_estimates, trace_files
 --
 -- Columns:
 -- run                    VARCHAR  run label
@@ -90,7 +96,8 @@
 {%- set dropped = dropped_names() %}
 {#- the annotations of c10d's Work objects (ProcessGroupGloo's gloo:all_reduce, ProcessGroupNCCL's
     nccl:all_reduce, ...): their RecordFunction is async (c10d Work sets _setAsync: a work may end on
-    another thread), and torch leaves async events out of the tree -#}
+    another thread), and torch leaves async events out of the tree; so is a record_function ended on
+    another thread (torch: start and end threads differ), which the trace marks '"finished": false' -#}
 {%- set async_work = '^(gloo|nccl|mpi|ucc|xccl|hccl):' %}
 {%- set orders = {
     'self_cpu': 'self_cpu_us DESC', 'cpu_total': 'cpu_total_us DESC', 'self_device': 'self_device_us DESC',
@@ -122,13 +129,24 @@ launched AS (  -- per correlation id, the device time of the kernels, memcpys an
     WHERE dur_ns IS NOT NULL {{ run_scope() }}
     GROUP BY trace_id, correlation
 ),
+ann AS MATERIALIZED (  -- the user annotations, and which are async: c10d's Work annotations, and record_functions not
+          -- ended on their thread while profiling (ended on another thread, or still open at the stop:
+          -- torch's start and end threads differ), which the trace marks '"finished": false' (no end
+          -- and gives them one at the profiler's stop, so they cross the ranges around them, which the
+          -- nesting then closed at their start); their args read here only (a string test first)
+    SELECT trace_id, event_id, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth, unfinished,
+           unfinished OR regexp_matches(name, '{{ async_work }}') AS async
+    FROM (SELECT *, coalesce(contains(args, '"finished"') AND json_extract_string(args, '$.finished') = 'false',
+                             false) AS unfinished
+          FROM user_annotations WHERE TRUE {{ run_scope() }})
+),
 ev AS (  -- every host event: a call (or a dropped one), with its call_totals (device time launched
          -- from within it on its thread, memory allocated during it) and, for runtime calls,
          -- the enclosing op and the device time launched
     SELECT e.trace_id, e.event_id, e.kind_no,{% if group_by_stack %} e.pid, e.tid,{% endif %} e.ts_ns, e.end_ns,
            e.self_ns, e.parent_event_id, e.depth, e.key, e.name IN {{ dropped }} AS dropped, e.op_event_id,
            e.kind_no = 3 OR e.self_ns = e.end_ns - e.ts_ns OR e.end_ns = e.ts_ns AS leaf,
-           e.kind_no = 1 AND regexp_matches(e.name, '{{ async_work }}') AS async,
+           e.async,
            coalesce(t.device_ns, 0) AS device_ns, coalesce(t.cpu_mem_bytes, 0) AS cpu_mem,
            coalesce(t.device_mem_bytes, 0) AS dev_mem, g.dev_ns AS launched_ns
            {%- if group_by_input_shape %}, e.input_dims{% endif %}
@@ -137,22 +155,22 @@ ev AS (  -- every host event: a call (or a dropped one), with its call_totals (d
            {%- endif %}
     FROM (SELECT *, CASE WHEN starts_with(name, 'ProfilerStep#') THEN 'ProfilerStep*' ELSE name END AS key
           FROM (SELECT trace_id, event_id, 0::UTINYINT AS kind_no, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
-                       NULL::BIGINT AS correlation, NULL::BIGINT AS op_event_id
+                       NULL::BIGINT AS correlation, NULL::BIGINT AS op_event_id, false AS async
                        {%- if group_by_input_shape %}, input_dims::VARCHAR AS input_dims{% endif %}
                 FROM cpu_ops
                 UNION ALL
                 SELECT trace_id, event_id, 1, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
-                       NULL, NULL
+                       NULL, NULL, async
                        {%- if group_by_input_shape %}, NULL{% endif %}
-                FROM user_annotations
+                FROM ann
                 UNION ALL
                 SELECT trace_id, event_id, 2, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
-                       NULL, NULL
+                       NULL, NULL, false
                        {%- if group_by_input_shape %}, NULL{% endif %}
                 FROM python_functions
                 UNION ALL
                 SELECT trace_id, event_id, 3, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
-                       correlation, op_event_id
+                       correlation, op_event_id, false
                        {%- if group_by_input_shape %}, NULL{% endif %}
                 FROM runtime)
           WHERE TRUE {{ run_scope() }} AND ts_ns IS NOT NULL AND end_ns IS NOT NULL) e
@@ -331,6 +349,21 @@ dup_chain AS (  -- a chain of merges ends at the first call that is not merged (
     LEFT JOIN dup d2 ON d2.trace_id = d.trace_id AND d2.event_id = d.into_id
     LEFT JOIN dup d3 ON d3.trace_id = d2.trace_id AND d3.event_id = d2.into_id
 ),
+async_into AS (  -- per async call, its nearest enclosing call that is not async (into_id; NULL: none, and
+                 -- a call inside it, and only in such calls, is top-level in torch's tree, which has no
+                 -- async events). Async events are annotations: the walk stays among them
+    WITH RECURSIVE up AS (
+        SELECT a.trace_id, a.event_id, a.parent_event_id AS into_id
+        FROM ann a
+        WHERE a.async AND NOT EXISTS (SELECT 1 FROM ann p WHERE p.trace_id = a.trace_id
+                                                          AND p.event_id = a.parent_event_id AND p.async)
+        UNION ALL
+        SELECT c.trace_id, c.event_id, u.into_id
+        FROM ann c JOIN up u ON u.trace_id = c.trace_id AND u.event_id = c.parent_event_id
+        WHERE c.async
+    )
+    SELECT * FROM up
+),
 moved AS (  -- calls that are not rows (or, async, not in the tree), and the row key of the call that
             -- takes their self time, the device time they launched and their children
     SELECT m.trace_id, m.event_id, t.kh, m.self_ns
@@ -338,22 +371,57 @@ moved AS (  -- calls that are not rows (or, async, not in the tree), and the row
           UNION ALL
           SELECT trace_id, event_id, parent_event_id, self_ns FROM tree
           WHERE (dropped OR async) AND parent_event_id IS NOT NULL) m
-    JOIN {{ keyed }} t ON t.trace_id = m.trace_id AND t.event_id = m.into_id
+    -- (an async call takes nothing: what would go to it goes to its nearest ancestor that is not async)
+    LEFT JOIN async_into a ON a.trace_id = m.trace_id AND a.event_id = m.into_id
+    JOIN {{ keyed }} t ON t.trace_id = m.trace_id
+                      AND t.event_id = CASE WHEN a.event_id IS NULL THEN m.into_id ELSE a.into_id END
+),
+reparented AS (  -- the children of such an unfinished record_function: their parent in torch's tree
+                 -- (no async events), the innermost range on the thread that encloses the child and is not
+                 -- async (none: top-level)
+    -- Only ranges the unfinished one crossed (that do not contain it): one that contains it is an
+    -- ancestor, which gets the child through the async range's self time (moved) already; the
+    -- child's time moves from that ancestor (async_id's into) to the crossed range
+    SELECT c.trace_id, c.event_id, any_value(u.event_id) AS async_id, any_value(c.end_ns - c.ts_ns) AS dur_ns,
+           arg_max(h.event_id, (h.ts_ns, -h.end_ns)) AS parent_id
+    FROM (SELECT trace_id, event_id, pid, tid, ts_ns, end_ns FROM ann WHERE unfinished) u
+    JOIN host_events c ON c.trace_id = u.trace_id AND c.parent_event_id = u.event_id
+    JOIN host_events h ON h.trace_id = u.trace_id AND h.pid = u.pid AND h.tid = u.tid
+                      AND h.ts_ns <= c.ts_ns AND h.end_ns >= c.end_ns AND (h.ts_ns < c.ts_ns OR h.end_ns > c.end_ns)
+                      AND NOT (h.ts_ns <= u.ts_ns AND h.end_ns >= u.end_ns)
+    ANTI JOIN (SELECT trace_id, event_id FROM ann WHERE async) x ON x.trace_id = h.trace_id AND x.event_id = h.event_id
+    GROUP BY c.trace_id, c.event_id
 ),
 base AS (  -- per trace and row key: calls, CPU time
     SELECT trace_id, kh, any_value(key) AS name,
            {%- if group_by_input_shape %} any_value(input_dims) AS input_shapes,{% endif %}
            {%- if group_by_stack %} any_value(sh) AS sh, sum(flops) AS flops,{% endif %}
            ['cpu_op', 'user_annotation', 'python_function', 'runtime'][arg_min(kind_no, (ts_ns, -end_ns)) + 1] AS kind,
-           arg_min(depth = 0 OR async, (ts_ns, -end_ns)) AS first_top, bool_or(async) AS async,
-           count(*) AS count, sum(self_ns) AS self_ns, sum(end_ns - ts_ns) AS dur_ns
+           arg_min(depth = 0 OR async OR a.top_event_id IS NOT NULL AND r.parent_id IS NULL, (ts_ns, -end_ns)) AS first_top,
+           bool_and(async) AS async,
+           -- (an async call has no self time: torch's FunctionEvent.self_cpu_time_total)
+           count(*) AS count, sum(CASE WHEN async THEN 0 ELSE self_ns END) AS self_ns, sum(end_ns - ts_ns) AS dur_ns
     FROM {{ keyed }} k
     ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
+    LEFT JOIN (SELECT trace_id AS top_trace_id, event_id AS top_event_id FROM async_into WHERE into_id IS NULL) a
+           ON a.top_trace_id = k.trace_id AND a.top_event_id = k.parent_event_id
+    LEFT JOIN (SELECT trace_id AS r_trace_id, event_id AS r_event_id, parent_id FROM reparented) r
+           ON r.r_trace_id = k.trace_id AND r.r_event_id = k.event_id
     WHERE NOT k.dropped
     GROUP BY trace_id, kh
 ),
-moved_self AS (
-    SELECT trace_id, kh, sum(self_ns) AS self_ns FROM moved GROUP BY ALL
+moved_self AS (  -- (and a reparented child's time: out of its new parent's self time, back into that of
+                 -- the ancestor its async range's self time went to)
+    SELECT trace_id, kh, sum(self_ns) AS self_ns
+    FROM (SELECT trace_id, kh, self_ns FROM moved
+          UNION ALL
+          SELECT r.trace_id, t.kh, -r.dur_ns FROM reparented r
+          JOIN {{ keyed }} t ON t.trace_id = r.trace_id AND t.event_id = r.parent_id
+          UNION ALL
+          SELECT r.trace_id, t.kh, r.dur_ns FROM reparented r
+          JOIN async_into a ON a.trace_id = r.trace_id AND a.event_id = r.async_id
+          JOIN {{ keyed }} t ON t.trace_id = r.trace_id AND t.event_id = a.into_id)
+    GROUP BY ALL
 ),
 mem_raw AS (  -- [memory] bytes
     SELECT trace_id, ts_ns, {{ memory_bytes() }}
@@ -433,8 +501,9 @@ host_keys AS (
            {%- if group_by_input_shape %} b.input_shapes,{% endif %}
            {%- if group_by_stack %} sk.stack,{% endif %}
            b.kind, b.first_top, b.count,
-           -- an async call (no row mixes async and not: the key is the name) has only its totals of CPU
-           -- time and memory: no self, no device time (torch's FunctionEvent properties)
+           -- a row of async calls only has its totals of CPU time and memory: no self, no device
+           -- time (torch's FunctionEvent properties; a label may be a record_function ended on another
+           -- thread once, and on its own thread another time)
            CASE WHEN b.async THEN 0 ELSE b.self_ns + coalesce(ms.self_ns, 0) END AS self_ns, b.dur_ns,
            coalesce(d.self_ns, 0) AS self_dev_ns, coalesce(d.dev_ns, 0) AS dev_ns,
            coalesce(mo.cpu_mem, 0)::BIGINT AS cpu_mem,
@@ -533,6 +602,15 @@ SELECT note FROM (
           UNION ALL SELECT trace_id FROM user_annotations WHERE self_ns < 0
           UNION ALL SELECT trace_id FROM python_functions WHERE self_ns < 0) n
     JOIN t USING (trace_id)
+    GROUP BY t.trace_id, t.file_name
+    UNION ALL
+    SELECT 4, t.trace_id, t.file_name || ': ' || format('{:,}', count(*)) || ' record_function range(s) not ended on '
+                          || 'their thread while profiling (''finished'': false: ended on another thread, or still '
+                          || 'open at the stop): the trace gives them the profiler''s stop as end, so their CPU total '
+                          || 'is longer than torch''s; as in torch, they have no self CPU time and the calls inside '
+                          || 'them are their enclosing range''s'
+    FROM user_annotations a JOIN t USING (trace_id)
+    WHERE contains(a.args, '"finished"') AND json_extract_string(a.args, '$.finished') = 'false'
     GROUP BY t.trace_id, t.file_name
     {%- if group_by_input_shape %}
     UNION ALL

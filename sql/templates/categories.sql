@@ -12,7 +12,10 @@
 -- runtime_cats    host-side runtime / driver API calls that launch device work
 --                 (runtime view): CUDA, HIP, Intel XPU, PrivateUse1 backends, MTIA
 -- math_categories kernel_categories.category values of the kernels that do an
---                 op's math: kernel_estimates gives them the op's FLOPs
+--                 op's math: kernel_estimates gives them the op's FLOPs (but to
+--                 miopen_conv_helpers, conv kernels that do no math)
+-- miopen_conv_helpers  the names of MIOpen's layout-transform and tensor-op kernels
+--                 that it launches inside its convolutions: category conv
 -- device_kind(cat, name)  the kind of a device event (a row of device_cats):
 --                 'kernel', 'memcpy' or 'memset'. Kineto's kernel / gpu_memcpy /
 --                 gpu_memset, and for other vendors' accelerator activity
@@ -40,6 +43,13 @@
     'xpu_driver', 'privateuse1_runtime', 'privateuse1_driver', 'mtia_runtime'] %}
 {%- set not_host_cats = device_cats + ['gpu_user_annotation', 'trace'] %}
 {%- set math_categories = ['gemm', 'conv', 'attention', 'triton_template'] %}
+{#- MIOpen's helper kernels, which it launches inside its convolutions (forward and backward): layout
+    transforms for its NHWC and 1x1 solvers (batched_transpose_<tile>_<dtype>,
+    transpose_NCHW2CNHW_* / transpose_CNHW2NCHW_*) and tensor set, scale and cast of the output and
+    workspace (SubTensorOpWithScalar*, SubTensorOpWithCastTensor*). TraceLens counts them under its
+    CONV_fwd / CONV_bwd (by their op); they do none of the convolution's math. An RE2 regex on the
+    lowercased name. -#}
+{%- set miopen_conv_helpers = '^(batched_transpose_|transpose_(nchw|cnhw|nhwc)2(nchw|cnhw|nhwc)|subtensorop)' %}
 {% macro device_kind(cat='cat', name='name') -%}
 CASE {{ cat }} WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy' WHEN 'gpu_memset' THEN 'memset'
     ELSE CASE WHEN {{ name }} LIKE 'dma%' OR {{ name }} LIKE 'Memcpy%' THEN 'memcpy'

@@ -24,6 +24,7 @@
 --     else records a stream) with those correlations, inner-joined on
 --     correlation (every pair).
 {% from "templates/scope.sql" import scope, run_scope, device_scope with context %}
+{% from "templates/notes.sql" import gpu_notes with context %}
 {% set hta_launch_names = ['cudaLaunchKernel', 'cudaLaunchKernelExC', 'cudaMemcpyAsync', 'cudaMemsetAsync',
                            'runFunction - job_prep_and_submit_for_execution'] %}
 
@@ -88,70 +89,40 @@ launch_rows AS (
 ({{ r }}delay_ns > $delay_cutoff * 1000)
 {%- endmacro %}
 
-{#- launch_notes(per_launch): the report's notes, per trace in scope: no device activity (printed
-    instead of the table when no trace has any); device activity but no launch call matching it;
-    per device, the device events without a launch call in the trace (not counted); with hta, the
-    device events whose launch call HTA does not count; with per_launch, a device whose rows
-    --limit cut. Read from the launches view (stored at load), not from the report's rows. -#}
+{#- launch_notes(per_launch): the report's notes (templates/notes.sql gpu_notes, what the report does
+    without launch calls said its way), per trace in scope: no device activity (printed instead of
+    the table when no trace has any); device activity but no launch call matching it; per device,
+    the device events without a launch call in the trace (not counted); with hta, the device events
+    whose launch call HTA does not count; with per_launch, a device whose rows --limit cut. Read
+    from the launches view (stored at load), not from the report's rows. -#}
 {% macro launch_notes(per_launch=false) -%}
-{%- set where = "(' (device ' || $device || ')')" if device is not none else "''" %}
-WITH t AS (
-    SELECT f.trace_id, f.file_name FROM trace_files f WHERE TRUE {{ run_scope('f.') }}
-),
-d AS (  -- per trace and device: device events, those without a launch call, those HTA does not count
-    SELECT l.trace_id, l.device, count(*) AS events,
-           count(*) FILTER (WHERE l.launch_event_id IS NULL) AS unlaunched,
-           count(*) FILTER (WHERE l.launch_event_id IS NOT NULL
-                            AND l.launch_name NOT IN ('{{ hta_launch_names | join("', '") }}')) AS not_hta,
-           string_agg(DISTINCT l.launch_name, ', ' ORDER BY l.launch_name)
-               FILTER (WHERE l.launch_event_id IS NOT NULL
-                       AND l.launch_name NOT IN ('{{ hta_launch_names | join("', '") }}')) AS not_hta_names
-    FROM launches l JOIN t USING (trace_id)
-    WHERE TRUE {{ device_scope('l.') }}
-    GROUP BY l.trace_id, l.device
-),
-tt AS (
-    SELECT t.trace_id, t.file_name, coalesce(sum(d.events), 0) AS events,
-           coalesce(sum(d.events - d.unlaunched), 0) AS launched
-    FROM t LEFT JOIN d USING (trace_id)
-    GROUP BY t.trace_id, t.file_name
-)
-SELECT note, instead FROM (
-    SELECT 0 AS k, trace_id, NULL::INTEGER AS device,
-           file_name || ': no GPU activity in this trace' || {{ where }} AS note, false AS instead
-    FROM tt WHERE events = 0 AND (SELECT max(events) FROM tt) > 0
-    UNION ALL
-    SELECT 0, trace_id, NULL, file_name || ': no launch call in this trace matches its device activity '
-                              || '(correlation)' || {{ where }} || ', so no launch statistics', false
-    FROM tt WHERE events > 0 AND launched = 0
-    UNION ALL
-    SELECT 1, d.trace_id, d.device, t.file_name || ': ' || format('{:,}', d.unlaunched) || ' of '
-           || format('{:,}', d.events) || ' device events on device ' || d.device || ' have no launch call '
-           || 'in the trace (launched before the profile began, or by a call it does not record): not counted', false
-    FROM d JOIN tt t USING (trace_id)
-    WHERE d.unlaunched > 0 AND t.launched > 0
+{%- set not_hta = "l.launch_event_id IS NOT NULL AND l.launch_name NOT IN ('" ~ (hta_launch_names | join("', '")) ~ "')" %}
+{%- call gpu_notes(need_launches=true, unlaunched=true,
+                   windows="(SELECT trace_id, device, count(*) AS events, count(*) FILTER (WHERE launch_event_id IS NULL) "
+                           ~ "AS unlaunched FROM launches WHERE TRUE " ~ run_scope() ~ " GROUP BY trace_id, device)",
+                   no_launch_effect='so no launch statistics', unlaunched_effect='not counted') %}
     {%- if hta %}
-    UNION ALL
     SELECT 2, d.trace_id, d.device, t.file_name || ': ' || format('{:,}', d.not_hta)
            || CASE WHEN d.not_hta = 1 THEN ' device event on device ' || d.device || ' was'
                    ELSE ' device events on device ' || d.device || ' were' END || ' launched by ' || d.not_hta_names || ', which HTA''s launch stats do not count '
            || '(only cudaLaunchKernel, cudaLaunchKernelExC, cudaMemcpyAsync, cudaMemsetAsync and MTIA''s '
            || 'runFunction): not in this table; without --hta they are', false
-    FROM d JOIN tt t USING (trace_id)
-    WHERE d.not_hta > 0
+    FROM (SELECT l.trace_id, l.device, count(*) AS not_hta,
+                 string_agg(DISTINCT l.launch_name, ', ' ORDER BY l.launch_name) AS not_hta_names
+          FROM launches l
+          WHERE {{ not_hta }} {{ device_scope('l.') }}
+          GROUP BY l.trace_id, l.device) d
+    JOIN t USING (trace_id)
+    {%- endif %}
+    {%- if hta and per_launch %}
+    UNION ALL
     {%- endif %}
     {%- if per_launch %}
-    UNION ALL
     SELECT 3, r.trace_id, r.device, t.file_name || ': the first ' || format('{:,}', count(*)) || ' of '
            || format('{:,}', max(r.device_launches)) || ' launches on device ' || r.device || ' (-n 0 for all)', false
-    FROM {{ result }} r JOIN tt t USING (trace_id)
+    FROM {{ result }} r JOIN t USING (trace_id)
     GROUP BY r.trace_id, r.device, t.file_name
     HAVING max(r.device_launches) > count(*)
     {%- endif %}
-    UNION ALL
-    SELECT 9, NULL, NULL, 'no GPU activity in this trace' || {{ where }}
-                          {%- if run is not none %} || ' (run ''' || $run || ''')'{% endif %}, true
-    WHERE (SELECT coalesce(max(events), 0) FROM tt) = 0
-)
-ORDER BY k, trace_id, device
+{%- endcall %}
 {%- endmacro %}

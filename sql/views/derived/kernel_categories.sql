@@ -23,7 +23,12 @@
 --   triton_other        any other name starting with 'triton' (e.g. 'triton__0d1d2d')
 --   conv                'convolution', 'convolve', 'conv_', 'conv2d', 'conv3d', 'winograd', 'fprop',
 --                       'dgrad', 'wgrad', 'scudnn', 'im2col', or MIOpen 'igemm_fwd/bwd/wrw'
---                       (tested before gemm: implicit-GEMM convolutions also say 'gemm')
+--                       (tested before gemm: implicit-GEMM convolutions also say 'gemm'); and
+--                       MIOpen's helpers that it runs inside its convolutions: starts with
+--                       'batched_transpose_', 'transpose_nchw2cnhw' (cnhw2nchw, ...) or
+--                       'subtensorop' (layout transforms; tensor set, scale and cast), as
+--                       TraceLens counts them (CONV_fwd / CONV_bwd, by their op); they get none
+--                       of the op's FLOPs (kernel_estimates: no math kernel)
 --   gemm                'gemm' (not 'fbgemm'), 'gemv', 'cublas', 'xmma', 'nvjet', 'matmul', 'cutlass::kernel',
 --                       'cutlass_<digit>', 'bmm_' at a word start, or starts with 'cijk_' (AMD Tensile)
 --   elementwise         'elementwise_kernel' (vectorized_/unrolled_/index_ elementwise kernels)
@@ -40,6 +45,7 @@
 -- kind      VARCHAR  gpu_ops.kind: 'kernel', 'memcpy', 'memset', ...
 -- name      VARCHAR  gpu_ops.name, the full kernel name
 -- category  VARCHAR  one of the categories above
+{% from "templates/categories.sql" import miopen_conv_helpers %}
 CREATE OR REPLACE VIEW kernel_categories AS
 SELECT kind, name,
        CASE
@@ -57,6 +63,7 @@ SELECT kind, name,
            WHEN starts_with(lname, 'triton_per_') THEN 'triton_persistent_reduction'
            WHEN starts_with(lname, 'triton_tem_') THEN 'triton_template'
            WHEN starts_with(lname, 'triton') THEN 'triton_other'
+           WHEN regexp_matches(lname, '{{ miopen_conv_helpers }}') THEN 'conv'
            WHEN regexp_matches(lname, 'convolution|convolve|conv_|conv[23]d|winograd|fprop|dgrad|wgrad|scudnn|im2col|igemm_(fwd|bwd|wrw)')
                THEN 'conv'
            WHEN regexp_matches(lname, '(^|[^b])gemm|gemv|cublas|xmma|nvjet|matmul|cutlass::kernel|cutlass_[0-9]|(^|[^a-z0-9_])bmm_|^cijk_')
