@@ -341,3 +341,15 @@ def test_a_bare_event_list_loads(tmp_path):
         s.load([str(bare)], run="r")
         (row,) = report_rows(s, "steps", breakdown="tensorboard")
     assert {k: row[k] for k in STEP_COSTS["all_categories"][0]} == STEP_COSTS["all_categories"][0]
+
+
+def test_compute_properties_are_device_properties():
+    """gpu_metrics_input.json (the plugin's trace-viewer test input, PyTorch 1.8) names its GPUs
+    in 'computeProperties', Kineto's first name for deviceProperties (with 'major'/'minor'):
+    its device 0 is a Tesla V100-DGXS-32GB with 80 SMs (before: no device name, no peaks)."""
+    with session("gpu_metrics_input") as s:
+        devs = s.sql("SELECT device, name, compute_major, compute_minor, num_sms FROM devices ORDER BY device").fetchall()
+        rows = report_rows(s, "devices")
+    assert devs[0] == (0, "Tesla V100-DGXS-32GB", 7, 0, 80) and len(devs) == 4
+    assert [(r["device"], r["device_name"], r["peak_device"], r["gpu_events"]) for r in rows][0] == (
+        0, "Tesla V100-DGXS-32GB", "NVIDIA V100 SXM2", 32)
