@@ -162,6 +162,41 @@ def test_operator_view(stem):
     assert set(ops) - set(OPS[stem]) <= {"ProfilerStep*", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"}
 
 
+def test_device_time_follows_the_external_id():
+    """test_external_id: launch calls of 0 µs at 120 (mm's start) and 190 (its end) are as much
+    inside aten::mm (120-190) as inside aten::mat_mul (100-200) by time; their External id
+    says which op launched them. mat_mul: device 5 + 6 + 7 + 8, self 6 + 8; mm: 5 + 7, self the
+    same. (Before: by time alone, both calls at 120 went to mm and both at 190 to mat_mul:
+    mm 5 + 6, mat_mul self 7 + 8.)"""
+    with session("external_id") as s:
+        ops = op_rows(s)
+    assert (ops["aten::mat_mul"]["device_total_us"], ops["aten::mat_mul"]["self_device_us"]) == (26, 14)
+    assert (ops["aten::mm"]["device_total_us"], ops["aten::mm"]["self_device_us"]) == (12, 12)
+
+
+def test_external_id_of_an_op_that_does_not_contain_the_call(tmp_path):
+    """duckprof's guard on the rule above (not a plugin test): an External id names the owner
+    only when that op contains the launch call on its thread. external_id.json with mm's
+    second launch (7 µs, at 190) carrying the id of an op that runs later (300-310): it stays
+    with the op that contains it in time, as before the External id rule (mat_mul, whose end
+    190 is inside), while the launches view keeps linking the kernel by its id."""
+    doc = json.loads((TB / "external_id.json").read_text())
+    doc["traceEvents"].append({"ph": "X", "cat": "Operator", "name": "aten::later", "pid": 13721, "tid": "456",
+                               "ts": 300, "dur": 10, "args": {"Input Dims": [], "External id": 9}})
+    for e in doc["traceEvents"]:
+        if e["args"].get("correlation") == 336:
+            e["args"]["external id"] = 9
+    path = tmp_path / "later.json"
+    path.write_text(json.dumps(doc))
+    with duckprof.connect() as s:
+        s.load([str(path)], run="r")
+        ops = op_rows(s)
+        (link,) = s.sql("SELECT op_name FROM launches WHERE correlation = 336").fetchall()
+    assert (ops["aten::mat_mul"]["device_total_us"], ops["aten::mat_mul"]["self_device_us"]) == (26, 6 + 8 + 7)
+    assert (ops["aten::mm"]["device_total_us"], ops["aten::later"]["device_total_us"]) == (5, 0)
+    assert link == ("aten::later",)
+
+
 @pytest.mark.parametrize("stem", ["operator_relation_0", "operator_relation_1"])
 def test_operator_relation(stem):
     """test_operator_relation: aten::mm (70 µs) starts (ends) with aten::mat_mul (100 µs) and is its child."""
