@@ -358,6 +358,25 @@ def test_memory_curve_peaks():
     assert (rows["CPU"]["live_allocs"], rows["CPU"]["live_bytes"]) == (1, 4000)
 
 
+# -- distributed view --------------------------------------------------------------------------
+
+def test_communication_sizes_from_the_nccl_ops():
+    """test_distributed_nccl, comm_ops rows [name, calls, total size, avg size, ...]: per worker
+    nccl:broadcast 1 call of 212,480 bytes (its Input Dims [[53120]] x float), nccl:all_reduce
+    1 of 8,196,000 ([[2049000]]). The NCCL kernels carry no size: duckprof's collectives take
+    the nccl:* op's first input, as the plugin (before: msg_bytes NULL, no bandwidth). The
+    plugin's latency and data-transfer columns and its overlap and wait views have no
+    counterpart (fixtures/tb_plugin/README.md)."""
+    with session("distributed_nccl_worker0", "distributed_nccl_worker1") as s:
+        got = s.sql("SELECT trace_id, collective, count(*), sum(msg_bytes), any_value(dtype) FROM collectives "
+                    "GROUP BY ALL ORDER BY ALL").fetchall()
+        rows = {r["collective"]: r for r in report_rows(s, "collectives")}
+    assert got == [(t, c, 1, b, "Float") for t in (1, 2) for c, b in (("all_reduce", 8196000), ("broadcast", 212480))]
+    assert (rows["broadcast"]["msg_bytes"], rows["broadcast"]["total_bytes"]) == (212480, 2 * 212480)
+    # algbw: the bytes over the kernel's time, the two ranks' kernels: 212,480 B / (16 + 31) µs
+    assert rows["broadcast"]["algbw_gbps"] == pytest.approx(2 * 212480 / 47e-6 / 1e9)
+
+
 # -- loading what the plugin's tests feed it ---------------------------------------------------
 
 @pytest.mark.parametrize("path", sorted(p.name for p in TB.glob("*.json")))

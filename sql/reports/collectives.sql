@@ -134,7 +134,8 @@ SELECT note, instead FROM (
     WHERE NOT EXISTS (SELECT 1 FROM c)
     UNION ALL
     SELECT 1, count(*) || ' of ' || (SELECT count(*) FROM c) || ' communication kernels record no message size '
-              || '(In/Out msg nelems and dtype, on the kernel or its record_param_comms): no bandwidth for them',
+              || '(In/Out msg nelems and dtype on the kernel or its record_param_comms, or an nccl:* annotation''s'
+              || ' input; an all_gather''s needs its group size): no bandwidth for them',
            false
     FROM c WHERE msg_bytes IS NULL AND name <> 'gloo:barrier' HAVING count(*) > 0  -- a barrier moves no message
     UNION ALL
