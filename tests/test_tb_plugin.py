@@ -377,6 +377,21 @@ def test_communication_sizes_from_the_nccl_ops():
     assert rows["broadcast"]["algbw_gbps"] == pytest.approx(2 * 212480 / 47e-6 / 1e9)
 
 
+@pytest.mark.parametrize("kind", ["gpu", "cpu"])
+def test_gloo_collectives_recorded_as_operators(kind):
+    """test_distributed_gloo_gpu/_cpu, comm_ops rows per worker: gloo:broadcast 3 calls, 637,440
+    bytes in all (3 x [[53120]] float), gloo:all_reduce 2 calls, 16,392,000 (2 x [[2049000]]).
+    The traces write the gloo:* annotations as operators (cpu_op), as PyTorch 1.9 did (before:
+    duckprof's collectives read them only as user annotations: none). The plugin's latency
+    (63 µs for worker0's broadcasts: the union of their spans) is not duckprof's total_us (the
+    sum of the calls' durations, 38 + 36 + 18)."""
+    with session(f"distributed_gloo_{kind}_worker0", f"distributed_gloo_{kind}_worker1") as s:
+        got = s.sql("SELECT trace_id, collective, count(*), sum(msg_bytes), sum(dur_ns) // 1000 FROM collectives "
+                    "GROUP BY ALL ORDER BY ALL").fetchall()
+    assert got == [(1, "all_reduce", 2, 16392000, 18 + 36), (1, "broadcast", 3, 637440, 38 + 36 + 18),
+                   (2, "all_reduce", 2, 16392000, 38 + 16), (2, "broadcast", 3, 637440, 28 + 30 + 6)]
+
+
 # -- loading what the plugin's tests feed it ---------------------------------------------------
 
 @pytest.mark.parametrize("path", sorted(p.name for p in TB.glob("*.json")))

@@ -23,8 +23,9 @@
 -- all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, reduce, send,
 -- recv, send_recv, gather, scatter 1; barrier none.
 -- gloo (torch 2.x on CPU) records neither record_param_comms nor Seq nor the
--- process group on them: the type is the annotation's name, n the world size
--- (a new_group's collectives get the world's n too), the size the first
+-- process group on its gloo:* annotations (operators in PyTorch 1.9): the type
+-- is the annotation's name, n the world size (a new_group's collectives get the
+-- world's n too), the size the first
 -- input's 'Input Dims' x 'Input type' (an all_gather's output n times that;
 -- a reduce_scatter's one n-th of it).
 -- An NCCL kernel whose args and record_param_comms give no size or dtype (before
@@ -189,9 +190,12 @@ gloo AS (
            u.op_event_id, regexp_replace(u.name, '^gloo:', '') AS collective, t.world_size AS n,
            {{ input_dtype("json_extract_string(u.args, '$.\"Input type\"[0]')") | indent(11) }} AS dtype,
            list_product(json_extract(u.args, '$."Input Dims"[0]')::BIGINT[])::BIGINT AS in_nelems
-    FROM user_annotations u
+    FROM (SELECT trace_id, event_id, name, tid, ts_ns, dur_ns, end_ns, op_event_id, args
+          FROM user_annotations WHERE name LIKE 'gloo:%'
+          UNION ALL  -- (PyTorch 1.9 wrote c10d's annotations as operators)
+          SELECT trace_id, event_id, name, tid, ts_ns, dur_ns, end_ns, op_event_id, args
+          FROM cpu_ops WHERE name LIKE 'gloo:%') u
     LEFT JOIN trace_files t USING (trace_id)
-    WHERE u.name LIKE 'gloo:%'
 ),
 gloo_typed AS (
     SELECT *, {{ dtype_bytes('dtype') }} AS dtype_bytes, {{ out_nelems('collective', 'in_nelems', 'n') }} AS out_nelems
