@@ -14,6 +14,7 @@ import pytest
 
 import duckprof
 from conftest import REPO
+from test_sql_macros import sql as macro_sql
 
 TB = REPO / "fixtures" / "tb_plugin"
 
@@ -422,3 +423,44 @@ def test_compute_properties_are_device_properties():
     assert devs[0] == (0, "Tesla V100-DGXS-32GB", 7, 0, 80) and len(devs) == 4
     assert [(r["device"], r["device_name"], r["peak_device"], r["gpu_events"]) for r in rows][0] == (
         0, "Tesla V100-DGXS-32GB", "NVIDIA V100 SXM2", 32)
+
+
+# -- the plugin's interval helpers (tb_plugin/test/test_ranges.py) ---------------------------
+# Its ranges are in µs with one decimal: here in tenths, as integers. duckprof's macros
+# (sql/templates/intervals.sql) merge and measure; the plugin's subtraction and intersection
+# lists are checked by their lengths per range of the first list.
+
+RANGES1 = "VALUES (1, 11, 22), (1, 33, 44), (1, 55, 66)"
+RANGES2 = "VALUES (1, 0, 1), (1, 10, 14), (1, 15, 16), (1, 19, 34), (1, 43, 46)"
+
+
+def test_merge_ranges():
+    """test_merge_ranges: (1.1,2.2) (1.5,2.3) (3.3,3.9) (3.5,3.6) (3.7,3.8) (4.1,4.2)
+    -> (1.1,2.3) (3.3,3.9) (4.1,4.2)."""
+    got = macro_sql("""{% from 'templates/intervals.sql' import merged_intervals %}
+        WITH src(trace_id, ts_ns, end_ns) AS (VALUES (1, 11, 22), (1, 15, 23), (1, 33, 39), (1, 35, 36),
+                                                     (1, 37, 38), (1, 41, 42))
+        SELECT start_ns, end_ns FROM ({{ merged_intervals('src', ['trace_id']) }}) ORDER BY start_ns""")
+    assert got == [(11, 23), (33, 39), (41, 42)]
+
+
+def test_get_ranges_sum():
+    """test_get_ranges_sum: (1.1,2.2) (3.3,4.4) (5.5,6.6) -> 3.3."""
+    got = macro_sql("""{% from 'templates/intervals.sql' import union_lengths %}
+        WITH src(trace_id, ts_ns, end_ns) AS (""" + RANGES1 + """)
+        {{ union_lengths('src', ['trace_id']) }}""")
+    assert got == [(1, 33)]
+
+
+def test_intersection_and_subtraction_of_range_lists():
+    """test_intersection_ranges_lists: (1.1,1.4) (1.5,1.6) (1.9,2.2) (3.3,3.4) (4.3,4.4), i.e.
+    0.7, 0.2 and 0 within the three ranges of the first list; test_subtract_ranges_lists:
+    (1.4,1.5) (1.6,1.9) (3.4,4.3) (5.5,6.6), i.e. 0.4, 0.9 and 1.1: each range's length less
+    its intersection."""
+    got = macro_sql("""{% from 'templates/intervals.sql' import covered_length, merged_intervals %}
+        WITH w(trace_id, ts_ns, end_ns) AS (""" + RANGES1 + """),
+             r(trace_id, ts_ns, end_ns) AS (""" + RANGES2 + """),
+             m AS ({{ merged_intervals('r', ['trace_id']) }})
+        SELECT ts_ns, covered_ns, end_ns - ts_ns - covered_ns
+        FROM ({{ covered_length('w', 'm', ['trace_id']) }}) ORDER BY ts_ns""")
+    assert got == [(11, 3 + 1 + 3, 1 + 3), (33, 1 + 1, 9), (55, 0, 11)]
