@@ -393,6 +393,23 @@ def test_gloo_collectives_recorded_as_operators(kind):
                    (2, "all_reduce", 2, 16392000, 38 + 16), (2, "broadcast", 3, 637440, 28 + 30 + 6)]
 
 
+def test_a_trace_of_one_nccl_annotation():
+    """test_distributed_nccl_user_annotation_has_communication: the plugin only flags the trace
+    (one nccl:all_reduce user annotation) as having communication. duckprof lists the
+    annotation in ops (an async c10d annotation: total time only) and, with no CPU operator to
+    make a step of, gives no breakdown and says why (before: its note claimed one step over
+    the CPU operators, and the table was empty)."""
+    stem = "distributed_nccl_user_annotation_has_communication_worker0"
+    with session(stem) as s:
+        res = s.report_result("steps", breakdown="tensorboard")
+        rows = res.relation.fetchall()
+        ops = report_rows(s, "ops")
+    assert rows == [] and res.notes == [
+        f"{stem}.json: no ProfilerStep#N annotations in this trace: no CPU operators either, so no step"]
+    assert [(r["name"], r["kind"], r["cpu_total_us"], r["self_cpu_us"]) for r in ops] == [
+        ("nccl:all_reduce", "user_annotation", 71.0, 0.0)]
+
+
 # -- loading what the plugin's tests feed it ---------------------------------------------------
 
 @pytest.mark.parametrize("path", sorted(p.name for p in TB.glob("*.json")))
