@@ -347,15 +347,17 @@ def test_memory_view_per_operator():
 
 
 def test_memory_curve_peaks():
-    """TestMemoryCurve: the curve is each event's Total Allocated / Total Reserved; duckprof
-    reports its peaks and its end, not the curve: CPU peak 8000 (at 100), reserved 0; GPU
-    peak 8000 (at 106), reserved 10240; both end at 0 (the last events' totals). The test's
-    last CPU event frees Addr 4 (freed at 600) instead of 5, so duckprof's live-allocation
-    count keeps the 4000 bytes of Addr 5 (its totals are the trace's, not its own sum)."""
+    """TestMemoryCurve: the curve is each event's Total Allocated / Total Reserved at its time
+    after the profiler's start (the first event, at 1); duckprof reports its peaks and its end,
+    not the curve: CPU peak 8000 at 100 - 1, reserved 0; GPU peak 8000 at 106 - 1, reserved
+    10240; both end at 0 (the last events' totals). (Before: no time for the peaks, as the
+    trace, [memory] events only, has no complete event to start its window.) The test's last
+    CPU event frees Addr 4 (freed at 600) instead of 5, so duckprof's live-allocation count
+    keeps the 4000 bytes of Addr 5 (its totals are the trace's, not its own sum)."""
     with session("memory_curve") as s:
         rows = {r["device_kind"]: r for r in report_rows(s, "memory")}
-    assert {k: (r["peak_allocated_bytes"], r["peak_reserved_bytes"], r["end_allocated_bytes"])
-            for k, r in rows.items()} == {"CPU": (8000, 0, 0), "CUDA": (8000, 10240, 0)}
+    assert {k: (r["peak_allocated_bytes"], r["peak_at_us"], r["peak_reserved_bytes"], r["end_allocated_bytes"])
+            for k, r in rows.items()} == {"CPU": (8000, 99, 0, 0), "CUDA": (8000, 105, 10240, 0)}
     assert (rows["CPU"]["live_allocs"], rows["CPU"]["live_bytes"]) == (1, 4000)
 
 
