@@ -154,8 +154,8 @@ def test_operator_view(stem):
     for name, want in OPS[stem].items():
         assert plugin_view(ops[name]) == want, name
     # op_list_groupby_name_input: the same figures per name and Input Dims
-    shapes = {"aten::to": [[2, 8, 5], [], [], [], [], [], [], []], "aten::nll_loss_backward": [[], [32, 1000], [32], [], [], [], []],
-              "aten::mm": []}
+    shapes = {"aten::to": [[2, 8, 5], [], [], [], [], [], [], []],
+              "aten::nll_loss_backward": [[], [32, 1000], [32], [], [], [], []], "aten::mm": []}
     for name, want in OPS[stem].items():
         row = only(by_shape, name=name)
         assert json.loads(row["input_shapes"]) == shapes[name]
@@ -437,7 +437,8 @@ def test_compute_properties_are_device_properties():
     in 'computeProperties', Kineto's first name for deviceProperties (with 'major'/'minor'):
     its device 0 is a Tesla V100-DGXS-32GB with 80 SMs (before: no device name, no peaks)."""
     with session("gpu_metrics_input") as s:
-        devs = s.sql("SELECT device, name, compute_major, compute_minor, num_sms FROM devices ORDER BY device").fetchall()
+        devs = s.sql("SELECT device, name, compute_major, compute_minor, num_sms FROM devices "
+                     "ORDER BY device").fetchall()
         rows = report_rows(s, "devices")
     assert devs[0] == (0, "Tesla V100-DGXS-32GB", 7, 0, 80) and len(devs) == 4
     assert [(r["device"], r["device_name"], r["peak_device"], r["gpu_events"]) for r in rows][0] == (

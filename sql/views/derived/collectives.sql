@@ -99,7 +99,8 @@ CASE lower(regexp_replace({{ x }}, '^c10::', ''))
 {%- endmacro %}
 {% macro out_nelems(collective, in_nelems, n) -%}
 {#- an all_gather's output is n inputs; a reduce_scatter's output one n-th of its input -#}
-CASE {{ collective }} WHEN 'all_gather' THEN {{ in_nelems }} * {{ n }} WHEN 'reduce_scatter' THEN {{ in_nelems }} // {{ n }}
+CASE {{ collective }} WHEN 'all_gather' THEN {{ in_nelems }} * {{ n }}
+                      WHEN 'reduce_scatter' THEN {{ in_nelems }} // {{ n }}
                       ELSE {{ in_nelems }} END
 {%- endmacro %}
 {% macro squash(x) -%}
@@ -174,7 +175,8 @@ typed AS (
                         * (CASE WHEN regexp_matches(f.pg_ranks, '[0-9]') THEN 1 END),
                     t.world_size) AS n,
            -- n recorded for this collective, not assumed from the world size (a subgroup's is smaller)
-           try_cast(f.group_size AS INTEGER) IS NOT NULL OR regexp_matches(coalesce(f.pg_ranks, ''), '[0-9]') AS n_known,
+           try_cast(f.group_size AS INTEGER) IS NOT NULL
+               OR regexp_matches(coalesce(f.pg_ranks, ''), '[0-9]') AS n_known,
            {{ dtype_bytes('f.dtype') }} AS dtype_bytes
     FROM (SELECT f.* REPLACE (coalesce(f.dtype, a.ann_dtype) AS dtype,
                               coalesce(try_cast(f.in_nelems AS BIGINT), a.ann_nelems) AS in_nelems),
