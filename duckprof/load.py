@@ -1702,12 +1702,14 @@ class Loader:
                            None if meta.get("schemaVersion") is None else str(meta.get("schemaVersion")),
                            p.events, split.salvaged_bytes, json.dumps(meta, allow_nan=True, default=str),
                            *windows.get(first + k, (None, None))))
-            props = meta.get("deviceProperties")
+            # 'computeProperties', with 'major'/'minor': Kineto's first spelling (PyTorch 1.8)
+            props = meta.get("deviceProperties", meta.get("computeProperties"))
             for d in props if isinstance(props, list) else []:
                 if isinstance(d, dict):
                     devices.append((first + k, _int_or_none(d.get("id")), str(d.get("name", "")),
-                                    _int_or_none(d.get("totalGlobalMem")), _int_or_none(d.get("computeMajor")),
-                                    _int_or_none(d.get("computeMinor")),
+                                    _int_or_none(d.get("totalGlobalMem")),
+                                    _int_or_none(d.get("computeMajor", d.get("major"))),
+                                    _int_or_none(d.get("computeMinor", d.get("minor"))),
                                     _int_or_none(d.get("numSms", d.get("multiProcessorCount"))),
                                     json.dumps(d, default=str)))
         self._insert_rows("load/insert_traces.sql", self._TRACE_COLUMNS, traces)

@@ -25,7 +25,7 @@ CREATE TABLE IF NOT EXISTS traces (
     last_end_ns     BIGINT                -- latest end of a complete event, ns: the trace's window
 );
 
--- devices: one row per entry of the trace's deviceProperties.
+-- devices: one row per entry of the trace's deviceProperties (computeProperties in PyTorch 1.8 traces).
 CREATE TABLE IF NOT EXISTS devices (
     trace_id               INTEGER,
     device                 INTEGER,  -- device index (deviceProperties.id)

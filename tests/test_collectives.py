@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from conftest import REPO, corpus_path, invoke, read_trace, trace_events
+from conftest import REPO, corpus_path, invoke, needs_corpus, read_trace, trace_events
 
 import duckprof
 from duckprof.synth import generate_job
@@ -173,3 +173,21 @@ def test_sixteen_rank_job_loads_as_one_run_and_report_ranks_names_the_late_rank(
     rows = list(csv.DictReader(r.stdout.splitlines()))
     assert len(rows) == 16 and rows[0]["rank"] == "11"
     assert int(rows[0]["late_count"]) == int(rows[0]["collectives"]) > 0
+
+
+@needs_corpus
+def test_sizes_from_the_nccl_annotations():
+    """sampled_rank0 (2023): no size on its NCCL kernels nor its record_param_comms; each launch
+    call lies in c10d's nccl:* annotation, whose first input gives the size (before: all 10
+    without). In start order, by hand from the annotations' Input Dims and Input type:
+    all_to_all [[384]] long, [[419430400]] unsigned char; all_reduce [[19618307]] float, ...;
+    the _all_gather_base's output is n times its input, and n (128) is only the world size
+    assumed: no size."""
+    with duckprof.connect() as s:
+        s.load([str(corpus_path("sampled_rank0_no_devprops.json.gz"))], run="r")
+        got = s.sql("SELECT collective, dtype, msg_bytes FROM collectives ORDER BY ts_ns").fetchall()
+    assert got == [("all_to_all", "Long", 384 * 8), ("all_to_all", "Byte", 419430400),
+                   ("all_reduce", "Float", 19618307 * 4), ("all_reduce", "Float", 26955536 * 4),
+                   ("all_gather", "Char", None), ("all_to_all", "Byte", 419430400),
+                   ("all_to_all", "Int", 2846720 * 4), ("all_reduce", "Float", 26258430 * 4),
+                   ("all_reduce", "Float", 5716654 * 4), ("all_gather", "Char", None)]

@@ -4,13 +4,15 @@
 -- instead of by four ASOF joins of every call at every query:
 -- device_ns: the device time (kernels, memcpys, memsets) launched by the
 --   calls on its thread that start in [start, end): each launch is owned by
---   its runtime call's innermost enclosing cpu_op, or by the enclosing user
---   annotation or operator that is the runtime call's parent (the
---   RecordFunction whose External id Kineto gives the launch);
+--   the enclosing cpu_op its runtime call's External id names (templates/
+--   launch_owner.sql), else by its innermost enclosing cpu_op, or by the
+--   enclosing user annotation or operator that is the runtime call's parent
+--   (the RecordFunction whose External id Kineto gives the launch);
 -- cpu_mem_bytes, device_mem_bytes: the bytes of the [memory] events in
 --   [start, end], any thread of the call's process (templates/memory.sql call_bytes).
 -- Only calls with some device time or memory get a row.
 {% from "templates/memory.sql" import call_bytes, memory_bytes %}
+{% from "templates/launch_owner.sql" import external_owners %}
 {%- set in_ids = "trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, trace_id)" %}
 INSERT INTO derived_call_totals
 WITH calls AS (
@@ -26,15 +28,20 @@ WITH calls AS (
           SELECT trace_id, event_id, pid, tid, ts_ns, end_ns FROM runtime)
     WHERE {{ in_ids }} AND ts_ns IS NOT NULL AND end_ns IS NOT NULL
 ),
+ext_owner AS (
+    {{ external_owners('derived_launches', in_ids) | indent(4) }}
+),
 owner AS (  -- the device time each host call launched itself; a device event's launch call is the
            -- one derived_launches links it to (one per event, even when runtime calls share a correlation)
     SELECT trace_id, owner_id AS event_id, sum(dur_ns) AS dev_ns
     FROM (SELECT r.trace_id, l.dur_ns,
-                 CASE WHEN r.parent_event_id = r.op_event_id OR a.event_id IS NOT NULL THEN r.parent_event_id
-                      ELSE r.op_event_id END AS owner_id
+                 coalesce(x.owner_id,
+                          CASE WHEN r.parent_event_id = r.op_event_id OR a.event_id IS NOT NULL THEN r.parent_event_id
+                               ELSE r.op_event_id END) AS owner_id
           FROM (SELECT * FROM derived_launches WHERE {{ in_ids }}) l
           JOIN (SELECT * FROM runtime WHERE {{ in_ids }}) r ON r.trace_id = l.trace_id AND r.event_id = l.launch_event_id
           LEFT JOIN user_annotations a ON a.trace_id = r.trace_id AND a.event_id = r.parent_event_id
+          LEFT JOIN ext_owner x ON x.trace_id = l.trace_id AND x.launch_event_id = l.launch_event_id
           WHERE l.dur_ns IS NOT NULL)
     WHERE owner_id IS NOT NULL
     GROUP BY trace_id, owner_id

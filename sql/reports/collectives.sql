@@ -135,7 +135,8 @@ SELECT note, instead FROM (
     UNION ALL
     SELECT 1, count(*) || ' of ' || (SELECT count(*) FROM c WHERE device IS NOT NULL)
               || ' communication kernels record no message size '
-              || '(In/Out msg nelems and dtype, on the kernel or its record_param_comms): no bandwidth for them',
+              || '(In/Out msg nelems and dtype on the kernel or its record_param_comms, or an nccl:* annotation''s'
+              || ' input; an all_gather''s needs its group size): no bandwidth for them',
            false
     FROM c WHERE msg_bytes IS NULL AND device IS NOT NULL HAVING count(*) > 0
     UNION ALL

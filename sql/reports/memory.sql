@@ -37,7 +37,8 @@
 -- allocated_bytes       BIGINT   bytes allocated (sum of the allocations)
 -- freed_bytes           BIGINT  [wide]  bytes freed (sum of the frees)
 -- peak_allocated_bytes  BIGINT   the highest allocated level
--- peak_at_us            DOUBLE   when it was first reached, µs after the trace's first event
+-- peak_at_us            DOUBLE   when it was first reached, µs after the trace's first event (its first
+--                                [memory] event if it has no complete event)
 -- peak_step             BIGINT   the ProfilerStep#N then running (empty: none)
 -- peak_op               VARCHAR  the innermost operator then running on the allocating thread
 -- peak_reserved_bytes   BIGINT   the highest reserved level (empty: not in the trace)
@@ -64,19 +65,23 @@ per_device AS (
 peak AS (
     SELECT p.*, l.ts_ns, l.pid, l.tid FROM per_device p JOIN levels l ON l.trace_id = p.trace_id AND l.event_id = p.peak_event_id
 ),
+first_mem AS (  -- a trace of [memory] events only has no window (trace_files: complete events)
+    SELECT trace_id, min(ts_ns) AS ts_ns FROM levels GROUP BY trace_id
+),
 peak_at AS (  -- the innermost operator spanning the peak on its thread, and its step
     {{ op_and_step('peak', 'peak_event_id') | indent(4) }}
 )
 SELECT f.run, f.rank, p.trace_id,
        {{ device_kind('p.') }} AS device_kind,
        p.device, p.events, p.allocs, p.allocated_bytes, p.freed_bytes,
-       p.peak AS peak_allocated_bytes, (p.ts_ns - f.first_ts_ns) / 1e3 AS peak_at_us,
+       p.peak AS peak_allocated_bytes, (p.ts_ns - coalesce(f.first_ts_ns, fm.ts_ns)) / 1e3 AS peak_at_us,
        a.step AS peak_step, a.op AS peak_op, p.peak_reserved AS peak_reserved_bytes,
        p.end_level AS end_allocated_bytes,
        CASE WHEN p.has_addr THEN p.live_allocs END AS live_allocs,
        CASE WHEN p.has_addr THEN coalesce(p.live_bytes, 0) END AS live_bytes
 FROM peak p
 JOIN trace_files f USING (trace_id)
+JOIN first_mem fm USING (trace_id)
 JOIN peak_at a ON a.trace_id = p.trace_id AND a.peak_event_id = p.peak_event_id
 ORDER BY f.run, f.rank NULLS LAST, p.trace_id, p.device_type, p.device
 

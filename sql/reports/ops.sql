@@ -93,6 +93,7 @@
 {% from "templates/scope.sql" import run_scope with context %}
 {% from "templates/intervals.sql" import merged_intervals %}
 {% from "templates/memory.sql" import memory_bytes, dropped_names %}
+{% from "templates/launch_owner.sql" import external_owners %}
 {%- set dropped = dropped_names() %}
 {#- the annotations of c10d's Work objects (ProcessGroupGloo's gloo:all_reduce, ProcessGroupNCCL's
     nccl:all_reduce, ...): their RecordFunction is async (c10d Work sets _setAsync: a work may end on
@@ -121,6 +122,9 @@ call_flops AS (  -- each call's FLOPs: duckprof's estimate; for aten::add and at
                 THEN coalesce(list_product(try_cast(input_dims->'$[0]' AS BIGINT[])), 1)::BIGINT END
     FROM cpu_ops
     WHERE TRUE {{ run_scope() }} AND name IN ('aten::add', 'aten::mul') AND input_dims IS NOT NULL
+),
+ext_owner AS (
+    {{ external_owners('launches', 'TRUE ' ~ run_scope()) | indent(4) }}
 ),
 launched AS (  -- per correlation id, the device time of the kernels, memcpys and memsets
               -- (launches: one row per such gpu_ops event, stored at load)
@@ -315,15 +319,17 @@ keyed AS (  -- each event's row key: name, annotation or not, stack, hashed
 tree AS (  -- the calls that may be merged (the parent has the same name), are dropped, launched device
            -- work or have memory (not those with only device time: totals reads them from the calls,
            -- ~0.2 CPU-s less at 1 GB): each one's row key and totals, its parent's row key and name, and
-           -- for a runtime call that launched device work, the call that owns it: the launch call's innermost
-           -- enclosing operator or annotation (the RecordFunction whose External id Kineto gives the launch)
+           -- for a runtime call that launched device work, the call that owns it: the enclosing op its
+           -- External id names (templates/launch_owner.sql), else its innermost enclosing operator or
+           -- annotation (the RecordFunction whose External id Kineto gives the launch)
     SELECT c.trace_id, c.event_id, c.parent_event_id, c.kh, c.dropped, c.async, c.self_ns, c.leaf,
            c.device_ns, c.cpu_mem, c.dev_mem, c.launched_ns,
            p.kh AS pkh, hash(p.key) = hash(c.key) AS parent_same_name, p.leaf AS parent_leaf,
-           CASE WHEN c.parent_event_id = c.op_event_id OR p.kind_no = 1 THEN c.parent_event_id
-                ELSE c.op_event_id END AS owner_id
+           coalesce(x.owner_id, CASE WHEN c.parent_event_id = c.op_event_id OR p.kind_no = 1 THEN c.parent_event_id
+                                     ELSE c.op_event_id END) AS owner_id
     FROM {{ keyed }} c
     LEFT JOIN {{ keyed }} p ON p.trace_id = c.trace_id AND p.event_id = c.parent_event_id
+    LEFT JOIN ext_owner x ON x.trace_id = c.trace_id AND x.launch_event_id = c.event_id
     -- (a CASE, not an OR: DuckDB then keeps the hash table on the narrow parent side)
     WHERE CASE WHEN c.dropped OR c.async OR c.launched_ns IS NOT NULL OR c.cpu_mem <> 0 OR c.dev_mem <> 0
                THEN true ELSE hash(p.key) = hash(c.key) END

@@ -183,7 +183,8 @@ JOIN scope sc USING (trace_id)
 ORDER BY sc.run, sc.rank NULLS LAST, k.trace_id, k.start_ns, k.step
 
 -- @notes
-SELECT f.file_name || ': no ProfilerStep#N annotations in this trace: one step, 0, over its CPU operators'
-       AS note
+SELECT f.file_name || ': no ProfilerStep#N annotations in this trace: '
+       || CASE WHEN EXISTS (SELECT 1 FROM cpu_ops o WHERE o.trace_id = f.trace_id)
+               THEN 'one step, 0, over its CPU operators' ELSE 'no CPU operators either, so no step' END AS note
 FROM trace_files f
 WHERE NOT EXISTS (SELECT 1 FROM steps s WHERE s.trace_id = f.trace_id) {{ run_scope('f.') }}

@@ -23,11 +23,20 @@
 -- all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, reduce, send,
 -- recv, send_recv, gather, scatter 1; barrier none.
 -- gloo (torch 2.x on CPU) records neither record_param_comms nor Seq nor the
--- process group on them: the type is the annotation's name, n the world size
--- (a new_group's collectives get the world's n too), the size the first
--- input's 'Input Dims' x 'Input type' (an all_gather's output n times that).
+-- process group on its gloo:* annotations (operators in PyTorch 1.9): the type
+-- is the annotation's name, n the world size (a new_group's collectives get the
+-- world's n too), the size the first
+-- input's 'Input Dims' x 'Input type' (an all_gather's output n times that;
+-- a reduce_scatter's one n-th of it).
+-- An NCCL kernel whose args and record_param_comms give no size or dtype (before
+-- PyTorch 2.2, and the record_param_comms of TensorList collectives) takes them
+-- the same way from c10d's nccl:* annotation around its launch call (the launch
+-- call's parent; in old traces an nccl:* cpu_op that launched it), as
+-- torch-tb-profiler's communication view does; an all_gather's size (n times the
+-- input) and a reduce_scatter's output only when n is recorded, not the world
+-- size assumed (subgroups are common).
 --
--- requires: launches, kernels, cpu_ops, trace_files, user_annotations
+-- requires: launches, kernels, cpu_ops, trace_files, user_annotations, runtime
 --
 -- Columns:
 -- trace_id        INTEGER  trace (one rank)
@@ -80,6 +89,20 @@ CASE lower({{ x }})
      WHEN 'complexdouble' THEN 16 WHEN 'uint16' THEN 2 WHEN 'uint32' THEN 4 WHEN 'uint64' THEN 8
      ELSE CASE WHEN lower({{ x }}) LIKE 'float8%' THEN 1 END END
 {%- endmacro %}
+{% macro input_dtype(x) -%}
+{#- an 'Input type' entry (C++ type names) as a 'dtype' arg spells it -#}
+CASE lower(regexp_replace({{ x }}, '^c10::', ''))
+     WHEN 'float' THEN 'Float' WHEN 'double' THEN 'Double' WHEN 'half' THEN 'Half'
+     WHEN 'bfloat16' THEN 'BFloat16' WHEN 'long int' THEN 'Long' WHEN 'long' THEN 'Long' WHEN 'int' THEN 'Int'
+     WHEN 'short int' THEN 'Short' WHEN 'signed char' THEN 'Char' WHEN 'unsigned char' THEN 'Byte'
+     WHEN 'bool' THEN 'Bool' END
+{%- endmacro %}
+{% macro out_nelems(collective, in_nelems, n) -%}
+{#- an all_gather's output is n inputs; a reduce_scatter's output one n-th of its input -#}
+CASE {{ collective }} WHEN 'all_gather' THEN {{ in_nelems }} * {{ n }}
+                      WHEN 'reduce_scatter' THEN {{ in_nelems }} // {{ n }}
+                      ELSE {{ in_nelems }} END
+{%- endmacro %}
 {% macro squash(x) -%}
 regexp_replace(lower({{ x }}), '[^a-z0-9]', '', 'g')
 {%- endmacro %}
@@ -91,6 +114,19 @@ WITH k AS (
 ),
 kargs AS (
     SELECT trace_id, event_id, args FROM kernels WHERE name ILIKE 'nccl%' OR name ILIKE 'rccl%'
+),
+ann AS (  -- the nccl:* annotation (or old nccl:* cpu_op) of the launch: its first input's dtype and elements
+    SELECT trace_id, event_id,
+           {{ input_dtype("json_extract_string(args, '$.\"Input type\"[0]')") }} AS ann_dtype,
+           list_product(try_cast(json_extract(args, '$."Input Dims"[0]') AS BIGINT[]))::BIGINT AS ann_nelems
+    FROM (SELECT k.trace_id, k.event_id, coalesce(u.args, o.args) AS args
+          FROM k
+          JOIN launches l USING (trace_id, event_id)
+          LEFT JOIN runtime r ON r.trace_id = l.trace_id AND r.event_id = l.launch_event_id
+          LEFT JOIN user_annotations u ON u.trace_id = r.trace_id AND u.event_id = r.parent_event_id
+                                      AND u.name LIKE 'nccl:%'
+          LEFT JOIN cpu_ops o ON o.trace_id = k.trace_id AND o.event_id = k.op_event_id AND o.name LIKE 'nccl:%')
+    WHERE args IS NOT NULL
 ),
 ops AS (
     -- the launching op and the op it is inside (their names: the args are read below, once, of the
@@ -138,8 +174,14 @@ typed AS (
                     nullif(len(string_split(regexp_replace(f.pg_ranks, '[\[\] ]', '', 'g'), ',')), 0)::INTEGER
                         * (CASE WHEN regexp_matches(f.pg_ranks, '[0-9]') THEN 1 END),
                     t.world_size) AS n,
+           -- n recorded for this collective, not assumed from the world size (a subgroup's is smaller)
+           try_cast(f.group_size AS INTEGER) IS NOT NULL
+               OR regexp_matches(coalesce(f.pg_ranks, ''), '[0-9]') AS n_known,
            {{ dtype_bytes('f.dtype') }} AS dtype_bytes
-    FROM facts f
+    FROM (SELECT f.* REPLACE (coalesce(f.dtype, a.ann_dtype) AS dtype,
+                              coalesce(try_cast(f.in_nelems AS BIGINT), a.ann_nelems) AS in_nelems),
+                 a.ann_nelems IS NOT NULL AND f.in_nelems IS NULL AS from_ann
+          FROM facts f LEFT JOIN ann a USING (trace_id, event_id)) f
     LEFT JOIN trace_files t USING (trace_id)
 ),
 gloo AS (
@@ -148,28 +190,28 @@ gloo AS (
     -- and type (no Seq, no process group, no record_param_comms on them)
     SELECT u.trace_id, u.event_id, u.name, NULL::INTEGER AS device, u.tid AS stream, u.ts_ns, u.dur_ns, u.end_ns,
            u.op_event_id, regexp_replace(u.name, '^gloo:', '') AS collective, t.world_size AS n,
-           CASE lower(regexp_replace(json_extract_string(u.args, '$."Input type"[0]'), '^c10::', ''))
-                WHEN 'float' THEN 'Float' WHEN 'double' THEN 'Double' WHEN 'half' THEN 'Half'
-                WHEN 'bfloat16' THEN 'BFloat16' WHEN 'long int' THEN 'Long' WHEN 'int' THEN 'Int'
-                WHEN 'short int' THEN 'Short' WHEN 'signed char' THEN 'Char' WHEN 'unsigned char' THEN 'Byte'
-                WHEN 'bool' THEN 'Bool' END AS dtype,
+           {{ input_dtype("json_extract_string(u.args, '$.\"Input type\"[0]')") | indent(11) }} AS dtype,
            list_product(json_extract(u.args, '$."Input Dims"[0]')::BIGINT[])::BIGINT AS in_nelems
-    FROM user_annotations u
+    FROM (SELECT trace_id, event_id, name, tid, ts_ns, dur_ns, end_ns, op_event_id, args
+          FROM user_annotations WHERE name LIKE 'gloo:%'
+          UNION ALL  -- (PyTorch 1.9 wrote c10d's annotations as operators)
+          SELECT trace_id, event_id, name, tid, ts_ns, dur_ns, end_ns, op_event_id, args
+          FROM cpu_ops WHERE name LIKE 'gloo:%') u
     LEFT JOIN trace_files t USING (trace_id)
-    WHERE u.name LIKE 'gloo:%'
 ),
 gloo_typed AS (
-    SELECT *, {{ dtype_bytes('dtype') }} AS dtype_bytes,
-           -- an all_gather's output is n inputs; a reduce_scatter's output one n-th of its input
-           CASE collective WHEN 'all_gather' THEN in_nelems * n WHEN 'reduce_scatter' THEN in_nelems // n
-                           ELSE in_nelems END AS out_nelems
+    SELECT *, {{ dtype_bytes('dtype') }} AS dtype_bytes, {{ out_nelems('collective', 'in_nelems', 'n') }} AS out_nelems
     FROM gloo
 ),
 both_kinds AS (
     SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, end_ns, rpc_op_event_id AS op_event_id,
            collective, coalesce(pg_name, pg_id) AS process_group, pg_desc, pg_ranks, try_cast(seq AS BIGINT) AS seq,
-           n, dtype, dtype_bytes::INTEGER AS dtype_bytes, try_cast(in_nelems AS BIGINT) AS in_nelems,
-           try_cast(out_nelems AS BIGINT) AS out_nelems
+           n, dtype, dtype_bytes::INTEGER AS dtype_bytes,
+           -- from the annotation (its input only): an all_gather's size needs n, a reduce_scatter's output too
+           CASE WHEN from_ann AND collective = 'all_gather' AND NOT n_known THEN NULL ELSE in_nelems END AS in_nelems,
+           CASE WHEN NOT from_ann THEN try_cast(out_nelems AS BIGINT)
+                WHEN collective IN ('all_gather', 'reduce_scatter') AND NOT n_known THEN NULL
+                ELSE {{ out_nelems('collective', 'in_nelems', 'n') }} END AS out_nelems
     FROM typed
     UNION ALL
     SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, end_ns, op_event_id, collective,
