@@ -16,6 +16,7 @@ import json
 import os
 import pickle
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,14 @@ import pytest
 # it redoes that on every run and in every xdist worker: 8-10 s of each
 # collection. The test modules, imported after this file, keep their cache.
 sys.dont_write_bytecode = False
+
+# A command started in the background by a shell without job control (`pytest &`
+# in a script) ignores SIGINT, as POSIX says, and so does every process it starts:
+# the tests that press Ctrl-C on a duckprof process (test_reliability,
+# test_html_store) then saw it run on, exit 0 or a 30 s timeout ("flaky under
+# load"; duckprof does right to ignore it there). The tests run as from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # pytest-xdist hands its workers COLUMNS=<the controller's terminal width>; the
 # tables the CLI prints take their width from COLUMNS, so tests see in every

@@ -304,7 +304,8 @@ def cpu_seconds(pid: int) -> float:
 def signal_state(pid: int) -> str:
     """The process's signal dispositions and each thread's blocked set, as
     /proc shows them: said in the message when a signal did not stop it (these
-    tests failed now and then in full runs with exit 0: a SIGINT not acted on)."""
+    tests failed in full runs started with `&` from a script: SIGINT ignored,
+    inherited; conftest now restores it)."""
     def fields(path):
         try:
             lines = Path(path).read_text().splitlines()
