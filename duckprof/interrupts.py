@@ -164,9 +164,10 @@ def check():
     acted on. Called where the CLI goes on after a statement (a load's next
     phase, a report's rows before they are printed): DuckDB can consume the
     interrupt and finish the statement normally, KeyboardInterrupt included
-    (seen in full test runs: an interrupted load committed, an interrupted
-    report printed its rows, exit 0). Only in the main thread, outside
-    deferred()."""
+    (the full test runs that seemed to show it, an interrupted load committed,
+    an interrupted report printed its rows, had SIGINT ignored: started with
+    `&` from a script; a guard kept all the same). Only in the main thread,
+    outside deferred()."""
     global _unhandled
     if _unhandled and not _deferred and threading.current_thread() is threading.main_thread():
         _unhandled = False
