@@ -155,13 +155,23 @@ facts AS (
                                ('Process Group Ranks', 'pg_ranks'), ('Seq', 'seq'), ('Group size', 'group_size'),
                                ('In msg nelems', 'in_nelems'), ('Out msg nelems', 'out_nelems'),
                                ('dtype', 'dtype')] %}
-           coalesce(json_extract_string(a.args, '$."{{ key }}"'),
-                    json_extract_string(o.rpc_args, '$."{{ key }}"')) AS {{ col }},
+           {%- set value = "coalesce(json_extract_string(a.args, '$.\"" ~ key ~ "\"'), "
+                           ~ "json_extract_string(o.rpc_args, '$.\"" ~ key ~ "\"'))" %}
+           {%- if col == 'in_nelems' %}
+           -- (else the nccl:* annotation's first input: from_ann)
+           coalesce(try_cast({{ value }} AS BIGINT), n.ann_nelems) AS in_nelems,
+           n.ann_nelems IS NOT NULL AND {{ value }} IS NULL AS from_ann,
+           {%- elif col == 'dtype' %}
+           coalesce({{ value }}, n.ann_dtype) AS dtype,
+           {%- else %}
+           {{ value }} AS {{ col }},
+           {%- endif %}
            {% endfor %}
            o.op_name
     FROM k
     LEFT JOIN kargs a USING (trace_id, event_id)
     LEFT JOIN rpc o USING (trace_id, event_id)
+    LEFT JOIN ann n USING (trace_id, event_id)
 ),
 typed AS (
     SELECT f.*,
@@ -178,10 +188,7 @@ typed AS (
            try_cast(f.group_size AS INTEGER) IS NOT NULL
                OR regexp_matches(coalesce(f.pg_ranks, ''), '[0-9]') AS n_known,
            {{ dtype_bytes('f.dtype') }} AS dtype_bytes
-    FROM (SELECT f.* REPLACE (coalesce(f.dtype, a.ann_dtype) AS dtype,
-                              coalesce(try_cast(f.in_nelems AS BIGINT), a.ann_nelems) AS in_nelems),
-                 a.ann_nelems IS NOT NULL AND f.in_nelems IS NULL AS from_ann
-          FROM facts f LEFT JOIN ann a USING (trace_id, event_id)) f
+    FROM facts f
     LEFT JOIN trace_files t USING (trace_id)
 ),
 gloo AS (
