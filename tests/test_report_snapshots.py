@@ -39,6 +39,7 @@ UPDATE = os.environ.get("DUCKPROF_UPDATE_SNAPSHOTS") == "1"
 REPORTS = [
     ("kernels", ["kernels", "--limit", "0"]),
     ("kernels_launch", ["kernels", "--group-by-launch", "--limit", "5"]),
+    ("kernels_occupancy", ["kernels", "--occupancy", "--limit", "10"]),
     ("gpu_time", ["gpu-time"]),
     ("gpu_time_steps", ["gpu-time", "--by-step"]),
     ("gpu_time_hta", ["gpu-time", "--hta"]),

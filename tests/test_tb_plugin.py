@@ -112,6 +112,21 @@ def test_gpu_utilization():
     assert {(r["busy_us"], r["window_us"]) for r in cats} == {(60.0, 120.0)}
 
 
+def test_blocks_per_sm_and_occupancy_per_kernel_name():
+    """test_gpu_utilization's kernel_stat: per kernel name, the blocks per SM and est.
+    achieved occupancy weighted by duration, a kernel of 0 µs not counted (gemmSN: its
+    15 µs kernel alone, 0.6 and 0.1; the NLL kernel: 10, 25 and 20 µs). The plugin's
+    test writes occupancy as a fraction: duckprof gives the trace's value as it is."""
+    with session("gpu_utilization") as s:
+        rows = {r["name"]: r for r in report_rows(s, "kernels", occupancy=True)}
+        plain = report_rows(s, "kernels")
+    gemm, nll = rows["void gemmSN_TN_kernel_64addr"], rows["void cunn_ClassNLLCriterion_updateGradInput_kernel<float>"]
+    assert (gemm["blocks_per_sm"], gemm["occupancy_pct"]) == (0.6, 0.1)
+    assert nll["blocks_per_sm"] == round((0.5 * 10 + 0.3 * 25 + 10.5 * 20) / (10 + 25 + 20), 3)
+    assert nll["occupancy_pct"] == round((0.6 * 10 + 1.0 * 25 + 0.3 * 20) / (10 + 25 + 20), 2)
+    assert "blocks_per_sm" not in plain[0]  # only asked for: it reads every kernel's args
+
+
 def test_gpu_utilization_kernel_out_of_step():
     """test_gpu_utilization_kernel_out_of_step: both kernels run outside ProfilerStep#2
     (100-200): its utilization is 0 (the plugin's SM efficiency and occupancy are None:

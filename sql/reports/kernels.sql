@@ -23,6 +23,7 @@
 -- option: --limit/-n INTEGER >= 0 = 20  rows per device (0 = all)
 -- option: --sort/-s CHOICE(total,count,mean,max,min,busy,flops,bytes,tflops,gbps,compute,bandwidth,intensity,name) = total  order of the rows
 -- option: --group-by-launch FLAG  one row per kernel name + grid + block
+-- option: --occupancy FLAG  each row's mean blocks per SM and est. achieved occupancy (TensorBoard's kernel view)
 -- option: --dtype VARCHAR  dtype for kernels whose op records no input types (fp32, tf32, bf16, fp16, fp8, fp64, int8; or float, bfloat16, half)
 -- option: --peak-tflops DOUBLE > 0  compute peak, TFLOP/s (overrides the device table)
 -- option: --peak-gbps DOUBLE > 0  DRAM bandwidth peak, GB/s (overrides the device table)
@@ -42,6 +43,10 @@
 -- min_us                DOUBLE  [wide]  shortest execution, us
 -- max_us                DOUBLE  [wide]  longest execution, us
 -- busy_pct              DOUBLE   total_us / the device's busy time, %
+-- blocks_per_sm         DOUBLE   blocks per SM (kernels.blocks_per_sm), mean weighted by duration, as
+--                                TensorBoard's kernel view (only with --occupancy)
+-- occupancy_pct         DOUBLE   est. achieved occupancy (kernels.occupancy_pct), mean weighted by
+--                                duration, % (only with --occupancy)
 -- over_peak             VARCHAR  'compute', 'bandwidth' or 'compute,bandwidth': above 100% of that peak,
 --                                which no kernel can be; a note says which estimator and op gave the
 --                                FLOPs (bytes) and what the kernel does instead. NULL: within the peaks
@@ -103,6 +108,9 @@ k AS (
            {%- if group_by_launch %}
            kk.grid::VARCHAR AS grid, kk.block::VARCHAR AS block,
            {%- endif %}
+           {%- if occupancy %}
+           kk.blocks_per_sm, kk.occupancy_pct,
+           {%- endif %}
            coalesce(e.peak_dtype, $default_peak_dtype) AS pdt,
            coalesce($peak_tflops, CASE coalesce(e.peak_dtype, $default_peak_dtype)
                WHEN 'fp64' THEN p.fp64_tflops WHEN 'fp32' THEN p.fp32_tflops WHEN 'tf32' THEN p.tf32_tflops
@@ -112,7 +120,8 @@ k AS (
     FROM kernel_estimates e
     JOIN scope s USING (trace_id)
     LEFT JOIN gpu_devices p ON p.trace_id = e.trace_id AND p.device = e.device
-    {%- if group_by_launch %}
+    {%- if group_by_launch or occupancy %}
+    -- (args read only when asked: ~30% of the report's CPU on a 100 MB trace)
     LEFT JOIN kernels kk ON kk.trace_id = e.trace_id AND kk.event_id = e.event_id
     {%- endif %}
     WHERE TRUE {{ device_scope('e.') }}
@@ -123,6 +132,11 @@ agg AS (
            count(*) AS count,
            sum(dur_ns) AS total_ns, min(dur_ns) AS min_ns, max(dur_ns) AS max_ns,
            sum(flops) AS flops, sum(bytes) AS bytes,
+           {%- if occupancy %}
+           -- weighted by duration (a kernel of 0 ns counts for nothing), as TensorBoard's kernel view
+           sum(dur_ns * blocks_per_sm) / nullif(sum(dur_ns) FILTER (WHERE blocks_per_sm IS NOT NULL), 0) AS bps,
+           sum(dur_ns * occupancy_pct) / nullif(sum(dur_ns) FILTER (WHERE occupancy_pct IS NOT NULL), 0) AS occ,
+           {%- endif %}
            sum(dur_ns) FILTER (WHERE flops IS NOT NULL) AS flops_ns,
            sum(dur_ns) FILTER (WHERE bytes IS NOT NULL) AS bytes_ns,
            sum(flops) FILTER (WHERE peak_t IS NOT NULL) AS pk_flops,
@@ -156,6 +170,10 @@ report AS (
            {{ rounded('a.min_ns / 1e3', 3) }} AS min_us,
            {{ rounded('a.max_ns / 1e3', 3) }} AS max_us,
            {{ rounded('100.0 * a.total_ns / nullif(b.busy_ns, 0)', 2) }} AS busy_pct,
+           {%- if occupancy %}
+           {{ rounded('a.bps', 3) }} AS blocks_per_sm,
+           {{ rounded('a.occ', 2) }} AS occupancy_pct,
+           {%- endif %}
            nullif(concat_ws(',', CASE WHEN a.pk_flops > a.pk_t_ns * 1e3 THEN 'compute' END,
                                  CASE WHEN a.pk_bytes > a.pk_g_ns THEN 'bandwidth' END), '') AS over_peak,
            a.flops::BIGINT AS flops,

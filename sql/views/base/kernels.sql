@@ -19,6 +19,9 @@
 -- block                 JSON     block dimensions
 -- registers_per_thread  INTEGER  registers per thread
 -- shared_memory_bytes   BIGINT   static + dynamic shared memory per block
+-- blocks_per_sm         DOUBLE   Kineto's 'blocks per SM': grid blocks / the device's SMs
+-- occupancy_pct         DOUBLE   Kineto's 'est. achieved occupancy %' (CUPTI's estimate from the launch
+--                                configuration; NULL when not recorded)
 -- args                  JSON     all args
 {% from "templates/categories.sql" import device_cats, device_index, device_kind, sql_list %}
 CREATE OR REPLACE VIEW kernels AS
@@ -28,6 +31,8 @@ SELECT trace_id, event_id, name, {{ device_index() }} AS device, coalesce(stream
        json_extract(args, '$.block') AS block,
        try_cast(json_extract_string(args, '$."registers per thread"') AS INTEGER) AS registers_per_thread,
        try_cast(json_extract_string(args, '$."shared memory"') AS BIGINT) AS shared_memory_bytes,
+       try_cast(json_extract_string(args, '$."blocks per SM"') AS DOUBLE) AS blocks_per_sm,
+       try_cast(json_extract_string(args, '$."est. achieved occupancy %"') AS DOUBLE) AS occupancy_pct,
        args
 FROM events
 WHERE ph = 'X' AND cat IN {{ sql_list(device_cats) }} AND {{ device_kind() }} = 'kernel';
