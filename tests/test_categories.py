@@ -89,6 +89,22 @@ def test_miopen_helper_kernels_are_conv():
         assert dict(rows(s, "SELECT name, category FROM kc")) == names
 
 
+def test_composable_kernel_convolution_backward_is_conv():
+    """Composable kernel (ROCm) runs a convolution's backward as a batched GEMM named for
+    it (the corpus' MI300X trace: kernel_batched_gemm_xdlops_bwd_weight, 44 launches by
+    aten::miopen_convolution's backward); TraceLens counts it as CONV_bwd. It was 'gemm'
+    (its name says gemm). Expected: conv; CK's plain GEMMs stay gemm."""
+    names = {"_ZN2ck16tensor_operation6device37kernel_batched_gemm_xdlops_bwd_weightINS_47GridwiseGemm": "conv",
+             "_ZN2ck16tensor_operation6device35kernel_batched_gemm_xdlops_bwd_dataINS_47GridwiseGemm": "conv",
+             "_ZN2ck16tensor_operation6device30kernel_gemm_xdlops_v2r3INS_31GridwiseGemm": "gemm"}
+    with duckprof.connect() as s:
+        s.sql("CREATE TEMP TABLE g(kind VARCHAR, name VARCHAR)")
+        s.sql("INSERT INTO g SELECT 'kernel', unnest($n)", params={"n": list(names)})
+        sql = sqlfiles.render("views/derived/kernel_categories.sql").replace("FROM gpu_ops", "FROM g")
+        s.sql(sql.replace("CREATE OR REPLACE VIEW kernel_categories", "CREATE TEMP VIEW kc"))
+        assert dict(rows(s, "SELECT name, category FROM kc")) == names
+
+
 @needs_corpus
 def test_miopen_helpers_get_none_of_the_convolutions_flops(corpus_session):
     """conv is a math category (kernel_estimates gives its kernels the op's

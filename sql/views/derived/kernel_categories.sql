@@ -22,7 +22,9 @@
 --   triton_template     starts with 'triton_tem_'  (Inductor template kernels, mostly mm)
 --   triton_other        any other name starting with 'triton' (e.g. 'triton__0d1d2d')
 --   conv                'convolution', 'convolve', 'conv_', 'conv2d', 'conv3d', 'winograd', 'fprop',
---                       'dgrad', 'wgrad', 'scudnn', 'im2col', or MIOpen 'igemm_fwd/bwd/wrw'
+--                       'dgrad', 'wgrad', 'scudnn', 'im2col', MIOpen 'igemm_fwd/bwd/wrw', or composable
+--                       kernel's 'xdlops_bwd_weight' / 'xdlops_bwd_data' (its convolutions' backward as
+--                       a batched GEMM: kernel_batched_gemm_xdlops_bwd_weight, TraceLens's CONV_bwd)
 --                       (tested before gemm: implicit-GEMM convolutions also say 'gemm'); and
 --                       MIOpen's helpers that it runs inside its convolutions: starts with
 --                       'batched_transpose_', 'transpose_nchw2cnhw' (cnhw2nchw, ...) or
@@ -64,7 +66,7 @@ SELECT kind, name,
            WHEN starts_with(lname, 'triton_tem_') THEN 'triton_template'
            WHEN starts_with(lname, 'triton') THEN 'triton_other'
            WHEN regexp_matches(lname, '{{ miopen_conv_helpers }}') THEN 'conv'
-           WHEN regexp_matches(lname, 'convolution|convolve|conv_|conv[23]d|winograd|fprop|dgrad|wgrad|scudnn|im2col|igemm_(fwd|bwd|wrw)')
+           WHEN regexp_matches(lname, 'convolution|convolve|conv_|conv[23]d|winograd|fprop|dgrad|wgrad|scudnn|im2col|igemm_(fwd|bwd|wrw)|xdlops_bwd_(weight|data)')
                THEN 'conv'
            WHEN regexp_matches(lname, '(^|[^b])gemm|gemv|cublas|xmma|nvjet|matmul|cutlass::kernel|cutlass_[0-9]|(^|[^a-z0-9_])bmm_|^cijk_')
                THEN 'gemm'
