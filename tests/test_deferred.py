@@ -27,7 +27,7 @@ DEFERRED_TABLES = ["op_estimates", "trace_facts", *session_mod.DERIVED]
 
 # (report, options): every registered report, and the variants that read other views
 CASES = [("kernels", {"limit": 0}), ("kernels", {"group_by_launch": True, "limit": 5}), ("gpu-time", {}),
-         ("gpu-time", {"by_step": True}), ("gpu-time", {"hta": True}), ("gpu-time", {"buckets": 12}),
+         ("gpu-time", {"by_step": True}), ("gpu-time", {"hta": True}), ("gpu-time", {"buckets": 12}), ("gpu-time", {"occupancy": True}),
          ("idle", {"limit": 15}), ("idle", {"hta": True}), ("idle", {"by": "event"}), ("queue", {}),
          ("queue", {"buckets": 12}), ("temporal", {}), ("ops-by-step", {}), ("traces", {}), ("devices", {}),
          ("categories", {}), ("categories", {"by_step": True}), ("categories", {"category": "gemm"}),

@@ -43,6 +43,7 @@ REPORTS = [
     ("gpu_time", ["gpu-time"]),
     ("gpu_time_steps", ["gpu-time", "--by-step"]),
     ("gpu_time_hta", ["gpu-time", "--hta"]),
+    ("gpu_time_occupancy", ["gpu-time", "--occupancy"]),
     ("idle", ["idle", "--limit", "15"]),
     ("idle_hta", ["idle", "--hta", "--limit", "15"]),
     ("idle_events", ["idle", "--by", "event", "--limit", "15"]),

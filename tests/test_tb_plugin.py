@@ -127,10 +127,29 @@ def test_blocks_per_sm_and_occupancy_per_kernel_name():
     assert "blocks_per_sm" not in plain[0]  # only asked for: it reads every kernel's args
 
 
+def test_sm_efficiency_and_occupancy_per_device():
+    """test_gpu_utilization's GPU summary: est. SM efficiency integrates min(1, the
+    running kernels' summed blocks per SM) over time: 0.5*5 + 1.0*5 (0.5 + 0.6 capped)
+    + 0.6*5 + 0.9*5 + 0.3*20 + 1.0*20 (10.5 capped) = 41 µs. The plugin divides by the
+    profiled span (220 - 100); duckprof's gpu-time by its GPU window (first kernel start
+    130 to last end 220), as every figure of that report. Occupancy: the kernels'
+    duration-weighted mean, (0.6*10 + 0.1*15 + 1.0*25 + 0.3*20) / 70. Per stream the
+    same over its own kernels and window (stream 8: its 15 µs kernel alone, the 0 µs
+    one not counted)."""
+    with session("gpu_utilization") as s:
+        rows = {(r["scope"], r["stream"]): r for r in report_rows(s, "gpu-time", occupancy=True)}
+    dev = rows[("device", None)]
+    assert dev["window_us"] == 90.0
+    assert dev["sm_efficiency_pct"] == pytest.approx(100 * 41 / 90)
+    assert dev["occupancy_pct"] == pytest.approx((0.6 * 10 + 0.1 * 15 + 1.0 * 25 + 0.3 * 20) / 70)
+    assert rows[("stream", 7)]["sm_efficiency_pct"] == pytest.approx(100 * (0.5 * 10 + 0.3 * 25 + 1.0 * 20) / 90)
+    assert (rows[("stream", 8)]["sm_efficiency_pct"], rows[("stream", 8)]["occupancy_pct"]) == (pytest.approx(60.0), 0.1)
+
+
 def test_gpu_utilization_kernel_out_of_step():
     """test_gpu_utilization_kernel_out_of_step: both kernels run outside ProfilerStep#2
     (100-200): its utilization is 0 (the plugin's SM efficiency and occupancy are None:
-    duckprof has neither)."""
+    it counts the steps only; duckprof's gpu-time --occupancy is over the GPU window)."""
     with session("gpu_utilization_kernel_out_of_step") as s:
         (step,) = report_rows(s, "steps")
         (tb,) = report_rows(s, "steps", breakdown="tensorboard")

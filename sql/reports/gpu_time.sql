@@ -18,6 +18,7 @@
 -- uses: device, gpu_window
 -- option: --kernel-wait-us DOUBLE >= 0 = 30  gaps shorter than this (µs) are kernel_wait (launch overhead), as HTA's consecutive_kernel_delay
 -- option: --by-step FLAG  busy % per ProfilerStep instead (sql/reports/gpu_time_steps.sql)
+-- option: --occupancy FLAG  est. SM efficiency and achieved occupancy of each window (TensorBoard's GPU summary)
 -- option: --buckets/-b INTEGER >= 0 = 0  busy and idle over time instead: N equal time buckets per device and stream (sql/reports/gpu_time_buckets.sql)
 -- requires: gpu_windows, gpu_activity, gpu_idle_intervals, trace_files, launches
 --
@@ -41,10 +42,15 @@
 -- other_pct        DOUBLE  [wide]  other_us / idle_us, %
 -- unlaunched       BIGINT  [wide]  of the events, those whose launch call is not in the trace (a note
 --                                  says how many on each device)
+-- sm_efficiency_pct  DOUBLE  est. SM efficiency (only with --occupancy): the time integral of
+--                            min(1, the sum of the running kernels' blocks per SM) / window_us, %,
+--                            as TensorBoard's (which divides by the steps' span, not the GPU window)
+-- occupancy_pct    DOUBLE   est. achieved occupancy of the window's kernels, mean weighted by
+--                           duration, % (only with --occupancy)
 {% from "templates/scope.sql" import scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
 WITH win AS (  -- window and event count per device and per stream
-    SELECT trace_id, device, scope, stream, events, unlaunched, window_ns
+    SELECT trace_id, device, scope, stream, events, unlaunched, window_ns, start_ns, end_ns
     FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta) w
     -- with --hta, as HTA's idle-time breakdown: the streams of its kernels, memcpys and
     -- memsets ($hta inside the subquery: without --hta it is planned empty, not run)
@@ -62,6 +68,34 @@ idle AS (
                             kernel_wait_ns := CAST(round($kernel_wait_us * 1000) AS BIGINT))
     GROUP BY trace_id, device, scope, stream
 ),
+{%- if occupancy %}
+kw AS (  -- the kernels of each window (0 µs ones count for nothing), clipped to it
+    SELECT w.trace_id, w.device, w.scope, w.stream, k.dur_ns, k.blocks_per_sm, k.occupancy_pct,
+           greatest(k.ts_ns, w.start_ns) AS s, least(k.end_ns, w.end_ns) AS e
+    FROM win w
+    JOIN kernels k ON k.trace_id = w.trace_id AND k.device = w.device AND (w.scope = 'device' OR k.stream = w.stream)
+    WHERE k.dur_ns > 0 AND k.ts_ns < w.end_ns AND k.end_ns > w.start_ns
+),
+level AS (  -- the running sum of blocks per SM from each start or end to the next
+    SELECT trace_id, device, scope, stream, t,
+           sum(d) OVER (PARTITION BY trace_id, device, scope, stream ORDER BY t ROWS UNBOUNDED PRECEDING) AS bps,
+           lead(t) OVER (PARTITION BY trace_id, device, scope, stream ORDER BY t) AS next_t
+    FROM (SELECT trace_id, device, scope, stream, s AS t, blocks_per_sm AS d FROM kw WHERE blocks_per_sm IS NOT NULL
+          UNION ALL
+          SELECT trace_id, device, scope, stream, e, -blocks_per_sm FROM kw WHERE blocks_per_sm IS NOT NULL)
+),
+sm AS (  -- (at equal times the last row holds every edge's sum: the earlier ones span 0 ns)
+    SELECT trace_id, device, scope, stream, sum(greatest(least(bps, 1.0), 0.0) * (next_t - t)) AS sm_ns
+    FROM level WHERE next_t > t
+    GROUP BY trace_id, device, scope, stream
+),
+occ AS (
+    SELECT trace_id, device, scope, stream,
+           sum(dur_ns * occupancy_pct) / nullif(sum(dur_ns) FILTER (WHERE occupancy_pct IS NOT NULL), 0) AS occ
+    FROM kw
+    GROUP BY trace_id, device, scope, stream
+),
+{%- endif %}
 t AS (
     SELECT w.trace_id, w.device, w.scope, w.stream, w.events, w.unlaunched, w.window_ns,
            coalesce(i.host_wait_ns, 0) AS host_wait_ns,
@@ -80,8 +114,17 @@ SELECT tr.run, tr.rank, t.trace_id, t.device, t.scope, t.stream, t.events,
        100.0 * t.host_wait_ns / nullif(t.idle_ns, 0) AS host_wait_pct,
        100.0 * t.kernel_wait_ns / nullif(t.idle_ns, 0) AS kernel_wait_pct,
        100.0 * t.other_ns / nullif(t.idle_ns, 0) AS other_pct, t.unlaunched
+       {%- if occupancy %},
+       100.0 * sm.sm_ns / nullif(t.window_ns, 0) AS sm_efficiency_pct, o.occ AS occupancy_pct
+       {%- endif %}
 FROM t
 JOIN trace_files tr USING (trace_id)
+{%- if occupancy %}
+LEFT JOIN occ o ON o.trace_id = t.trace_id AND o.device = t.device AND o.scope = t.scope
+               AND o.stream IS NOT DISTINCT FROM t.stream
+LEFT JOIN sm ON sm.trace_id = t.trace_id AND sm.device = t.device AND sm.scope = t.scope
+            AND sm.stream IS NOT DISTINCT FROM t.stream
+{%- endif %}
 WHERE TRUE {{ scope('t.') }}
 ORDER BY tr.run, tr.rank NULLS LAST, t.trace_id, t.device, t.scope, t.stream NULLS FIRST
 
