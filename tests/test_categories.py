@@ -46,6 +46,16 @@ def cats(s, **opts):
     return [dict(zip(cols, row)) for row in r.fetchall()]
 
 
+def categories_of(names, kind="kernel") -> dict:
+    """The kernel_categories view's rule alone, on device events of these names."""
+    with duckprof.connect() as s:
+        s.sql("CREATE TEMP TABLE g(kind VARCHAR, name VARCHAR)")
+        s.sql("INSERT INTO g SELECT $kind, unnest($n)", params={"kind": kind, "n": list(names)})
+        sql = sqlfiles.render("views/derived/kernel_categories.sql").replace("FROM gpu_ops", "FROM g")
+        s.sql(sql.replace("CREATE OR REPLACE VIEW kernel_categories", "CREATE TEMP VIEW kc"))
+        return dict(rows(s, "SELECT name, category FROM kc"))
+
+
 def test_view_splits_persistent_reduction_and_memcpy_directions(three):
     got = dict(rows(three, "SELECT name, category FROM kernel_categories"))
     assert got["triton_red_fused_sum_1"] == "triton_reduction"
@@ -55,14 +65,9 @@ def test_view_splits_persistent_reduction_and_memcpy_directions(three):
     assert got["Memcpy HtoD (Pageable -> Device)"] == "memcpy_htod"
     assert got["Memcpy DtoH (Device -> Pageable)"] == "memcpy_dtoh"
     assert got["Memset (Device)"] == "memset"
-    with duckprof.connect() as s:  # the other directions, on the view's rule alone
-        s.sql("CREATE TEMP TABLE g AS SELECT * FROM (VALUES ('memcpy', 'Memcpy DtoD (Device -> Device)'), "
-              "('memcpy', 'Memcpy PtoP (Device -> Device)'), ('memcpy', 'Memcpy HtoH (Pinned -> Pinned)')) t(kind, name)")
-        sql = sqlfiles.render("views/derived/kernel_categories.sql").replace("FROM gpu_ops", "FROM g")
-        s.sql(sql.replace("CREATE OR REPLACE VIEW kernel_categories", "CREATE TEMP VIEW kc"))
-        assert dict(rows(s, "SELECT name, category FROM kc")) == {
-            "Memcpy DtoD (Device -> Device)": "memcpy_dtod", "Memcpy PtoP (Device -> Device)": "memcpy_peer",
-            "Memcpy HtoH (Pinned -> Pinned)": "memcpy_other"}
+    others = {"Memcpy DtoD (Device -> Device)": "memcpy_dtod", "Memcpy PtoP (Device -> Device)": "memcpy_peer",
+              "Memcpy HtoH (Pinned -> Pinned)": "memcpy_other"}  # the other directions
+    assert categories_of(others, kind="memcpy") == others
 
 
 def test_miopen_helper_kernels_are_conv():
@@ -81,12 +86,7 @@ def test_miopen_helper_kernels_are_conv():
              "void at::native::(anonymous namespace)::transpose_kernel<float>(float*, float const*)": "other",
              "void at::native::elementwise_kernel<128, 2, batched_transpose_like>(int)": "elementwise",
              "triton_poi_fused_batched_transpose_0": "triton_pointwise"}
-    with duckprof.connect() as s:
-        s.sql("CREATE TEMP TABLE g(kind VARCHAR, name VARCHAR)")
-        s.sql("INSERT INTO g SELECT 'kernel', unnest($n)", params={"n": list(names)})
-        sql = sqlfiles.render("views/derived/kernel_categories.sql").replace("FROM gpu_ops", "FROM g")
-        s.sql(sql.replace("CREATE OR REPLACE VIEW kernel_categories", "CREATE TEMP VIEW kc"))
-        assert dict(rows(s, "SELECT name, category FROM kc")) == names
+    assert categories_of(names) == names
 
 
 def test_composable_kernel_convolution_backward_is_conv():
@@ -97,12 +97,7 @@ def test_composable_kernel_convolution_backward_is_conv():
     names = {"_ZN2ck16tensor_operation6device37kernel_batched_gemm_xdlops_bwd_weightINS_47GridwiseGemm": "conv",
              "_ZN2ck16tensor_operation6device35kernel_batched_gemm_xdlops_bwd_dataINS_47GridwiseGemm": "conv",
              "_ZN2ck16tensor_operation6device30kernel_gemm_xdlops_v2r3INS_31GridwiseGemm": "gemm"}
-    with duckprof.connect() as s:
-        s.sql("CREATE TEMP TABLE g(kind VARCHAR, name VARCHAR)")
-        s.sql("INSERT INTO g SELECT 'kernel', unnest($n)", params={"n": list(names)})
-        sql = sqlfiles.render("views/derived/kernel_categories.sql").replace("FROM gpu_ops", "FROM g")
-        s.sql(sql.replace("CREATE OR REPLACE VIEW kernel_categories", "CREATE TEMP VIEW kc"))
-        assert dict(rows(s, "SELECT name, category FROM kc")) == names
+    assert categories_of(names) == names
 
 
 @needs_corpus
