@@ -78,6 +78,18 @@ def test_union_lengths_equals_merged_lengths_per_set():
     assert got == [(1, 60, 30), (2, 1, 1)]
 
 
+def test_capped_level_length():
+    # trace 1, TensorBoard's test_gpu_utilization kernels (blocks per SM): [130,140] 0.5,
+    # [135,150] 0.6, [145,170] 0.3, [200,220] 10.5, and one without a weight:
+    # 0.5*5 + min(1.1, 1)*5 + 0.6*5 + 0.9*5 + 0.3*20 + min(10.5, 1)*20 = 41
+    # trace 2: two equal intervals of 0.25 each start and end together: 0.5 * 10 = 5
+    got = sql("""{% from 'templates/intervals.sql' import capped_level_length %}
+        WITH src(trace_id, ts_ns, end_ns, w) AS (VALUES (1, 130, 140, 0.5), (1, 135, 150, 0.6), (1, 145, 170, 0.3),
+             (1, 200, 220, 10.5), (1, 100, 300, NULL), (2, 0, 10, 0.25), (2, 0, 10, 0.25))
+        SELECT * FROM ({{ capped_level_length('src', ['trace_id'], 'w') }}) ORDER BY trace_id""")
+    assert [(t, round(v, 9)) for t, v in got] == [(1, 41.0), (2, 5.0)]
+
+
 def test_union_lengths_negative_intervals():
     # [10,8] ends before it starts: adds nothing by default, -2 with
     # open_negative (HTA, times rounded to whole us); [20,25] adds 5 either way

@@ -49,6 +49,7 @@
 --                           duration, % (only with --occupancy)
 {% from "templates/scope.sql" import scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
+{% from "templates/intervals.sql" import capped_level_length %}
 WITH win AS (  -- window and event count per device and per stream
     SELECT trace_id, device, scope, stream, events, unlaunched, window_ns, start_ns, end_ns
     FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta) w
@@ -76,18 +77,8 @@ kw AS (  -- the kernels of each window (0 µs ones count for nothing), clipped t
     JOIN kernels k ON k.trace_id = w.trace_id AND k.device = w.device AND (w.scope = 'device' OR k.stream = w.stream)
     WHERE k.dur_ns > 0 AND k.ts_ns < w.end_ns AND k.end_ns > w.start_ns
 ),
-level AS (  -- the running sum of blocks per SM from each start or end to the next
-    SELECT trace_id, device, scope, stream, t,
-           sum(d) OVER (PARTITION BY trace_id, device, scope, stream ORDER BY t ROWS UNBOUNDED PRECEDING) AS bps,
-           lead(t) OVER (PARTITION BY trace_id, device, scope, stream ORDER BY t) AS next_t
-    FROM (SELECT trace_id, device, scope, stream, s AS t, blocks_per_sm AS d FROM kw WHERE blocks_per_sm IS NOT NULL
-          UNION ALL
-          SELECT trace_id, device, scope, stream, e, -blocks_per_sm FROM kw WHERE blocks_per_sm IS NOT NULL)
-),
-sm AS (  -- (at equal times the last row holds every edge's sum: the earlier ones span 0 ns)
-    SELECT trace_id, device, scope, stream, sum(greatest(least(bps, 1.0), 0.0) * (next_t - t)) AS sm_ns
-    FROM level WHERE next_t > t
-    GROUP BY trace_id, device, scope, stream
+sm AS (  -- est. SM efficiency's integral: min(1, the running kernels' summed blocks per SM) over time
+    {{ capped_level_length('kw', ['trace_id', 'device', 'scope', 'stream'], 'blocks_per_sm', s='s', e='e') | indent(4) }}
 ),
 occ AS (
     SELECT trace_id, device, scope, stream,
@@ -115,7 +106,7 @@ SELECT tr.run, tr.rank, t.trace_id, t.device, t.scope, t.stream, t.events,
        100.0 * t.kernel_wait_ns / nullif(t.idle_ns, 0) AS kernel_wait_pct,
        100.0 * t.other_ns / nullif(t.idle_ns, 0) AS other_pct, t.unlaunched
        {%- if occupancy %},
-       100.0 * sm.sm_ns / nullif(t.window_ns, 0) AS sm_efficiency_pct, o.occ AS occupancy_pct
+       100.0 * sm.level_ns / nullif(t.window_ns, 0) AS sm_efficiency_pct, o.occ AS occupancy_pct
        {%- endif %}
 FROM t
 JOIN trace_files tr USING (trace_id)

@@ -60,6 +60,12 @@
 --   each is split over the buckets it spans (found by arithmetic on its ends),
 --   so there is no sort and no join of every bucket with every interval.
 --   Buckets no interval meets have no row.
+-- capped_level_length(src, keys, weight, cap, s, e): per partition, the time
+--   integral of min(cap, the summed `weight` of the intervals running), as
+--   `level_ns` (DOUBLE, weight x ns): TensorBoard's est. SM efficiency sums the
+--   running kernels' blocks per SM, capped at 1. One sort of the starts (+weight)
+--   and ends (-weight); at equal times the last row holds every edge's sum, the
+--   earlier ones span 0 ns. Rows of NULL weight count for nothing.
 -- enclosing(points, spans, keys): every (point, span) pair, on the same keys,
 --   where the span holds the point (span start <= point start, span end >=
 --   point end). points: keys, point_id, ts_ns, end_ns; spans: keys, span_id,
@@ -114,6 +120,17 @@ FROM (
     WINDOW w AS ({{ _partition(keys) }} ORDER BY {{ ([s] + order) | join(', ') }}
                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 )
+GROUP BY {{ keys | join(', ') }}
+{%- endmacro %}
+
+{% macro capped_level_length(src, keys, weight, cap=1.0, s='ts_ns', e='end_ns') -%}
+SELECT {{ keys | join(', ') }}, sum(greatest(least(level, {{ cap }}), 0.0) * (next_t - t)) AS level_ns
+FROM (SELECT *, sum(d) OVER ({{ _partition(keys) }} ORDER BY t ROWS UNBOUNDED PRECEDING) AS level,
+             lead(t) OVER ({{ _partition(keys) }} ORDER BY t) AS next_t
+      FROM (SELECT {{ keys | join(', ') }}, {{ s }} AS t, {{ weight }} AS d FROM {{ src }} WHERE {{ weight }} IS NOT NULL
+            UNION ALL
+            SELECT {{ keys | join(', ') }}, {{ e }}, -({{ weight }}) FROM {{ src }} WHERE {{ weight }} IS NOT NULL))
+WHERE next_t > t
 GROUP BY {{ keys | join(', ') }}
 {%- endmacro %}
 
