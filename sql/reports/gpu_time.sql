@@ -50,6 +50,7 @@
 {% from "templates/scope.sql" import scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
 {% from "templates/intervals.sql" import capped_level_length %}
+{% from "templates/numbers.sql" import weighted_mean %}
 WITH win AS (  -- window and event count per device and per stream
     SELECT trace_id, device, scope, stream, events, unlaunched, window_ns, start_ns, end_ns
     FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta) w
@@ -82,7 +83,7 @@ sm AS (  -- est. SM efficiency's integral: min(1, the running kernels' summed bl
 ),
 occ AS (
     SELECT trace_id, device, scope, stream,
-           sum(dur_ns * occupancy_pct) / nullif(sum(dur_ns) FILTER (WHERE occupancy_pct IS NOT NULL), 0) AS occ
+           {{ weighted_mean('occupancy_pct') }} AS occ
     FROM kw
     GROUP BY trace_id, device, scope, stream
 ),

@@ -70,7 +70,7 @@
 -- bytes_formula         VARCHAR  [wide]  that estimate's rule (elementwise, reduction, ...)
 {% from "templates/scope.sql" import run_scope, device_scope with context %}
 {% from "templates/intervals.sql" import union_lengths %}
-{% from "templates/numbers.sql" import rounded %}
+{% from "templates/numbers.sql" import rounded, weighted_mean %}
 {%- set orders = {
     'total': 'total_us DESC', 'count': 'count DESC, total_us DESC', 'mean': 'mean_us DESC',
     'max': 'max_us DESC', 'min': 'min_us DESC', 'busy': 'busy_pct DESC NULLS LAST, total_us DESC',
@@ -134,8 +134,8 @@ agg AS (
            sum(flops) AS flops, sum(bytes) AS bytes,
            {%- if occupancy %}
            -- weighted by duration (a kernel of 0 ns counts for nothing), as TensorBoard's kernel view
-           sum(dur_ns * blocks_per_sm) / nullif(sum(dur_ns) FILTER (WHERE blocks_per_sm IS NOT NULL), 0) AS bps,
-           sum(dur_ns * occupancy_pct) / nullif(sum(dur_ns) FILTER (WHERE occupancy_pct IS NOT NULL), 0) AS occ,
+           {{ weighted_mean('blocks_per_sm') }} AS bps,
+           {{ weighted_mean('occupancy_pct') }} AS occ,
            {%- endif %}
            sum(dur_ns) FILTER (WHERE flops IS NOT NULL) AS flops_ns,
            sum(dur_ns) FILTER (WHERE bytes IS NOT NULL) AS bytes_ns,
@@ -146,9 +146,9 @@ agg AS (
            sum(flops) FILTER (WHERE bytes IS NOT NULL) AS ai_flops,
            sum(bytes) FILTER (WHERE flops IS NOT NULL) AS ai_bytes,
            -- time-weighted peaks (a plain mean when every kernel took 0 ns)
-           coalesce(sum(dur_ns * peak_t) / nullif(sum(dur_ns) FILTER (WHERE peak_t IS NOT NULL), 0),
+           coalesce({{ weighted_mean('peak_t') }},
                     avg(peak_t)) AS peak_tflops,
-           coalesce(sum(dur_ns * peak_g) / nullif(sum(dur_ns) FILTER (WHERE peak_g IS NOT NULL), 0),
+           coalesce({{ weighted_mean('peak_g') }},
                     avg(peak_g)) AS peak_gbps,
            min(pdt) FILTER (WHERE peak_t IS NOT NULL) AS pdt_lo,
            max(pdt) FILTER (WHERE peak_t IS NOT NULL) AS pdt_hi,
