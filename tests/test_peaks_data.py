@@ -350,8 +350,8 @@ FIGURES = ("memory_gb", "sm_count", "fp64_tflops", "fp32_tflops", "tf32_tflops",
     # Ada whitepaper (RTX 4090): FP16/BF16 with FP32 accumulate 165.2 (not 330.3), FP8 with FP32 accumulate
     # 330.3 (not 660.6), INT8 660.6, 1008 GB/s
     ("NVIDIA GeForce RTX 4090", (24, 128, None, 82.6, 82.6, 165.2, 165.2, 330.3, 660.6, 1008)),
-    # AMD MI300A data sheet: FP64/FP32 matrix 122.6, FP16/BF16 980.6, INT8 1.96 POPs; TF32/FP8 from CDNA3's
-    # per-CU rates x 228 CUs x 2.1 GHz; 128 GB HBM3 at 5.3 TB/s
+    # AMD MI300A data sheet (as PyTorch's torch/_inductor/analysis/device_info.py transcribes it): FP64/FP32
+    # matrix 122.6, TF32 490.3, FP16/BF16 980.6, FP8/INT8 1961.2; 128 GB HBM3 at 5.3 TB/s; 228 CUs
     ("AMD Instinct MI300A", (128, 228, 122.6, 122.6, 490.3, 980.6, 980.6, 1961.2, 1961.2, 5300)),
     # V100 datasheet, V100S PCIe column: FP64 8.2, FP32 16.4, Tensor 130, 32 GB at 1134 GB/s
     ("Tesla V100S-PCIE-32GB", (32, 80, 8.2, 16.4, None, None, 130, None, None, 1134)),
