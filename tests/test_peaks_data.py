@@ -147,6 +147,7 @@ def test_dense_not_sparse_ordering():
     ("NVIDIA RTX 6000 Ada Generation", "NVIDIA RTX 6000 Ada Generation"),
     ("NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 3090"),
     ("NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090"),
+    ("NVIDIA GeForce RTX 5090", "NVIDIA GeForce RTX 5090"),
     ("AMD Instinct MI300A", "AMD Instinct MI300A"),
     ("Tesla V100S-PCIE-32GB", "NVIDIA V100S PCIe"),
 ])
@@ -214,6 +215,7 @@ KNOWN_NAMES = {
     "NVIDIA RTX 6000 Ada Generation": "NVIDIA RTX 6000 Ada Generation",
     "NVIDIA GeForce RTX 3090": "NVIDIA GeForce RTX 3090",
     "NVIDIA GeForce RTX 4090": "NVIDIA GeForce RTX 4090",
+    "NVIDIA GeForce RTX 5090": "NVIDIA GeForce RTX 5090",
     "AMD Instinct MI300A": "AMD Instinct MI300A",
     "Tesla V100S-PCIE-32GB": "NVIDIA V100S PCIe",
     # no row: neighbours of the rows above (other SMs, clocks or memory), and GPUs whose figures
@@ -224,7 +226,7 @@ KNOWN_NAMES = {
     "NVIDIA T400": None, "NVIDIA T1000": None, "Tesla P4": None, "Tesla P40": None,
     "Quadro RTX 6000": None, "NVIDIA RTX A5000": None,
     "NVIDIA GeForce RTX 3090 Ti": None, "NVIDIA GeForce RTX 4090 D": None,
-    "NVIDIA GeForce RTX 4090 Laptop GPU": None, "NVIDIA GeForce RTX 5090": None,
+    "NVIDIA GeForce RTX 4090 Laptop GPU": None, "NVIDIA GeForce RTX 5090 D": None,
     "NVIDIA RTX PRO 6000 Blackwell Workstation Edition": None, "NVIDIA B300": None, "NVIDIA GB300": None,
     "AMD Instinct MI250X / MI250": None,  # by CUs and memory only (test_fallback_by_memory_and_cu_count)
     "AMD Radeon Graphics": None, "ARTEMIS": None, "": None,
@@ -278,6 +280,9 @@ def test_geforce_rows_use_fp32_accumulate_and_derived_figures_agree():
     assert rtx4090["bf16_tflops"] == round(128 * 2.52e9 * 512 / 1e12, 1) == 165.2
     assert rtx4090["fp8_tflops"] == round(128 * 2.52e9 * 1024 / 1e12, 1) == 330.3  # FP8, FP32 accumulate
     assert rtx3090["bf16_tflops"] * 2 == 142
+    rtx5090 = match("NVIDIA GeForce RTX 5090")
+    assert rtx5090["bf16_tflops"] == 838 / 2 / 2 and rtx5090["fp32_tflops"] == round(170 * 128 * 2 * 2.407e9 / 1e12, 1)
+    assert rtx5090["dram_gbps"] == 512 / 8 * 28 == 1792  # 512-bit GDDR7 at 28 Gbps
     mi300a = match("AMD Instinct MI300A")
     assert (mi300a["tf32_tflops"], mi300a["fp8_tflops"]) == (round(228 * 2.1e9 * 1024 / 1e12, 1),
                                                               round(228 * 2.1e9 * 4096 / 1e12, 1))
@@ -350,6 +355,9 @@ FIGURES = ("memory_gb", "sm_count", "fp64_tflops", "fp32_tflops", "tf32_tflops",
     # Ada whitepaper (RTX 4090): FP16/BF16 with FP32 accumulate 165.2 (not 330.3), FP8 with FP32 accumulate
     # 330.3 (not 660.6), INT8 660.6, 1008 GB/s
     ("NVIDIA GeForce RTX 4090", (24, 128, None, 82.6, 82.6, 165.2, 165.2, 330.3, 660.6, 1008)),
+    # RTX 5090: NVIDIA's 838 FP16 TFLOPS (sparse, FP16 accumulate) / 2 / 2 = 209.5 dense with FP32 accumulate;
+    # 170 SMs x 128 x 2 x 2.407 GHz = 104.8 FP32; 32 GB GDDR7 at 1792 GB/s; no TF32/FP8/INT8 dense figure read
+    ("NVIDIA GeForce RTX 5090", (32, 170, None, 104.8, None, 209.5, 209.5, None, None, 1792)),
     # AMD MI300A data sheet (as PyTorch's torch/_inductor/analysis/device_info.py transcribes it): FP64/FP32
     # matrix 122.6, TF32 490.3, FP16/BF16 980.6, FP8/INT8 1961.2; 128 GB HBM3 at 5.3 TB/s; 228 CUs
     ("AMD Instinct MI300A", (128, 228, 122.6, 122.6, 490.3, 980.6, 980.6, 1961.2, 1961.2, 5300)),
@@ -365,7 +373,7 @@ def test_rows_added_with_their_datasheet_figures(name, expected):
 def test_no_false_positives():
     for name in ("ARTEMIS", "", "AMD Radeon Graphics", "NVIDIA L4X", "NVIDIA T400", "NVIDIA RTX A4000",
                  "NVIDIA A10G", "NVIDIA L20", "NVIDIA GeForce RTX 3090 Ti", "NVIDIA GeForce RTX 4090 D",
-                 "NVIDIA GeForce RTX 4090 Laptop GPU", "Quadro RTX 6000", "NVIDIA RTX A2000", "NVIDIA A30X"):
+                 "NVIDIA GeForce RTX 4090 Laptop GPU", "NVIDIA GeForce RTX 5090 D", "Quadro RTX 6000", "NVIDIA RTX A2000", "NVIDIA A30X"):
         assert match(name) is None, name
 
 
