@@ -11,10 +11,11 @@ plain DuckDB client gets the same answer:
    device's SM/CU count and whose [fallback_mem_gib_min, fallback_mem_gib_max]
    holds totalGlobalMem / 2^30; the lowest ``priority`` wins.
 
-Users add devices with plain SQL on a persistent database, e.g.::
+Users add devices, or override a packaged row (the lower priority wins), with plain SQL on a
+persistent database, e.g.::
 
     INSERT INTO device_peaks (priority, device_pattern, device, vendor, fp32_tflops, bf16_tflops, dram_gbps)
-    VALUES (1, 'RTX 4090', 'NVIDIA GeForce RTX 4090', 'NVIDIA', 82.6, 165.2, 1008);
+    VALUES (1, 'RTX 4090', 'my RTX 4090', 'NVIDIA', 82.6, 165.2, 1008);  -- device: a name of its own
 """
 
 from __future__ import annotations

@@ -192,7 +192,13 @@ DEVICE_CASES = [
     ("", 68702699520, 110),                       # fallback: MI250X GCD
     ("AMD Radeon Graphics", 68702699520, 304),    # CUs and memory disagree: none
     ("Tesla V100-DGXS-32GB", 34087305216, 80),
-    ("NVIDIA GeForce RTX 4090", 25393692672, 128),
+    ("NVIDIA GeForce RTX 4090", 25393692672, 128),   # by name since its row was added
+    ("NVIDIA GeForce RTX 2080 Ti", 11554717696, 68), # no row
+    ("NVIDIA A10G", 23836098560, 80),             # no row: not the A10's (72 SMs)
+    ("NVIDIA A10", 23836098560, 72),
+    ("NVIDIA H800 PCIe", 85520809984, 114),       # its own row, before the H800 SXM's
+    ("NVIDIA H20", 102005473280, 78),
+    ("AMD Instinct MI300A", 128 * 2**30, 228),    # by name (no fallback range on the MI300A row)
     ("Tesla T4", 15828320256, 40),                # 15095.0625 MiB, as a T4 reports it (torch, PrunaAI's results)
     ("AMD Instinct MI100", 32 * 2**30, 120),      # by name (the MI100 row has no fallback range)
     ("", 32 * 2**30, 120),                        # ...so unnamed with its CUs and memory: none
@@ -325,12 +331,12 @@ def test_unknown_device_says_so_instead_of_zero():
     with session(FIX / "unknown_device.json") as s:
         out, notes = report(s, limit=0)
         assert all(x["compute_pct"] is None and x["bandwidth_pct"] is None for x in out)
-        assert notes == ["unknown_device.json: no peak for device 0 'NVIDIA GeForce RTX 4090'; "
+        assert notes == ["unknown_device.json: no peak for device 0 'NVIDIA GeForce RTX 2080 Ti'; "
                          "pass --peak-tflops/--peak-gbps"]
         out, notes = report(s, limit=0, peak_tflops=165.2, peak_gbps=1008.0)
         g = by_name(out)["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_splitk"]
         assert g["compute_pct"] == round(100 * GEMM_FLOPS / 300e-6 / 1e12 / 165.2, 2) == 277.32
-        # an H100's GEMM rate against an RTX 4090's peak: flagged, and the note says whose peak
+        # an H100's GEMM rate against the compute peak given (165.2): flagged, and the note says whose peak
         assert g["over_peak"] == "compute"
         assert notes == ["unknown_device.json: sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64… "
                          "(device 0) runs at 277% of the compute peak given (--peak-tflops), which no kernel "
@@ -338,7 +344,7 @@ def test_unknown_device_says_so_instead_of_zero():
                          "(duckprof/estimators/gemm.py); check the dtype whose peak applies and the op's "
                          "recorded shapes"]
         out, notes = report(s, limit=0, peak_gbps=1008.0)
-        assert notes == ["unknown_device.json: no peak for device 0 'NVIDIA GeForce RTX 4090'; pass --peak-tflops"]
+        assert notes == ["unknown_device.json: no peak for device 0 'NVIDIA GeForce RTX 2080 Ti'; pass --peak-tflops"]
 
 
 def test_device_not_in_device_properties():
@@ -491,7 +497,7 @@ def test_cli_notes_on_stderr_and_bad_input():
     r = run_cli("report", "kernels", FIX / "unknown_device.json", "-f", "csv")
     assert r.returncode == 0
     assert r.stdout.startswith("run,trace_id,rank,device,name,count,total_us")
-    assert "note: unknown_device.json: no peak for device 0 'NVIDIA GeForce RTX 4090'" in r.stderr
+    assert "note: unknown_device.json: no peak for device 0 'NVIDIA GeForce RTX 2080 Ti'" in r.stderr
     r = run_cli("report", "kernels", H100, "--sort", "nope")
     assert r.returncode == 2 and "--sort" in r.stderr and "Traceback" not in r.stderr
     r = run_cli("report", "kernels", FIX / "missing.json")

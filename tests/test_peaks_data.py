@@ -133,6 +133,23 @@ def test_dense_not_sparse_ordering():
     ("NVIDIA A40", "NVIDIA A40"),
     ("NVIDIA L40", "NVIDIA L40"),
     ("AMD Instinct MI100", "AMD Instinct MI100"),
+    ("NVIDIA A10", "NVIDIA A10"),
+    ("NVIDIA A30", "NVIDIA A30"),
+    ("NVIDIA A2", "NVIDIA A2"),
+    ("NVIDIA A16", "NVIDIA A16 (one GPU)"),
+    ("NVIDIA A800-SXM4-80GB", "NVIDIA A800 SXM4 80GB"),
+    ("NVIDIA A800 80GB PCIe", "NVIDIA A800 PCIe 80GB"),
+    ("NVIDIA A800-PCIE-40GB", "NVIDIA A800 PCIe 40GB"),
+    ("NVIDIA H800", "NVIDIA H800 SXM"),
+    ("NVIDIA H800 80GB HBM3", "NVIDIA H800 SXM"),
+    ("NVIDIA H20", "NVIDIA H20"),
+    ("NVIDIA RTX A6000", "NVIDIA RTX A6000"),
+    ("NVIDIA RTX 6000 Ada Generation", "NVIDIA RTX 6000 Ada Generation"),
+    ("NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 3090"),
+    ("NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090"),
+    ("NVIDIA GeForce RTX 5090", "NVIDIA GeForce RTX 5090"),
+    ("AMD Instinct MI300A", "AMD Instinct MI300A"),
+    ("Tesla V100S-PCIE-32GB", "NVIDIA V100S PCIe"),
 ])
 def test_real_names_match_one_row(name, device):
     hits = [r["device"] for r in ROWS if re.search(r["device_pattern"], name, re.IGNORECASE)]
@@ -182,14 +199,35 @@ KNOWN_NAMES = {
     "AMD Instinct MI250": "AMD Instinct MI250 (one GCD)",
     "AMD Instinct MI210": "AMD Instinct MI210",
     "AMD Instinct MI100": "AMD Instinct MI100",
-    # no row
-    "NVIDIA A10": None, "NVIDIA A10G": None, "NVIDIA A30": None, "NVIDIA RTX A4000": None,
-    "NVIDIA L20": None, "NVIDIA L4X": None, "NVIDIA H20": None,
+    "NVIDIA A10": "NVIDIA A10",
+    "NVIDIA A30": "NVIDIA A30",
+    "NVIDIA A2": "NVIDIA A2",
+    "NVIDIA A16": "NVIDIA A16 (one GPU)",
+    "NVIDIA A800-SXM4-80GB": "NVIDIA A800 SXM4 80GB",
+    "NVIDIA A800 80GB PCIe": "NVIDIA A800 PCIe 80GB",
+    "NVIDIA A800-PCIE-80GB": "NVIDIA A800 PCIe 80GB",
+    "NVIDIA A800-PCIE-40GB": "NVIDIA A800 PCIe 40GB",
+    "NVIDIA H800": "NVIDIA H800 SXM",
+    "NVIDIA H800 80GB HBM3": "NVIDIA H800 SXM",
+    "NVIDIA H800 PCIe": "NVIDIA H800 PCIe",
+    "NVIDIA H20": "NVIDIA H20",
+    "NVIDIA RTX A6000": "NVIDIA RTX A6000",
+    "NVIDIA RTX 6000 Ada Generation": "NVIDIA RTX 6000 Ada Generation",
+    "NVIDIA GeForce RTX 3090": "NVIDIA GeForce RTX 3090",
+    "NVIDIA GeForce RTX 4090": "NVIDIA GeForce RTX 4090",
+    "NVIDIA GeForce RTX 5090": "NVIDIA GeForce RTX 5090",
+    "AMD Instinct MI300A": "AMD Instinct MI300A",
+    "Tesla V100S-PCIE-32GB": "NVIDIA V100S PCIe",
+    # no row: neighbours of the rows above (other SMs, clocks or memory), and GPUs whose figures
+    # could not be checked against a published copy (see README: A10G, L20, RTX 5090, ...)
+    "NVIDIA A10G": None, "NVIDIA RTX A4000": None, "NVIDIA RTX A2000": None, "NVIDIA A30X": None,
+    "NVIDIA A800 40GB Active": None,
+    "NVIDIA L20": None, "NVIDIA L4X": None, "NVIDIA L2": None,
     "NVIDIA T400": None, "NVIDIA T1000": None, "Tesla P4": None, "Tesla P40": None,
-    "NVIDIA RTX A6000": None, "NVIDIA RTX 6000 Ada Generation": None,
-    "NVIDIA GeForce RTX 4090": None, "NVIDIA GeForce RTX 3090": None, "NVIDIA GeForce RTX 5090": None,
-    "Tesla V100S-PCIE-32GB": None,
-    "AMD Instinct MI300A": None,
+    "Quadro RTX 6000": None, "NVIDIA RTX A5000": None,
+    "NVIDIA GeForce RTX 3090 Ti": None, "NVIDIA GeForce RTX 4090 D": None,
+    "NVIDIA GeForce RTX 4090 Laptop GPU": None, "NVIDIA GeForce RTX 5090 D": None,
+    "NVIDIA RTX PRO 6000 Blackwell Workstation Edition": None, "NVIDIA B300": None, "NVIDIA GB300": None,
     "AMD Instinct MI250X / MI250": None,  # by CUs and memory only (test_fallback_by_memory_and_cu_count)
     "AMD Radeon Graphics": None, "ARTEMIS": None, "": None,
 }
@@ -209,6 +247,9 @@ def test_first_row_wins_when_several_match():
     # the 12 GB P100 for PCIe also matches the broader 16 GB pattern; its own row comes first
     hits = [r["device"] for r in ROWS if re.search(r["device_pattern"], "Tesla P100-PCIE-12GB", re.IGNORECASE)]
     assert hits == ["NVIDIA P100 PCIe 12GB", "NVIDIA P100 PCIe 16GB"]
+    # 'H800 PCIe' also matches the H800 SXM row's \bH800\b; the PCIe row comes first
+    hits = [r["device"] for r in ROWS if re.search(r["device_pattern"], "NVIDIA H800 PCIe", re.IGNORECASE)]
+    assert hits == ["NVIDIA H800 PCIe", "NVIDIA H800 SXM"]
 
 
 def test_spot_checked_figures():
@@ -228,6 +269,36 @@ def test_spot_checked_figures():
             mi210["dram_gbps"]) == (45.3, 45.3, 181, 181, 1638.4)
     # an unnamed device of its CUs and memory stays the MI250 GCD (no fallback range on the MI210 row)
     assert match("", 68702699520, 104)["device"] == "AMD Instinct MI250 (one GCD)"
+
+
+def test_geforce_rows_use_fp32_accumulate_and_derived_figures_agree():
+    """PyTorch's FP16/BF16 GEMMs accumulate in FP32, which GeForce runs at half the FP16-accumulate rate the
+    whitepapers also list: 165.2 (not 330.3) on an RTX 4090, 71 (not 142) on an RTX 3090. The figures agree
+    with SMs x clock x per-SM rate: 4090 128 SMs x 2.52 GHz x 512 dense FP16-FP32acc FLOP/clock = 165.2;
+    MI300A 228 CUs x 2.1 GHz x 1024 TF32 / 4096 FP8 FLOP/clock (ROCm's CDNA3 table) = 490.3 / 1961.2."""
+    rtx4090, rtx3090 = match("NVIDIA GeForce RTX 4090"), match("NVIDIA GeForce RTX 3090")
+    assert rtx4090["bf16_tflops"] == round(128 * 2.52e9 * 512 / 1e12, 1) == 165.2
+    assert rtx4090["fp8_tflops"] == round(128 * 2.52e9 * 1024 / 1e12, 1) == 330.3  # FP8, FP32 accumulate
+    assert rtx3090["bf16_tflops"] * 2 == 142
+    rtx5090 = match("NVIDIA GeForce RTX 5090")
+    assert rtx5090["bf16_tflops"] == 838 / 2 / 2 and rtx5090["fp32_tflops"] == round(170 * 128 * 2 * 2.407e9 / 1e12, 1)
+    assert rtx5090["dram_gbps"] == 512 / 8 * 28 == 1792  # 512-bit GDDR7 at 28 Gbps
+    mi300a = match("AMD Instinct MI300A")
+    assert (mi300a["tf32_tflops"], mi300a["fp8_tflops"]) == (round(228 * 2.1e9 * 1024 / 1e12, 1),
+                                                              round(228 * 2.1e9 * 4096 / 1e12, 1))
+    # the 4090's DRAM: 384-bit GDDR6X at 21 Gbps = 1008 GB/s
+    assert rtx4090["dram_gbps"] == 384 / 8 * 21 == 1008
+
+
+def test_every_interconnect_row_names_a_peaks_row():
+    """interconnect.csv joins device_peaks by the device column: a typo there silently drops the link."""
+    with open(ROOT / "duckprof" / "data" / "interconnect.csv", newline="") as f:
+        links = list(csv.DictReader(f))
+    devices = {r["device"] for r in ROWS}
+    assert [x["device"] for x in links if x["device"] not in devices] == []
+    assert len({x["device"] for x in links}) == len(links)
+    for x in links:
+        assert float(x["gbps"]) > 0 and re.search(r"https?://\S+", x["source"]), x["device"]
 
 
 FIGURES = ("memory_gb", "sm_count", "fp64_tflops", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops",
@@ -255,6 +326,43 @@ FIGURES = ("memory_gb", "sm_count", "fp64_tflops", "fp32_tflops", "tf32_tflops",
     # ROCm docs, MI100 microarchitecture (ROCm/ROCm e396b48 docs/conceptual/gpu-arch/mi100.md): vector FP64
     # 11.5, matrix FP32 46.1, matrix FP16 184.6, matrix BF16 92.3; 120 CUs; 32 GB HBM2 at 1.228 TB/s
     ("AMD Instinct MI100", (32, 120, 11.5, 46.1, None, 92.3, 184.6, None, None, 1228.8)),
+    # NVIDIA A10 datasheet, dense: FP32 31.2, TF32 62.5 (125*), BF16/FP16 125 (250*), INT8 250 (500*);
+    # 24 GB GDDR6 at 600 GB/s; 72 SMs. No FP64 figure.
+    ("NVIDIA A10", (24, 72, None, 31.2, 62.5, 125, 125, None, 250, 600)),
+    # NVIDIA A30 datasheet, dense: FP64 Tensor Core 10.3 (vector 5.2), FP32 10.3, TF32 82 (165*), BF16/FP16 165
+    # (330*), INT8 330 (661*); 24 GB HBM2 at 933 GB/s; 56 SMs
+    ("NVIDIA A30", (24, 56, 10.3, 10.3, 82, 165, 165, None, 330, 933)),
+    # NVIDIA A2 datasheet, dense: FP32 4.5, TF32 9 (18*), BF16/FP16 18 (36*), INT8 36 (72*); 16 GB at 200 GB/s
+    ("NVIDIA A2", (16, 10, None, 4.5, 9, 18, 18, None, 36, 200)),
+    # NVIDIA A16 datasheet, per GPU (panchaea.com copy): FP32 4.5, TF32 9, FP16 17.9, INT8 35.9; no BF16
+    ("NVIDIA A16", (16, 10, None, 4.5, 9, None, 17.9, None, 35.9, 200)),
+    # A800 = A100 (A100 datasheet columns) with NVLink cut to 400 GB/s
+    ("NVIDIA A800-SXM4-80GB", (80, 108, 19.5, 19.5, 156, 312, 312, None, 624, 2039)),
+    ("NVIDIA A800 80GB PCIe", (80, 108, 19.5, 19.5, 156, 312, 312, None, 624, 1935)),
+    ("NVIDIA A800-PCIE-40GB", (40, 108, 19.5, 19.5, 156, 312, 312, None, 624, 1555)),
+    # H800 = H100 (sparsity halved) with FP64 cut to 1 (SXM) / 0.8 (PCIe) TFLOPS and NVLink to 400 GB/s
+    ("NVIDIA H800", (80, 132, 1, 67, 494.5, 989.5, 989.5, 1979, 1979, 3350)),
+    ("NVIDIA H800 PCIe", (80, 114, 0.8, 51, 378, 756.5, 756.5, 1513, 1513, 2000)),
+    # H20 as the press reports NVIDIA's partner sheet: FP64 1, FP32 44, TF32 74, FP16 148 dense, FP8/INT8 296,
+    # 96 GB at 4.0 TB/s, 78 SMs
+    ("NVIDIA H20", (96, 78, 1, 44, 74, 148, 148, 296, 296, 4000)),
+    # GA102 whitepaper Appendix C (RTX A6000): FP32 38.7, TF32 77.4, FP16/BF16 (FP32 acc.) 154.8, INT8 309.7
+    ("NVIDIA RTX A6000", (48, 84, None, 38.7, 77.4, 154.8, 154.8, None, 309.7, 768)),
+    # RTX 6000 Ada datasheet / Ada pro whitepaper: FP32 91.1, TF32 182.1, FP16/BF16 364.2, FP8 1457* / 2
+    ("NVIDIA RTX 6000 Ada Generation", (48, 142, None, 91.1, 182.1, 364.2, 364.2, 728.5, 728.5, 960)),
+    # GA102 whitepaper Appendix A (RTX 3090): FP16/BF16 with FP32 accumulate 71 (not the FP16-accumulate 142)
+    ("NVIDIA GeForce RTX 3090", (24, 82, None, 35.6, 35.6, 71, 71, None, 284, 936)),
+    # Ada whitepaper (RTX 4090): FP16/BF16 with FP32 accumulate 165.2 (not 330.3), FP8 with FP32 accumulate
+    # 330.3 (not 660.6), INT8 660.6, 1008 GB/s
+    ("NVIDIA GeForce RTX 4090", (24, 128, None, 82.6, 82.6, 165.2, 165.2, 330.3, 660.6, 1008)),
+    # RTX 5090: NVIDIA's 838 FP16 TFLOPS (sparse, FP16 accumulate) / 2 / 2 = 209.5 dense with FP32 accumulate;
+    # 170 SMs x 128 x 2 x 2.407 GHz = 104.8 FP32; 32 GB GDDR7 at 1792 GB/s; no TF32/FP8/INT8 dense figure read
+    ("NVIDIA GeForce RTX 5090", (32, 170, None, 104.8, None, 209.5, 209.5, None, None, 1792)),
+    # AMD MI300A data sheet (as PyTorch's torch/_inductor/analysis/device_info.py transcribes it): FP64/FP32
+    # matrix 122.6, TF32 490.3, FP16/BF16 980.6, FP8/INT8 1961.2; 128 GB HBM3 at 5.3 TB/s; 228 CUs
+    ("AMD Instinct MI300A", (128, 228, 122.6, 122.6, 490.3, 980.6, 980.6, 1961.2, 1961.2, 5300)),
+    # V100 datasheet, V100S PCIe column: FP64 8.2, FP32 16.4, Tensor 130, 32 GB at 1134 GB/s
+    ("Tesla V100S-PCIE-32GB", (32, 80, 8.2, 16.4, None, None, 130, None, None, 1134)),
 ])
 def test_rows_added_with_their_datasheet_figures(name, expected):
     row = match(name)
@@ -263,9 +371,9 @@ def test_rows_added_with_their_datasheet_figures(name, expected):
 
 
 def test_no_false_positives():
-    for name in ("NVIDIA GeForce RTX 4090", "ARTEMIS", "", "AMD Radeon Graphics",
-                 "AMD Instinct MI300A", "Tesla V100S-PCIE-32GB", "NVIDIA L4X", "NVIDIA T400", "NVIDIA RTX A4000",
-                 "NVIDIA A10", "NVIDIA A10G", "NVIDIA H20", "NVIDIA L20"):
+    for name in ("ARTEMIS", "", "AMD Radeon Graphics", "NVIDIA L4X", "NVIDIA T400", "NVIDIA RTX A4000",
+                 "NVIDIA A10G", "NVIDIA L20", "NVIDIA GeForce RTX 3090 Ti", "NVIDIA GeForce RTX 4090 D",
+                 "NVIDIA GeForce RTX 4090 Laptop GPU", "NVIDIA GeForce RTX 5090 D", "Quadro RTX 6000", "NVIDIA RTX A2000", "NVIDIA A30X"):
         assert match(name) is None, name
 
 

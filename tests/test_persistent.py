@@ -257,16 +257,17 @@ def test_newer_packaged_peaks_reach_an_existing_database_without_undoing_user_ed
     with duckprof.connect(tmp_db) as s:
         n = scalar(s, "select count(*) from device_peaks")
         m = scalar(s, "select count(*) from interconnect_peaks")
-        # as an older duckprof left it: devices missing (GB200; the T4 and MI100 rows and the L40 link,
-        # added later), another edited by the user
-        s.sql("delete from device_peaks where device in ('NVIDIA GB200', 'NVIDIA T4', 'AMD Instinct MI100')")
-        s.sql("delete from interconnect_peaks where device = 'NVIDIA L40'")
+        # as an older duckprof left it: devices missing (GB200; the T4, MI100 and RTX 4090 rows and the L40
+        # and H20 links, added later), another edited by the user
+        s.sql("delete from device_peaks where device in ('NVIDIA GB200', 'NVIDIA T4', 'AMD Instinct MI100', "
+              "'NVIDIA GeForce RTX 4090')")
+        s.sql("delete from interconnect_peaks where device in ('NVIDIA L40', 'NVIDIA H20')")
         s.sql("update device_peaks set dram_gbps = 1234 where device = 'NVIDIA B200'")
         s.sql("update duckprof_meta set value = 'older' where key = 'peaks_hash'")
     before = db_state(tmp_db)
     for read_only in (True, False):  # opening never writes, not even for writing
         with duckprof.connect(tmp_db, read_only=read_only) as s:
-            assert scalar(s, "select count(*) from device_peaks") == n - 3
+            assert scalar(s, "select count(*) from device_peaks") == n - 4
         assert db_state(tmp_db) == before
     # the next write adds them: `migrate` here (a load or `rm` too, in their transaction)
     assert invoke(cli_app, "migrate", "--db", tmp_db).exit_code == 0
@@ -277,6 +278,8 @@ def test_newer_packaged_peaks_reach_an_existing_database_without_undoing_user_ed
         assert scalar(s, "select fp16_tflops from device_peaks where device = 'NVIDIA T4'") == 65
         assert scalar(s, "select bf16_tflops from device_peaks where device = 'AMD Instinct MI100'") == 92.3
         assert scalar(s, "select gbps from interconnect_peaks where device = 'NVIDIA L40'") == 32
+        assert scalar(s, "select dram_gbps from device_peaks where device = 'NVIDIA GeForce RTX 4090'") == 1008
+        assert scalar(s, "select gbps from interconnect_peaks where device = 'NVIDIA H20'") == 450
         assert scalar(s, "select dram_gbps from device_peaks where device = 'NVIDIA B200'") == 1234
     after = db_state(tmp_db)
     assert invoke(cli_app, "migrate", "--db", tmp_db).exit_code == 0  # up to date: writes nothing
