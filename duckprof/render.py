@@ -303,6 +303,17 @@ def human_time(ns: float) -> str:
     return f"{v:,.{digits}f} {unit}"
 
 
+# words of column names that a heading writes as the hardware and formats
+# do ("blocks per SM", "GPU busy", "NCCL kernels"), not as snake_case does
+HEADING_WORDS = {"cpu": "CPU", "gpu": "GPU", "sm": "SM", "sms": "SMs", "dram": "DRAM", "nccl": "NCCL",
+                 "bf16": "BF16", "fp16": "FP16", "fp32": "FP32", "fp8": "FP8", "tf32": "TF32", "json": "JSON"}
+
+
+def _label(stem: str) -> str:
+    """A column name's words as a heading: underscores to spaces, HEADING_WORDS."""
+    return " ".join(HEADING_WORDS.get(w, w) for w in stem.split("_"))
+
+
 def column_kind(name: str) -> tuple[str, str]:
     """(kind, label) of a report column from its name: time (a unit suffix:
     cells like 8.3 µs), rate (TFLOP/s, GB/s, %: the unit goes in the heading),
@@ -311,20 +322,20 @@ def column_kind(name: str) -> tuple[str, str]:
     36.6 MB), or plain."""
     for suffix in TIME_UNITS:
         if name.endswith(suffix) and len(name) > len(suffix):
-            return "time", name[: -len(suffix)].replace("_", " ")
+            return "time", _label(name[: -len(suffix)])
     if name.endswith("_pct"):
-        return "pct", name[:-4].replace("_", " ")
+        return "pct", _label(name[:-4])
     if name.endswith("_pp"):
-        return "pp", name[:-3].replace("_", " ")
+        return "pp", _label(name[:-3])
     for suffix, unit in RATE_UNITS.items():
         if name.endswith(suffix):
-            stem = name[: -len(suffix)].replace("_", " ").removeprefix("achieved").strip()
+            stem = _label(name[: -len(suffix)]).removeprefix("achieved").strip()
             return "rate", f"{stem} {unit}".strip()
     if name == "flops" or name.endswith("_flops"):
-        return "flops", name.replace("_", " ")
+        return "flops", _label(name)
     if name == "bytes" or name.endswith("_bytes"):
-        return "bytes", name.removesuffix("_bytes").replace("_", " ")
-    return "plain", name.replace("_", " ")
+        return "bytes", _label(name.removesuffix("_bytes"))
+    return "plain", _label(name)
 
 
 def _human(v, kind: str, name: str):

@@ -40,9 +40,14 @@ def test_column_kinds():
     assert render.column_kind("achieved_tflops") == ("rate", "TFLOP/s")
     assert render.column_kind("peak_gbps") == ("rate", "peak GB/s")
     assert render.column_kind("busy_pct") == ("pct", "busy")
-    assert render.column_kind("gpu_busy_pp") == ("pp", "gpu busy")
+    assert render.column_kind("gpu_busy_pp") == ("pp", "GPU busy")
     assert render.column_kind("flops") == ("flops", "flops")
     assert render.column_kind("shared_memory_bytes") == ("bytes", "shared memory")
+    # hardware and format names as they are written, not lower-cased (it read "blocks per sm")
+    assert render.column_kind("blocks_per_sm") == ("plain", "blocks per SM")
+    assert render.column_kind("peak_bf16_tflops") == ("rate", "peak BF16 TFLOP/s")
+    assert render.column_kind("nccl_kernels") == ("plain", "NCCL kernels")
+    assert render.column_kind("dram_gbps") == ("rate", "DRAM GB/s")
 
 
 def test_diff_summary_cells():
@@ -301,5 +306,5 @@ def test_a_time_named_as_another_column_says_time():
     columns = ["step", "step_us", "gpu_busy_pct"]
     documented = [sqlfiles.Column(c, "VARCHAR", "") for c in columns]
     text = render.report_table(columns, [(4, 222_368.4, 22.2), (5, 220_100.0, 22.6)], documented)
-    assert text.splitlines()[0].split() == ["step", "step", "time", "gpu", "busy"]
+    assert text.splitlines()[0].split() == ["step", "step", "time", "GPU", "busy"]
     assert text.splitlines()[2].split() == ["4", "222", "ms", "22.2%"]
