@@ -41,17 +41,22 @@ def stack_nesting(events, containers=None):
     (starts no later, ends no earlier, and ends after it starts); open events
     that it outlives are closed. `containers`: only events for which it
     returns True may be parents (used for 'innermost enclosing cpu_op');
-    depth is then the number of enclosing containers."""
+    depth is then the number of enclosing containers. An event whose args say
+    '"finished": false' (a RecordFunction not ended on its thread) is async in
+    torch, left out of its tree: (None, 0, 0), no one's parent."""
     host = {}
+    out = {}
     for i, e in enumerate(events):
         if e.get("ph") != "X" or e.get("ts") is None or canonical_cat(e) in DEVICE_CATS:
             continue
         dur = _us_to_ns(e.get("dur", 0))
         if dur < 0:
             continue
+        if isinstance(e.get("args"), dict) and e["args"].get("finished") is False:
+            out[i] = (None, 0, 0)
+            continue
         ts = _us_to_ns(e["ts"])
         host.setdefault((str(e.get("pid")), str(e.get("tid"))), []).append((ts, -dur, i, ts + dur))
-    out = {}
     child_ns = {}
     for items in host.values():
         items.sort()
@@ -66,7 +71,8 @@ def stack_nesting(events, containers=None):
             if containers is None or containers(events[i]):
                 stack.append((end, i))
     for i, v in out.items():
-        v[2] -= child_ns.get(i, 0)
+        if isinstance(v, list):
+            v[2] -= child_ns.get(i, 0)
     return {i: tuple(v) for i, v in out.items()}
 
 

@@ -32,8 +32,8 @@
 -- Values read from args: arg_columns below, one line each (column, the arg
 -- names tried in order, type). Numbers written as strings ("0") are read too.
 -- Columns: trace_id, event_id, ph, cat, cat_raw, name, pid, tid, pid_label,
--- tid_label, ts_ns, dur_ns, end_ns, the arg_columns, flow_id, args (see
--- sql/schema.sql, events).
+-- tid_label, ts_ns, dur_ns, end_ns, the arg_columns, flow_id, args,
+-- unfinished (see sql/schema.sql, events).
 {% from "templates/categories.sql" import canonical_cats, sql_array, sql_list %}
 {% from "load/read_chunk.sql" import read_chunk, exact_ns %}
 {%- set arg_columns = [
@@ -166,6 +166,11 @@ SELECT
     {%- set k.i = k.i + names | length %}
     {%- endfor %}
     id AS flow_id,
-    args
+    args,
+    -- a RecordFunction not ended on its thread while profiling (see
+    -- sql/schema.sql): a string test first, the JSON read only where it
+    -- passes (the few annotations that have the key)
+    CASE WHEN ph = 'X' AND contains(args, '"finished"') AND json_extract_string(args, '$.finished') = 'false'
+         THEN true END AS unfinished
 FROM timed
 {%- endmacro %}
