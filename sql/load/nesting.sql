@@ -64,7 +64,7 @@ WITH host_all AS (
     WHERE trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, trace_id)
       AND ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
     {%- else %}
-    FROM ({{ normalized_events(raws, exact) }})
+    FROM ({{ normalized_events(raws, exact, nesting=true) }})
     WHERE ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
     {%- endif %}
       AND cat NOT IN {{ sql_list(not_host_cats) }}
