@@ -46,8 +46,16 @@ WHOLE = ("run_tags", "device_peaks", "interconnect_peaks")
 #: every table of the lake (duckprof_meta is the marker file instead)
 TABLES = tuple(PARTITIONED) + WHOLE + ("op_estimates",)
 #: the database schema versions whose lakes this duckprof reads: version 5 added
-#: report_results only, which a lake does not hold
-LAKE_SCHEMA_VERSIONS = (4, 5)
+#: report_results only, which a lake does not hold; version 6 events.unfinished,
+#: which an older lake's events lack (OLD_LAKE_COLUMNS)
+LAKE_SCHEMA_VERSIONS = (4, 5, 6)
+#: the columns an older lake's files lack, and how they are read from it:
+#: events.unfinished from the args it holds (as sql/migrate/v5_to_v6.sql). Such a
+#: lake's nesting is the old one (unfinished ranges nested as any range): an
+#: import computes it again (session.renest_unfinished); a lake read as it is
+#: keeps it, until the runs are exported again from a migrated database
+OLD_LAKE_COLUMNS = {("events", "unfinished"): "CASE WHEN ph = 'X' AND contains(args, '\"finished\"') "
+                                              "AND json_extract_string(args, '$.finished') = 'false' THEN true END"}
 HIVE_TYPES = {"run": "VARCHAR", "rank": "INTEGER", "export": "INTEGER"}
 
 
@@ -97,10 +105,14 @@ def _reader(con, directory, table, where: str = "") -> str | None:
     if glob is None:
         return None
     keys = PARTITIONED.get(table, ["export"] if table == "op_estimates" else [])
-    cols = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in _columns(con, table))
     hive = "{" + ", ".join(f"'{k}': {HIVE_TYPES[k]}" for k in keys) + "}"
     src = (f"read_parquet({_quote(glob)}, hive_partitioning = {'true' if keys else 'false'}"
            + (f", hive_types = {hive}, hive_types_autocast = false" if keys else "") + ")")
+    old = {c: e for (t, c), e in OLD_LAKE_COLUMNS.items() if t == table}
+    if old:  # those the files lack (an older lake's): read as OLD_LAKE_COLUMNS says
+        have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
+        old = {c: e for c, e in old.items() if c not in have}
+    cols = ", ".join(f'CAST({old.get(c, chr(34) + c + chr(34))} AS {t}) AS "{c}"' for c, t in _columns(con, table))
     return f"SELECT {cols} FROM {src}" + (f" WHERE {where}" if where else "")
 
 
@@ -137,6 +149,11 @@ def export_lake(session, directory, runs=None, progress=None) -> ExportReport:
     from .session import SCHEMA_VERSION
     meta = read_marker(directory) if os.path.isfile(os.path.join(directory, MARKER)) else {
         "format": FORMAT, "schema_version": SCHEMA_VERSION, "exports": 0, "max_trace_id": 0, "runs": {}}
+    if meta["schema_version"] != SCHEMA_VERSION:
+        # its files lack columns this version's have (OLD_LAKE_COLUMNS): one lake, one schema
+        raise DuckprofError(f"{directory}: a lake of schema version {meta['schema_version']}, this duckprof writes "
+                            f"version {SCHEMA_VERSION}: export into a new directory (import the old lake into a "
+                            "database first to keep its runs)")
     db_runs = {r: sorted(h) for r, h in con.execute(
         "SELECT run, list(content_hash) FROM traces GROUP BY run").fetchall()}
     wanted = sorted(db_runs) if runs is None else list(runs)
@@ -328,8 +345,11 @@ def import_lake(session, paths, run: str = "default", progress=None) -> LoadRepo
         if tags is not None:
             con.execute(f"INSERT OR REPLACE INTO run_tags SELECT * FROM ({tags})", {"runs": runs})
         con.execute("DROP TABLE lake_map")
+        # an older lake's nesting of unfinished ranges (OLD_LAKE_COLUMNS): computed again
+        from .session import fill_derived, renest_unfinished
+        if meta.get("schema_version", 0) < 6:
+            renest_unfinished(con, [b for _, b in mapping])
         # the derived tables are not in the lake (trace_facts is): computed for the new traces
-        from .session import fill_derived
         fill_derived(con, [b for _, b in mapping])
         con.execute("COMMIT")
     except BaseException:

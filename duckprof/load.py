@@ -404,19 +404,19 @@ def _out_of_memory(path, doing: str, e: BaseException, memory_limit: str | None)
                          f"(now {memory_limit or 'unset'}) or free memory")
 
 
-def nest_host_events(con, nest: str, raws, exact: dict, params: dict, temp: bool = False):
+def nest_host_events(con, nest: str, raws, exact: dict, params: dict, temp: bool = False, packed: bool = True):
     """The nesting of host events (nesting.sql) into the new table `nest`
     (nesting_table.sql): of the staged relations `raws` of a batch (exact,
     params: see normalize.sql), or, raws None, of the stored events of the
     traces params['trace_ids']; temp: `nest` is a temporary table. Runs
     statements that may fail (the packed key): not in a transaction that
-    must go on."""
+    must go on, unless packed is False (the six keys only)."""
     con.execute(sqlfiles.render("load/nesting_table.sql", nest=nest, temp=temp))
     structure = dict(raws=raws, exact=exact, nest=nest, block=NESTING_BLOCK)
 
     def run(crossing, params):
         try:
-            con.execute(sqlfiles.render("load/nesting.sql", crossing=crossing, packed=True, **structure), params)
+            con.execute(sqlfiles.render("load/nesting.sql", crossing=crossing, packed=packed, **structure), params)
         except duckdb.InvalidInputException as e:
             # the time span, durations and ids of the batch too wide for one
             # 128-bit sort key (nesting.sql): the six keys

@@ -111,15 +111,18 @@ def estimators_digest() -> str:
 # 3 -> 4: the derived tables (DERIVED), so launches, kernel_estimates and
 # memory_events are computed once per trace at load instead of at every query.
 # 4 -> 5: report_results, the html page's stored report results (html/store.py).
-SCHEMA_VERSION = 5
-# A read-only session opens files from this version on as they are: version 5
-# added only report_results, what a writable session stores of the html page
-# (html/store.py stores nothing in an older file; the next write migrates it).
-READ_AS_IS_FROM = 4
+# 5 -> 6: events.unfinished (args '"finished": false'), which the nesting leaves
+# out as torch's tree does: the nesting of the traces that have some is redone.
+SCHEMA_VERSION = 6
+# A read-only session opens files from this version on as they are (version 5
+# added only report_results, what a writable session stores of the html page,
+# but version 6 a column of events the views read: an older file is migrated
+# by its first writable open).
+READ_AS_IS_FROM = 6
 # the tables each version added (a file read as it is lacks the later ones)
 ADDED_TABLES = {5: ("report_results",)}
 MIGRATIONS = {1: "migrate/v1_to_v2.sql", 2: "migrate/v2_to_v3.sql", 3: "migrate/v3_to_v4.sql",
-              4: "migrate/v4_to_v5.sql"}
+              4: "migrate/v4_to_v5.sql", 5: "migrate/v5_to_v6.sql"}
 
 
 def tables_missing(version: int) -> set[str]:
@@ -613,7 +616,30 @@ def migrate(con, found: int):
         con.execute(f"DROP {kind} IF EXISTS {_ident(obj)}")
     for version in range(found, SCHEMA_VERSION):
         con.execute(sqlfiles.read(MIGRATIONS[version]))
+    if found < 6:
+        # (the derived tables, which read the nesting, are filled again after by
+        # refresh_stored: the views changed with this version)
+        renest_unfinished(con)
     con.execute("INSERT OR REPLACE INTO duckprof_meta VALUES ('schema_version', $v)", {"v": str(SCHEMA_VERSION)})
+
+
+def renest_unfinished(con, trace_ids=None) -> list:
+    """In the caller's transaction: the nesting columns of the stored traces
+    (all, or those of trace_ids) that have unfinished events, computed again
+    (nesting.sql) as a load now computes them: after a migration to version 6,
+    or an import from an older lake, whose nesting treated them as any range.
+    Returns those traces."""
+    ids = [r[0] for r in con.execute(
+        "SELECT DISTINCT trace_id FROM events WHERE unfinished"
+        + ("" if trace_ids is None else " AND list_contains($ids, trace_id)") + " ORDER BY 1",
+        None if trace_ids is None else {"ids": sorted(trace_ids)}).fetchall()]
+    if ids:
+        nest = "dp_renest"
+        # (the six sort keys, not the packed one, whose failure would abort the transaction)
+        nest_host_events(con, nest, None, {}, {"trace_ids": ids}, temp=True, packed=False)
+        con.execute(sqlfiles.render("load/nesting_update.sql", nest=nest), {"trace_ids": ids})
+        con.execute(f"DROP TABLE temp.main.{nest}")
+    return ids
 
 
 def stale(con) -> bool:

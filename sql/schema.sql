@@ -70,7 +70,13 @@ CREATE TABLE IF NOT EXISTS events (
     parent_event_id BIGINT,   -- innermost enclosing host event on the same thread (NULL at top level)
     depth           INTEGER,  -- number of enclosing host events
     self_ns         BIGINT,   -- dur_ns minus the durations of direct children
-    op_event_id     BIGINT    -- innermost enclosing cpu_op (excluding itself), NULL if none
+    op_event_id     BIGINT,   -- innermost enclosing cpu_op (excluding itself), NULL if none
+    -- a RecordFunction (cpu_op or user annotation) not ended on its thread while
+    -- profiling: ended on another thread or still open at the stop, args
+    -- '"finished": false' (the trace then ends it at the profiler's stop). torch
+    -- calls it async and leaves it out of its tree, and so does the nesting:
+    -- no parent, no children, depth 0, self_ns 0. true for those, else NULL
+    unfinished      BOOLEAN
 );
 
 -- op_estimates: FLOP / byte / dtype estimates per distinct operator signature,

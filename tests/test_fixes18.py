@@ -107,6 +107,34 @@ def test_unfinished_record_function_is_async_as_in_torch(stem):
         "are their enclosing range's"]
 
 
+@pytest.mark.parametrize("stem", ["cross_thread", "still_open"])
+def test_stored_nesting_of_an_unfinished_range_is_torchs(stem):
+    """The stored nesting (events.parent_event_id, self_ns, depth), which
+    cpu_ops, user_annotations and every view and report over them read, not
+    report ops alone: the unfinished range is flagged, has no parent, no
+    children and self time 0, and 'outer', which it crosses, keeps the calls
+    after its start (before, the nesting closed it there: self 20.9 ms in
+    cross_thread for torch's 2.48). Expected: per name, the calls and summed
+    self CPU time of the views equal torch's key_averages() (recorded beside
+    the trace), and the names whose first call is at depth 0 are those torch
+    gives no parent (key_averages' cpu_parent: its first event's)."""
+    theirs = {t["key"]: t for t in json.loads((FIX / f"{stem}.key_averages.json").read_text())}
+    with duckprof.connect() as s:
+        s.load([str(FIX / f"{stem}.json.gz")])
+        mine = {n: (c, us, top) for n, c, us, top in s.sql("""
+            SELECT name, count(*), sum(self_ns) / 1e3, arg_min(depth = 0, (ts_ns, -end_ns))
+            FROM (SELECT name, self_ns, depth, ts_ns, end_ns FROM cpu_ops
+                  UNION ALL SELECT name, self_ns, depth, ts_ns, end_ns FROM user_annotations)
+            GROUP BY name""").fetchall()}
+        flagged = s.sql("SELECT name, parent_event_id, depth, self_ns FROM user_annotations WHERE unfinished").fetchall()
+        kids = s.sql("SELECT count(*) FROM events e JOIN user_annotations u ON u.trace_id = e.trace_id "
+                     "AND u.event_id = e.parent_event_id WHERE u.unfinished").fetchall()
+    assert flagged == [(stem, None, 0, 0)] and kids == [(0,)]
+    assert set(mine) == set(theirs)
+    for key, t in theirs.items():
+        assert mine[key] == (t["count"], pytest.approx(t["self_cpu_us"], abs=0.01), t["top_level"]), key
+
+
 def _torch_rows(path):
     """Per (name, is annotation): calls and self CPU µs by torch's rules over the
     raw host events: the tree of _populate_cpu_children with async events left

@@ -120,7 +120,7 @@ def test_views_and_reports_over_the_lake_equal_the_database(source_db, tmp_path,
 
 # DuckDB type -> the Arrow type a reader sees in the Parquet files
 ARROW = {"INTEGER": pa.int32(), "BIGINT": pa.int64(), "UBIGINT": pa.uint64(), "DOUBLE": pa.float64(),
-         "VARCHAR": pa.string(), "JSON": pa.string(), "TIMESTAMP": pa.timestamp("us")}
+         "VARCHAR": pa.string(), "JSON": pa.string(), "TIMESTAMP": pa.timestamp("us"), "BOOLEAN": pa.bool_()}
 
 
 @pytest.mark.slow
@@ -161,19 +161,64 @@ def test_export_refuses_a_directory_that_is_not_a_lake(source_db, tmp_path, cli_
 
 def test_a_lake_written_at_schema_version_4_opens(tmp_path):
     # version 5 added report_results, which a lake does not hold: a v4 lake is the same lake
+    # (but for events.unfinished, version 6, read from its args: lake.OLD_LAKE_COLUMNS)
     d = tmp_path / "lake"
     with duckprof.connect() as s:
         s.load([str(HANDMADE / "nesting3.json")], run="r")
         lake.export_lake(s, d)
     marker = d / lake.MARKER
     meta = json.loads(marker.read_text())
-    assert meta["schema_version"] == duckprof.SCHEMA_VERSION == 5
+    assert meta["schema_version"] == duckprof.SCHEMA_VERSION == 6
     marker.write_text(json.dumps(dict(meta, schema_version=4)))
     with lake.open_lake(d) as s:
         assert s.sql("SELECT count(*) FROM trace_files").fetchall() == [(1,)]
     marker.write_text(json.dumps(dict(meta, schema_version=3)))
     with pytest.raises(duckprof.DuckprofError, match="a lake of schema version 3"):
         lake.open_lake(d)
+
+
+UNFINISHED_NESTING = ("SELECT t.path, e.event_id, e.parent_event_id, e.depth, e.self_ns, e.op_event_id, e.unfinished "
+                      "FROM events e JOIN traces t USING (trace_id) WHERE e.depth IS NOT NULL ORDER BY 1, 2")
+
+
+def test_a_version_5_lake_reads_unfinished_from_args_and_an_import_nests_again(tmp_path, cli_app):
+    """A lake written at version 5 has no events.unfinished, and its nesting of
+    a '"finished": false' range is the old one (fixes18's cross_thread: 'outer'
+    closed at the range's start, self 20.9 ms for torch's 2.48 ms). Read as it
+    is, the flag comes from the args (lake.OLD_LAKE_COLUMNS); an import nests
+    those traces again, as a load does; an export into it is refused (one
+    lake, one schema)."""
+    import duckdb
+    files = [str(REPO / "fixtures" / "fixes18" / f"{n}.json.gz") for n in ("cross_thread", "still_open")]
+    d = tmp_path / "lake"
+    with duckprof.connect() as s:
+        s.load(files, run="u")
+        want = s.sql(UNFINISHED_NESTING).fetchall()
+        lake.export_lake(s, d)
+    assert sum(1 for r in want if r[-1]) == 2
+    # as version 5 wrote it: no unfinished column, outer's self time as that nesting gave it
+    con = duckdb.connect()
+    for root, _dirs, names in os.walk(d / "events"):
+        for n in names:
+            f = os.path.join(root, n)
+            con.execute(f"COPY (SELECT * EXCLUDE (unfinished) REPLACE (CASE WHEN name = 'outer' THEN 20940755 "
+                        f"ELSE self_ns END AS self_ns) FROM read_parquet('{f}')) TO '{f}.old' (FORMAT parquet)")
+            os.replace(f + ".old", f)
+    marker = d / lake.MARKER
+    marker.write_text(json.dumps(dict(json.loads(marker.read_text()), schema_version=5)))
+    with lake.open_lake(d) as s:
+        assert s.sql("SELECT name FROM user_annotations WHERE unfinished ORDER BY 1").fetchall() == [
+            ("cross_thread",), ("still_open",)]
+        assert s.sql("SELECT DISTINCT self_ns FROM user_annotations WHERE name = 'outer'").fetchall() == [(20940755,)]
+    with duckprof.connect() as s:
+        lake.import_lake(s, d)
+        assert s.sql(UNFINISHED_NESTING).fetchall() == want
+        assert s.sql("SELECT self_ns FROM user_annotations WHERE name = 'outer' ORDER BY trace_id").fetchall()[0] \
+            == (2479275,)  # torch's 2.48 ms (fixes18's key_averages)
+    with duckprof.connect() as s:
+        s.load(files[:1], run="v")
+        with pytest.raises(duckprof.DuckprofError, match="a lake of schema version 5, this duckprof writes version 6"):
+            lake.export_lake(s, d)
 
 
 def test_a_lake_computes_a_derived_table_when_a_statement_reads_it(source_db, tmp_path):

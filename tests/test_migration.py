@@ -179,25 +179,18 @@ def test_released_v3_database_migrates_and_reports_as_a_fresh_load(tmp_path, cli
 
 def test_released_v4_database_migrates_and_stores_report_results(tmp_path, cli_app):
     """A v4 file (made by fixtures/legacy_db/make_legacy_db.py v4 at da25d24) has
-    no report_results. Read-only, it is read as it is (5 added only that
-    table): commands and the html page work, it stays version 4, nothing is
-    stored. The migration creates the table (empty), every run's data is
-    kept, and results stored for a run are read back for that run only."""
+    no report_results, and no events.unfinished (version 6), which the views
+    read: a read-only open (up to version 5, read as it was) now refuses it in
+    one line and leaves it as it was. The migration creates the table (empty),
+    every run's data is kept, and results stored for a run are read back for
+    that run only."""
     v4_db = unpacked(tmp_path, "v4")
     expected = json.loads((LEGACY / "schema_v4.json").read_text())
     before = db_state(v4_db)
-    with duckprof.connect(v4_db, read_only=True) as s:
-        assert s.schema_version == 4 and store.inputs_key(s, "gpu") is None
-        for run, figs in expected.items():
-            assert figures(s, run) == figs, run
-    assert invoke(cli_app, "runs", "--db", v4_db).exit_code == 0
-    res = invoke(cli_app, "html", "--db", v4_db, "--run", "gpu", "-o", str(tmp_path / "v4.html"))
-    assert res.exit_code == 0, res.output
-    assert "stored" not in res.output and (tmp_path / "v4.html").stat().st_size > 10_000
-    assert db_state(v4_db) == before
-    with duckprof.connect(v4_db, read_only=True) as s:
-        assert s.sql("SELECT value FROM duckprof_meta WHERE key = 'schema_version'").fetchall() == [("4",)]
-    migrated(cli_app, v4_db, 4)
+    with pytest.raises(duckprof.DuckprofError, match=r"schema version 4\); migrate it once"):
+        duckprof.connect(v4_db, read_only=True)
+    refused_then_migrated(cli_app, v4_db, 4)
+    assert db_state(v4_db) != before
     with duckprof.connect(v4_db, read_only=True) as s:
         for run, figs in expected.items():
             assert figures(s, run) == figs, run
@@ -228,3 +221,46 @@ def test_the_v4_to_v5_step_makes_the_table_schema_sql_makes(tmp_path):
     finally:
         con.close()
         ref.close()
+
+
+# -- schema version 5 (commit 1144ad0) to 6 ---------------------------------------------
+
+NESTING = ("SELECT t.path, e.event_id, e.parent_event_id, e.depth, e.self_ns, e.op_event_id, e.unfinished "
+           "FROM events e JOIN traces t USING (trace_id) WHERE t.run = 'unfinished' AND e.depth IS NOT NULL "
+           "ORDER BY 1, 2")
+
+
+def test_v5_database_migrates_its_unfinished_ranges_to_torchs_nesting(tmp_path, cli_app):
+    """A v5 file (make_legacy_db.py v5 at 1144ad0) has no events.unfinished and
+    nested the fixes18 traces' '"finished": false' record_function as any
+    range: 'outer', which it crosses, closed at its start (self 20.9 ms, torch
+    2.48 ms), the calls after its start its children. The migration flags the
+    two ranges, nests those traces again (the other runs are kept as they
+    were) and fills the derived tables again: the same nesting, flags and
+    report ops as a load by this duckprof."""
+    v5_db = unpacked(tmp_path, "v5")
+    expected = json.loads((LEGACY / "schema_v5.json").read_text())
+    import duckdb
+    with duckdb.connect(str(v5_db), read_only=True) as con:  # as v5 wrote it: the old nesting
+        assert con.execute("SELECT name, self_ns FROM events WHERE trace_id = 5 AND cat = 'user_annotation' "
+                           "ORDER BY ts_ns").fetchall() == [("outer", 20940755), ("cross_thread", 12012191)]
+        assert "unfinished" not in {r[0] for r in con.execute("DESCRIBE events").fetchall()}
+    refused_then_migrated(cli_app, v5_db, 6)
+    files = [str(REPO / "fixtures" / "fixes18" / f"{n}.json.gz") for n in ("cross_thread", "still_open")]
+    with duckprof.connect() as fresh:
+        fresh.load(files, run="unfinished")
+        want = [r[1:] for r in fresh.sql(NESTING).fetchall()]
+        want_ops = [r[:2] + r[3:] for r in fresh.report("ops", limit=0).fetchall()]  # (not trace_id)
+        want_totals = fresh.sql("SELECT count(*), sum(device_ns), sum(cpu_mem_bytes) FROM call_totals").fetchall()
+    with duckprof.connect(v5_db, read_only=True) as s:
+        for run in ("gpu", "cpu"):
+            assert figures(s, run) == expected[run], run
+        got = [r[1:] for r in s.sql(NESTING).fetchall()]
+        assert got == want
+        assert sum(1 for r in got if r[-1]) == 2  # cross_thread and still_open: no parent, depth 0, self 0
+        assert all(r[1:5] == (None, 0, 0, None) for r in got if r[-1])
+        outer = s.sql("SELECT self_ns FROM user_annotations WHERE name = 'outer' ORDER BY trace_id").fetchall()
+        assert outer[0][0] == 2479275  # cross_thread's: torch's 2.48 ms (its key_averages, fixes18)
+        assert [r[:2] + r[3:] for r in s.report("ops", limit=0, run="unfinished").fetchall()] == want_ops
+        assert s.sql("SELECT count(*), sum(device_ns), sum(cpu_mem_bytes) FROM call_totals WHERE trace_id IN "
+                     "(SELECT trace_id FROM trace_files WHERE run = 'unfinished')").fetchall() == want_totals

@@ -41,17 +41,22 @@ def stack_nesting(events, containers=None):
     (starts no later, ends no earlier, and ends after it starts); open events
     that it outlives are closed. `containers`: only events for which it
     returns True may be parents (used for 'innermost enclosing cpu_op');
-    depth is then the number of enclosing containers."""
+    depth is then the number of enclosing containers. An event whose args say
+    '"finished": false' (a RecordFunction not ended on its thread) is async in
+    torch, left out of its tree: (None, 0, 0), no one's parent."""
     host = {}
+    out = {}
     for i, e in enumerate(events):
         if e.get("ph") != "X" or e.get("ts") is None or canonical_cat(e) in DEVICE_CATS:
             continue
         dur = _us_to_ns(e.get("dur", 0))
         if dur < 0:
             continue
+        if isinstance(e.get("args"), dict) and e["args"].get("finished") is False:
+            out[i] = (None, 0, 0)
+            continue
         ts = _us_to_ns(e["ts"])
         host.setdefault((str(e.get("pid")), str(e.get("tid"))), []).append((ts, -dur, i, ts + dur))
-    out = {}
     child_ns = {}
     for items in host.values():
         items.sort()
@@ -66,7 +71,8 @@ def stack_nesting(events, containers=None):
             if containers is None or containers(events[i]):
                 stack.append((end, i))
     for i, v in out.items():
-        v[2] -= child_ns.get(i, 0)
+        if isinstance(v, list):
+            v[2] -= child_ns.get(i, 0)
     return {i: tuple(v) for i, v in out.items()}
 
 
@@ -116,6 +122,61 @@ def test_hand_computed_nesting(nesting3):
         LEFT JOIN events o ON o.trace_id = n.trace_id AND o.event_id = n.op_event_id
         WHERE n.depth IS NOT NULL""")}
     assert got == NESTING3
+
+
+# A record_function not ended on its thread while profiling ('"finished": false':
+# ended on another thread, or still open at the stop, where the trace ends it):
+# torch leaves it out of its tree (async), and so does the nesting. us:
+#   step  0-100 (annotation)      outer 10-60 (annotation)     aten::mm 15-25
+#   unf   20-220, finished false  aten::add 30-50 > aten::empty 32-37
+#   aten::relu 70-80 > aten::view 76-78     unf2 75-220, finished false (inside relu and unf)
+#   aten::sum 150-160 (inside the unfinished ones only)
+UNFINISHED_TRACE = [
+    ("step", "user_annotation", 0, 100, None), ("outer", "user_annotation", 10, 50, None),
+    ("aten::mm", "cpu_op", 15, 10, None), ("unf", "user_annotation", 20, 200, False),
+    ("aten::add", "cpu_op", 30, 20, None), ("aten::empty", "cpu_op", 32, 5, None),
+    ("aten::relu", "cpu_op", 70, 10, None), ("unf2", "user_annotation", 75, 145, False),
+    ("aten::view", "cpu_op", 76, 2, None), ("aten::sum", "cpu_op", 150, 10, None)]
+# name: (parent, depth, self_ns, innermost enclosing cpu_op), by hand
+UNFINISHED_NESTING = {
+    "step": (None, 0, 40000, None),            # 100 - outer 50 - relu 10 (unf is no child)
+    "outer": ("step", 1, 20000, None),         # not closed at unf's start: 50 - mm 10 - add 20
+    "aten::mm": ("outer", 2, 10000, None),
+    "unf": (None, 0, 0, None),                 # no parent, no children, no self time
+    "aten::add": ("outer", 2, 15000, None),    # outer's, not unf's
+    "aten::empty": ("aten::add", 3, 5000, "aten::add"),
+    "aten::relu": ("step", 1, 8000, None),
+    "unf2": (None, 0, 0, None),
+    "aten::view": ("aten::relu", 2, 2000, "aten::relu"),
+    "aten::sum": (None, 0, 10000, None),       # inside the unfinished ones only: top level
+}
+
+
+@pytest.mark.parametrize("where", ["memory", "file"])
+def test_unfinished_ranges_are_left_out_of_the_nesting_as_in_torch(tmp_path, where):
+    """Loaded into a file (nesting computed from the staged events) and into
+    memory (deferred: from the stored events): the hand-computed nesting, and
+    the flag in events and the views. Before, 'unf' closed 'outer' at its start
+    (outer's self 10 us), took add, relu and sum as children and had self time."""
+    events = [{"ph": "X", "cat": c, "name": n, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+               "args": {"External id": i + 1, **({} if f is None else {"finished": f})}}
+              for i, (n, c, ts, dur, f) in enumerate(UNFINISHED_TRACE)]
+    path = tmp_path / "unfinished.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert {k: v[:3] for k, v in decimal_nesting(events).items()} == {k: v[:3] for k, v in UNFINISHED_NESTING.items()}
+    with duckprof.connect(tmp_path / "u.duckdb" if where == "file" else None) as s:
+        s.load([str(path)])
+        got = {n: (p, d, sn, o) for n, p, d, sn, o in rows(s, """
+            SELECT e.name, p.name, e.depth, e.self_ns, o.name
+            FROM events e
+            LEFT JOIN events p ON p.trace_id = e.trace_id AND p.event_id = e.parent_event_id
+            LEFT JOIN events o ON o.trace_id = e.trace_id AND o.event_id = e.op_event_id
+            WHERE e.depth IS NOT NULL""")}
+        assert got == UNFINISHED_NESTING
+        assert rows(s, "SELECT name, unfinished FROM events WHERE unfinished IS NOT NULL ORDER BY 1") == [
+            ("unf", True), ("unf2", True)]
+        assert rows(s, "SELECT name FROM user_annotations WHERE unfinished ORDER BY 1") == [("unf",), ("unf2",)]
+        assert rows(s, "SELECT count(*) FROM cpu_ops WHERE unfinished") == [(0,)]
 
 
 def test_views_expose_nesting(nesting3):

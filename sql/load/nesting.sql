@@ -48,24 +48,32 @@
 -- whose rows are deleted (nesting_clear.sql) and computed again with
 -- 'threads': crossings found on crossing_threads only. So no -1 stays in the
 -- table, and the three give the same rows.
+--
+-- A RecordFunction not ended on its thread while profiling (events.unfinished:
+-- ended on another thread, or still open at the stop, which the trace gives as
+-- its end) is async in torch, out of its tree: it is no part of the walk
+-- (host), and gets no parent, depth 0 and self time 0 (its row at the end).
 {% from "templates/categories.sql" import not_host_cats, sql_list %}
 {% from "load/normalize.sql" import normalized_events %}
 INSERT INTO {{ nest }}
-WITH host AS (
+WITH host_all AS (
     SELECT trace_id, event_id, hash(trace_id, pid_label, tid_label) AS thread,
-           (cat = 'cpu_op')::INTEGER AS op, ts_ns, end_ns, dur_ns
+           (cat = 'cpu_op')::INTEGER AS op, ts_ns, end_ns, dur_ns, unfinished
     {%- if raws is none %}
     FROM events
     WHERE trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, trace_id)
       AND ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
     {%- else %}
-    FROM ({{ normalized_events(raws, exact) }})
+    FROM ({{ normalized_events(raws, exact, nesting=true) }})
     WHERE ph = 'X' AND dur_ns >= 0 AND ts_ns IS NOT NULL
     {%- endif %}
       AND cat NOT IN {{ sql_list(not_host_cats) }}
       {%- if crossing == 'threads' %}
       AND list_contains(CAST($crossing_threads AS UBIGINT[]), hash(trace_id, pid_label, tid_label))
       {%- endif %}
+),
+host AS (  -- the events of the walk: not the unfinished ones (see the end)
+    SELECT * EXCLUDE (unfinished) FROM host_all WHERE unfinished IS NULL
 ),
 {%- if crossing in ('all', 'threads') %}
 started AS (
@@ -256,3 +264,10 @@ FROM linked l
 LEFT JOIN child_time c ON c.trace_id = l.trace_id AND c.parent_id = l.event_id
 LEFT JOIN enclosing_op o ON o.trace_id = l.trace_id AND o.event_id = l.event_id
 WHERE l.sub = 1
+UNION ALL
+-- the unfinished RecordFunctions (events.unfinished): torch calls them async
+-- and leaves them out of its tree (EventList._populate_cpu_children), so the
+-- walk above never saw them: no one's parent (their would-be children are
+-- the ranges' they cross, which are not closed at their start), no parent,
+-- self time 0 (FunctionEvent.self_cpu_time_total of an async event)
+SELECT trace_id, event_id, thread, NULL, 0, 0, NULL FROM host_all WHERE unfinished

@@ -24,8 +24,8 @@
 -- record_function not ended on its thread while profiling (ended on another
 -- thread, or still open at the stop: '"finished": false' in the trace, which
 -- gives it the profiler's stop as end: its total is longer than torch's, a
--- note says so): the calls inside it are the innermost enclosing range's,
--- which the nesting had closed where it started.
+-- note says so); the nesting computed at load leaves it out already
+-- (events.unfinished: no one's parent, self time 0).
 -- Self CPU time = duration - the durations of the children (torch's
 -- definition: it is negative where children overlap each other on a thread,
 -- e.g. ProfilerStep#N starting inside the Python frames it outlives; duckprof
@@ -63,7 +63,7 @@
 -- option: --top-level-only FLAG  only names whose first call is not inside another event
 -- option: --by-graph-node FLAG  per torch.compile FX graph node instead (sql/reports/ops_graph_nodes.sql)
 -- example: duckprof report ops trace.json.gz --sort self_cpu --limit 30
--- requires: cpu_ops, user_annotations, python_functions, runtime, host_events, gpu_user_annotations, launches, memory_events, call_totals, cpu_op_estimates, trace_files
+-- requires: cpu_ops, user_annotations, python_functions, runtime, gpu_user_annotations, launches, memory_events, call_totals, cpu_op_estimates, trace_files
 --
 -- Columns:
 -- run                    VARCHAR  run label
@@ -97,8 +97,9 @@
 {%- set dropped = dropped_names() %}
 {#- the annotations of c10d's Work objects (ProcessGroupGloo's gloo:all_reduce, ProcessGroupNCCL's
     nccl:all_reduce, ...): their RecordFunction is async (c10d Work sets _setAsync: a work may end on
-    another thread), and torch leaves async events out of the tree; so is a record_function ended on
-    another thread (torch: start and end threads differ), which the trace marks '"finished": false' -#}
+    another thread), and torch leaves async events out of the tree; so is a record_function not ended on
+    its thread (torch: start and end threads differ), which the trace marks '"finished": false' and
+    the nesting leaves out at load (events.unfinished) -#}
 {%- set async_work = '^(gloo|nccl|mpi|ucc|xccl|hccl):' %}
 {%- set orders = {
     'self_cpu': 'self_cpu_us DESC', 'cpu_total': 'cpu_total_us DESC', 'self_device': 'self_device_us DESC',
@@ -134,15 +135,11 @@ launched AS (  -- per correlation id, the device time of the kernels, memcpys an
     GROUP BY trace_id, correlation
 ),
 ann AS MATERIALIZED (  -- the user annotations, and which are async: c10d's Work annotations, and record_functions not
-          -- ended on their thread while profiling (ended on another thread, or still open at the stop:
-          -- torch's start and end threads differ), which the trace marks '"finished": false' (no end
-          -- and gives them one at the profiler's stop, so they cross the ranges around them, which the
-          -- nesting then closed at their start); their args read here only (a string test first)
-    SELECT trace_id, event_id, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth, unfinished,
-           unfinished OR regexp_matches(name, '{{ async_work }}') AS async
-    FROM (SELECT *, coalesce(contains(args, '"finished"') AND json_extract_string(args, '$.finished') = 'false',
-                             false) AS unfinished
-          FROM user_annotations WHERE TRUE {{ run_scope() }})
+          -- ended on their thread while profiling (unfinished: ended on another thread, or still open at
+          -- the stop; torch's start and end threads differ), which the nesting left out at load already
+    SELECT trace_id, event_id, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
+           unfinished IS NOT NULL OR regexp_matches(name, '{{ async_work }}') AS async
+    FROM user_annotations WHERE TRUE {{ run_scope() }}
 ),
 ev AS (  -- every host event: a call (or a dropped one), with its call_totals (device time launched
          -- from within it on its thread, memory allocated during it) and, for runtime calls,
@@ -159,7 +156,7 @@ ev AS (  -- every host event: a call (or a dropped one), with its call_totals (d
            {%- endif %}
     FROM (SELECT *, CASE WHEN starts_with(name, 'ProfilerStep#') THEN 'ProfilerStep*' ELSE name END AS key
           FROM (SELECT trace_id, event_id, 0::UTINYINT AS kind_no, name, pid, tid, ts_ns, end_ns, self_ns, parent_event_id, depth,
-                       NULL::BIGINT AS correlation, NULL::BIGINT AS op_event_id, false AS async
+                       NULL::BIGINT AS correlation, NULL::BIGINT AS op_event_id, unfinished IS NOT NULL AS async
                        {%- if group_by_input_shape %}, input_dims::VARCHAR AS input_dims{% endif %}
                 FROM cpu_ops
                 UNION ALL
@@ -382,28 +379,12 @@ moved AS (  -- calls that are not rows (or, async, not in the tree), and the row
     JOIN {{ keyed }} t ON t.trace_id = m.trace_id
                       AND t.event_id = CASE WHEN a.event_id IS NULL THEN m.into_id ELSE a.into_id END
 ),
-reparented AS (  -- the children of such an unfinished record_function: their parent in torch's tree
-                 -- (no async events), the innermost range on the thread that encloses the child and is not
-                 -- async (none: top-level)
-    -- Only ranges the unfinished one crossed (that do not contain it): one that contains it is an
-    -- ancestor, which gets the child through the async range's self time (moved) already; the
-    -- child's time moves from that ancestor (async_id's into) to the crossed range
-    SELECT c.trace_id, c.event_id, any_value(u.event_id) AS async_id, any_value(c.end_ns - c.ts_ns) AS dur_ns,
-           arg_max(h.event_id, (h.ts_ns, -h.end_ns)) AS parent_id
-    FROM (SELECT trace_id, event_id, pid, tid, ts_ns, end_ns FROM ann WHERE unfinished) u
-    JOIN host_events c ON c.trace_id = u.trace_id AND c.parent_event_id = u.event_id
-    JOIN host_events h ON h.trace_id = u.trace_id AND h.pid = u.pid AND h.tid = u.tid
-                      AND h.ts_ns <= c.ts_ns AND h.end_ns >= c.end_ns AND (h.ts_ns < c.ts_ns OR h.end_ns > c.end_ns)
-                      AND NOT (h.ts_ns <= u.ts_ns AND h.end_ns >= u.end_ns)
-    ANTI JOIN (SELECT trace_id, event_id FROM ann WHERE async) x ON x.trace_id = h.trace_id AND x.event_id = h.event_id
-    GROUP BY c.trace_id, c.event_id
-),
 base AS (  -- per trace and row key: calls, CPU time
     SELECT trace_id, kh, any_value(key) AS name,
            {%- if group_by_input_shape %} any_value(input_dims) AS input_shapes,{% endif %}
            {%- if group_by_stack %} any_value(sh) AS sh, sum(flops) AS flops,{% endif %}
            ['cpu_op', 'user_annotation', 'python_function', 'runtime'][arg_min(kind_no, (ts_ns, -end_ns)) + 1] AS kind,
-           arg_min(depth = 0 OR async OR a.top_event_id IS NOT NULL AND r.parent_id IS NULL, (ts_ns, -end_ns)) AS first_top,
+           arg_min(depth = 0 OR async OR a.top_event_id IS NOT NULL, (ts_ns, -end_ns)) AS first_top,
            bool_and(async) AS async,
            -- (an async call has no self time: torch's FunctionEvent.self_cpu_time_total)
            count(*) AS count, sum(CASE WHEN async THEN 0 ELSE self_ns END) AS self_ns, sum(end_ns - ts_ns) AS dur_ns
@@ -411,23 +392,11 @@ base AS (  -- per trace and row key: calls, CPU time
     ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
     LEFT JOIN (SELECT trace_id AS top_trace_id, event_id AS top_event_id FROM async_into WHERE into_id IS NULL) a
            ON a.top_trace_id = k.trace_id AND a.top_event_id = k.parent_event_id
-    LEFT JOIN (SELECT trace_id AS r_trace_id, event_id AS r_event_id, parent_id FROM reparented) r
-           ON r.r_trace_id = k.trace_id AND r.r_event_id = k.event_id
     WHERE NOT k.dropped
     GROUP BY trace_id, kh
 ),
-moved_self AS (  -- (and a reparented child's time: out of its new parent's self time, back into that of
-                 -- the ancestor its async range's self time went to)
-    SELECT trace_id, kh, sum(self_ns) AS self_ns
-    FROM (SELECT trace_id, kh, self_ns FROM moved
-          UNION ALL
-          SELECT r.trace_id, t.kh, -r.dur_ns FROM reparented r
-          JOIN {{ keyed }} t ON t.trace_id = r.trace_id AND t.event_id = r.parent_id
-          UNION ALL
-          SELECT r.trace_id, t.kh, r.dur_ns FROM reparented r
-          JOIN async_into a ON a.trace_id = r.trace_id AND a.event_id = r.async_id
-          JOIN {{ keyed }} t ON t.trace_id = r.trace_id AND t.event_id = a.into_id)
-    GROUP BY ALL
+moved_self AS (
+    SELECT trace_id, kh, sum(self_ns) AS self_ns FROM moved GROUP BY ALL
 ),
 mem_raw AS (  -- [memory] bytes
     SELECT trace_id, ts_ns, {{ memory_bytes() }}
@@ -615,8 +584,9 @@ SELECT note FROM (
                           || 'open at the stop): the trace gives them the profiler''s stop as end, so their CPU total '
                           || 'is longer than torch''s; as in torch, they have no self CPU time and the calls inside '
                           || 'them are their enclosing range''s'
-    FROM user_annotations a JOIN t USING (trace_id)
-    WHERE contains(a.args, '"finished"') AND json_extract_string(a.args, '$.finished') = 'false'
+    FROM (SELECT trace_id FROM user_annotations WHERE unfinished
+          UNION ALL SELECT trace_id FROM cpu_ops WHERE unfinished) a
+    JOIN t USING (trace_id)
     GROUP BY t.trace_id, t.file_name
     {%- if group_by_input_shape %}
     UNION ALL

@@ -18,6 +18,8 @@
 -- depth            INTEGER  number of enclosing host events on the thread
 -- parent_event_id  BIGINT   event_id of the innermost enclosing host event (NULL at top level)
 -- op_event_id      BIGINT   event_id of the innermost enclosing cpu_op: the op that called this one
+-- unfinished       BOOLEAN  true: not ended on its thread while profiling ('"finished": false'):
+--                           async in torch, so no one's parent, depth 0, self_ns 0; else NULL
 -- external_id      BIGINT   'External id' (links kernels and runtime calls to this op)
 -- sequence_number  BIGINT   autograd 'Sequence number' (links forward and backward ops)
 -- input_dims       JSON     'Input Dims' (record_shapes), e.g. [[788,768],[768,768]]
@@ -27,7 +29,7 @@
 {% from "templates/op_signature.sql" import op_base_name, op_overload %}
 CREATE OR REPLACE VIEW cpu_ops AS
 SELECT trace_id, event_id, {{ op_base_name('name') }} AS name, {{ op_overload('name') }} AS overload, pid, tid, ts_ns, dur_ns, end_ns,
-       self_ns, depth, parent_event_id, op_event_id, external_id,
+       self_ns, depth, parent_event_id, op_event_id, unfinished, external_id,
        try_cast(json_extract_string(args, '$."Sequence number"') AS BIGINT) AS sequence_number,
        input_dims, input_types, concrete_inputs, args
 FROM events
