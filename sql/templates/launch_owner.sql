@@ -11,13 +11,20 @@
 --   External id; the plugin's test_external_id). Every other launch call keeps
 --   the callers' rule: its innermost enclosing op, or the user annotation that
 --   is its parent. launches: launches or derived_launches; where: a filter on its rows.
+--   x is MATERIALIZED: flattened, DuckDB may join cpu_ops to runtime first on
+--   pid, tid and the times alone, across traces: many ranks of one job share
+--   their pids and tids (1000 ranks: 1.17 M pairs, 0.8-1.2 CPU-s of
+--   derived_call_totals; benchmarks/README.md, stop 36).
 {% macro external_owners(launches, where='TRUE') -%}
+WITH x AS MATERIALIZED (
+    SELECT l.trace_id, l.launch_event_id, l.op_event_id, r.pid, r.tid, r.ts_ns, r.end_ns
+    FROM (SELECT trace_id, launch_event_id, op_event_id FROM {{ launches }}
+          WHERE op_link = 'external_id' AND {{ where }}) l
+    JOIN runtime r ON r.trace_id = l.trace_id AND r.event_id = l.launch_event_id
+    WHERE l.op_event_id IS DISTINCT FROM r.op_event_id
+)
 SELECT x.trace_id, x.launch_event_id, any_value(x.op_event_id) AS owner_id
-FROM (SELECT l.trace_id, l.launch_event_id, l.op_event_id, r.pid, r.tid, r.ts_ns, r.end_ns
-      FROM (SELECT trace_id, launch_event_id, op_event_id FROM {{ launches }}
-            WHERE op_link = 'external_id' AND {{ where }}) l
-      JOIN runtime r ON r.trace_id = l.trace_id AND r.event_id = l.launch_event_id
-      WHERE l.op_event_id IS DISTINCT FROM r.op_event_id) x
+FROM x
 JOIN cpu_ops o ON o.trace_id = x.trace_id AND o.event_id = x.op_event_id
 WHERE o.pid = x.pid AND o.tid = x.tid AND o.ts_ns <= x.ts_ns AND x.end_ns <= o.end_ns
 GROUP BY x.trace_id, x.launch_event_id
