@@ -360,24 +360,31 @@ def test_kernels_missing_launch_fields():
 # -- memory view ------------------------------------------------------------------------------
 
 def test_memory_view_per_operator():
-    """test_memory_view: get_memory_statistics per device, [self increase, ..., increase, ...,
-    calls]; duckprof's memory --ops has torch's net bytes (self_*_mem_bytes, *_mem_bytes):
-    the plugin's 'increase size' and 'self increase size', and the calls. An operator whose
-    figures are all 0 is not a row of memory --ops. (The plugin's allocation size and count,
-    which only count allocations, duckprof does not report.)"""
-    gpu = {"aten::to": [104, 104, 4], "aten::nll_loss_backward": [0, 0, 1], "aten::copy_": [0, 0, 1],
-           "aten::addmm": [0, 0, 1], "aten::tranas_stride": [0, 0, 1], "aten::transpose": [0, 0, 1],
-           "aten::t": [0, 0, 1], "aten::liner": [20, 20, 1]}
-    cpu = {"aten::to": [4, 4, 4], "aten::liner": [0, 50, 1], "aten::tranas_stride": [50, 50, 1],
-           "aten::transpose": [0, 50, 1], "aten::t": [0, 50, 1]}
+    """test_memory_view: get_memory_statistics per device, [self increase, self allocation size,
+    self allocation count, increase, allocation size, allocation count, calls]; duckprof's
+    memory --ops has torch's net bytes (self_*_mem_bytes, *_mem_bytes: the plugin's 'increase
+    size'), the allocations' bytes and number (self_*_alloc_bytes, *_alloc_bytes, self_*_allocs,
+    *_allocs: the [memory] events of positive bytes) and the calls. An operator whose figures
+    are all 0 is not a row of memory --ops. (Before: no allocation columns, and the operators
+    that free all they allocate, aten::nll_loss_backward, aten::copy_, aten::addmm, no rows.)"""
+    gpu = {"aten::to": [104, 104, 2, 104, 204, 3, 4], "aten::nll_loss_backward": [0, 10, 1, 0, 10, 1, 1],
+           "aten::copy_": [0, 100, 1, 0, 100, 1, 1], "aten::addmm": [0, 30, 1, 0, 30, 1, 1],
+           "aten::tranas_stride": [0, 50, 1, 0, 50, 1, 1], "aten::transpose": [0, 50, 1, 0, 100, 2, 1],
+           "aten::t": [0, 100, 1, 0, 200, 3, 1], "aten::liner": [20, 130, 3, 20, 360, 7, 1]}
+    cpu = {"aten::to": [4, 4, 1, 4, 4, 1, 4], "aten::liner": [0, 100, 1, 50, 150, 2, 1],
+           "aten::tranas_stride": [50, 50, 1, 50, 50, 1, 1], "aten::transpose": [0, 0, 0, 50, 50, 1, 1],
+           "aten::t": [0, 0, 0, 50, 50, 1, 1]}
     with session("memory_view") as s:
         rows = {r["name"]: r for r in report_rows(s, "memory", ops=True, limit=0)}
-    for name, (self_b, total_b, calls) in gpu.items():
-        r = rows.get(name, {"self_device_mem_bytes": 0, "device_mem_bytes": 0, "calls": calls})
-        assert [r["self_device_mem_bytes"], r["device_mem_bytes"], r["calls"]] == [self_b, total_b, calls], name
-    for name, (self_b, total_b, calls) in cpu.items():
-        r = rows.get(name, {"self_cpu_mem_bytes": 0, "cpu_mem_bytes": 0, "calls": calls})
-        assert [r["self_cpu_mem_bytes"], r["cpu_mem_bytes"], r["calls"]] == [self_b, total_b, calls], name
+    for kind, expected in (("device", gpu), ("cpu", cpu)):
+        cols = [f"self_{kind}_mem_bytes", f"self_{kind}_alloc_bytes", f"self_{kind}_allocs",
+                f"{kind}_mem_bytes", f"{kind}_alloc_bytes", f"{kind}_allocs", "calls"]
+        for name, values in expected.items():
+            assert [rows[name][c] for c in cols] == values, (kind, name)
+        # the other operators (and ProfilerStep*, not an operator in the plugin) have none
+        assert all(rows[n][c] == 0 for n in rows if n not in expected and not n.startswith(("ProfilerStep",
+                                                                                              "enumerate"))
+                   for c in cols[:-1]), kind
 
 
 def test_memory_curve_peaks():
