@@ -295,8 +295,7 @@ def test_datapipe_is_data_loading_not_an_operator_row_of_the_plugin():
 
 
 def test_tensor_core_trace_operators():
-    """test_tensor_core: the three operators and their kernels (duckprof has no Tensor Core
-    columns: fixtures/tb_plugin/README.md)."""
+    """test_tensor_core: the three operators and their kernels."""
     with session("tensor_core") as s:
         ops = op_rows(s)
         launches = s.sql("SELECT name, op_name FROM launches ORDER BY name").fetchall()
@@ -306,6 +305,28 @@ def test_tensor_core_trace_operators():
                         ("volta_fp16_s884cudnn_fp16_128x128_ldg8_splitK_relu_f2f_exp_small_nhwc_tn_v1",
                          "aten::cudnn_convolution")]
 
+
+def test_tensor_core_figures():
+    """test_tensor_core: per operator tc_eligible, tc_self_ratio, tc_total_ratio: aten::conv2d
+    eligible (its name), self 0 (duckprof: NULL, it has no self device time), total 15 / (15 + 10);
+    op_no_tc not eligible, 0, 0; aten::cudnn_convolution eligible, 1.0, 1.0 (report ops
+    --tensor-cores, in %). Per kernel tc_used: the s884 kernel yes, kernel_no_tc no (report kernels'
+    tensor_cores_used); the device's tc_ratio 15 / (15 + 10) (gpu-time's tensor_cores_pct). (Before:
+    no such columns or option.)"""
+    expected = {"aten::conv2d": (True, None, 100 * 15 / 25), "op_no_tc": (False, 0.0, 0.0),
+                "aten::cudnn_convolution": (True, 100.0, 100.0)}
+    with session("tensor_core") as s:
+        ops = {r["name"]: r for r in report_rows(s, "ops", tensor_cores=True, limit=0)}
+        kernels = {r["name"]: r["tensor_cores_used"] for r in report_rows(s, "kernels")}
+        device = only(report_rows(s, "gpu-time"), key="scope", scope="device")
+    for name, (eligible, self_pct, total_pct) in expected.items():
+        r = ops[name]
+        assert r["tc_eligible"] is eligible, name
+        assert r["tc_self_pct"] == (None if self_pct is None else pytest.approx(self_pct)), name
+        assert r["tc_total_pct"] == pytest.approx(total_pct), name
+    assert kernels == {"kernel_no_tc": False,
+                       "volta_fp16_s884cudnn_fp16_128x128_ldg8_splitK_relu_f2f_exp_small_nhwc_tn_v1": True}
+    assert device["tensor_cores_pct"] == pytest.approx(100 * 15 / 25)
 
 # -- kernel view (kernel_stat, kernel_list_groupby_name_op) ---------------------------------
 
