@@ -95,9 +95,10 @@
 --                                 name is one of its operators (templates/categories.sql
 --                                 tensor_core_op_names), or a call of it has such an operator inside it,
 --                                 or launched (itself or inside it) a kernel using Tensor Cores
--- tc_self_pct            DOUBLE   of self_device_us, the kernels using Tensor Cores, % (only with
---                                 --tensor-cores; NULL: no self device time; TensorBoard shows 0)
--- tc_total_pct           DOUBLE   of device_total_us, the kernels using Tensor Cores, % (same)
+-- tc_self_pct            DOUBLE   of self_device_us, the kernels using Tensor Cores, %; NULL: no self
+--                                 device time, where TensorBoard shows 0 (only with --tensor-cores)
+-- tc_total_pct           DOUBLE   of device_total_us, the kernels using Tensor Cores, %; NULL: no device
+--                                 time (only with --tensor-cores)
 {% from "templates/scope.sql" import run_scope with context %}
 {% from "templates/intervals.sql" import merged_intervals %}
 {% from "templates/memory.sql" import memory_bytes, dropped_names %}
