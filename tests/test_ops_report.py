@@ -473,8 +473,9 @@ def test_tensor_cores_by_hand(tmp_path):
     with duckprof.connect() as s:
         s.load([str(path)])
         rel = s.report("ops", tensor_cores=True, limit=0)
-        got = {r[3]: r[-3:] for r in rel.fetchall() if r[3] in ("my_block", "aten::linear", "aten::t",
-                                                                 "aten::addmm", "aten::relu")}
+        cols = ["tc_eligible", "tc_self_pct", "tc_total_pct"]
+        got = {r["name"]: tuple(r[c] for c in cols) for r in (dict(zip(rel.columns, x)) for x in rel.fetchall())
+               if r["name"] in ("my_block", "aten::linear", "aten::t", "aten::addmm", "aten::relu")}
     assert got == {"my_block": (True, None, pytest.approx(100 * 40 / 60)),
                    "aten::linear": (True, None, pytest.approx(100 * 40 / 60)),
                    "aten::addmm": (True, pytest.approx(80.0), pytest.approx(80.0)),

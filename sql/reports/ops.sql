@@ -85,12 +85,6 @@
 -- self_device_us         DOUBLE   device time of what it launched itself (device rows: their duration), µs
 -- self_device_pct        DOUBLE  [wide]  self_device_us / the sum over kernels, memcpys and memsets, %
 -- device_total_us        DOUBLE   device time including what its children launched, µs
--- device_avg_us          DOUBLE  [wide]  device_total_us / count
--- flops                  BIGINT   FLOPs of its calls (sum over calls with an estimate; NULL: none)
--- cpu_mem_bytes          BIGINT  [wide]  CPU bytes allocated (net) during its calls (profile_memory)
--- self_cpu_mem_bytes     BIGINT   cpu_mem_bytes less its children's
--- device_mem_bytes       BIGINT  [wide]  device bytes allocated (net) during its calls
--- self_device_mem_bytes  BIGINT   device_mem_bytes less its children's
 -- tc_eligible            BOOLEAN  TensorBoard's 'Tensor Cores eligible' (only with --tensor-cores): the
 --                                 name is one of its operators (templates/categories.sql
 --                                 tensor_core_op_names), or a call of it has such an operator inside it,
@@ -99,6 +93,12 @@
 --                                 device time, where TensorBoard shows 0 (only with --tensor-cores)
 -- tc_total_pct           DOUBLE   of device_total_us, the kernels using Tensor Cores, %; NULL: no device
 --                                 time (only with --tensor-cores)
+-- device_avg_us          DOUBLE  [wide]  device_total_us / count
+-- flops                  BIGINT   FLOPs of its calls (sum over calls with an estimate; NULL: none)
+-- cpu_mem_bytes          BIGINT  [wide]  CPU bytes allocated (net) during its calls (profile_memory)
+-- self_cpu_mem_bytes     BIGINT   cpu_mem_bytes less its children's
+-- device_mem_bytes       BIGINT  [wide]  device bytes allocated (net) during its calls
+-- self_device_mem_bytes  BIGINT   device_mem_bytes less its children's
 {% from "templates/scope.sql" import run_scope with context %}
 {% from "templates/intervals.sql" import merged_intervals %}
 {% from "templates/memory.sql" import memory_bytes, dropped_names %}
@@ -625,14 +625,14 @@ report AS (
            k.self_dev_ns / 1e3 AS self_device_us,
            100.0 * k.self_dev_ns / nullif(sum(k.self_dev_ns) FILTER (WHERE k.device_work) OVER t, 0) AS self_device_pct,
            k.dev_ns / 1e3 AS device_total_us,
-           k.dev_ns / 1e3 / k.count AS device_avg_us,
-           k.flops,
-           k.cpu_mem AS cpu_mem_bytes, k.self_cpu_mem AS self_cpu_mem_bytes,
-           k.dev_mem AS device_mem_bytes, k.self_dev_mem AS self_device_mem_bytes,
            {%- if tensor_cores %}
            k.tc_eligible, 100.0 * k.tc_self_ns / nullif(k.self_dev_ns, 0) AS tc_self_pct,
            100.0 * k.tc_total_ns / nullif(k.dev_ns, 0) AS tc_total_pct,
            {%- endif %}
+           k.dev_ns / 1e3 / k.count AS device_avg_us,
+           k.flops,
+           k.cpu_mem AS cpu_mem_bytes, k.self_cpu_mem AS self_cpu_mem_bytes,
+           k.dev_mem AS device_mem_bytes, k.self_dev_mem AS self_device_mem_bytes,
            k.first_top
     FROM per_key k
     JOIN scope s USING (trace_id)
