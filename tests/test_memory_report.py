@@ -86,7 +86,7 @@ def test_ops_allocations_by_hand(mem):
     aten::mm's: self 0."""
     cols = ["name", "self_device_alloc_bytes", "device_alloc_bytes", "self_device_allocs", "device_allocs",
             "self_cpu_alloc_bytes", "cpu_alloc_bytes", "self_cpu_allocs", "cpu_allocs"]
-    assert sorted(tuple(r[c] for c in cols) for r in rows(mem, ops=True)) == [
+    assert sorted(tuple(r[c] for c in cols) for r in rows(mem, ops=True, allocs=True)) == [
         ("ProfilerStep*", 0, 1500, 0, 2, 30, 180, 1, 3),
         ("aten::add", 0, 0, 0, 0, 0, 50, 0, 1),
         ("aten::empty", 0, 0, 0, 0, 150, 150, 2, 2),

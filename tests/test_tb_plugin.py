@@ -396,7 +396,7 @@ def test_memory_view_per_operator():
            "aten::tranas_stride": [50, 50, 1, 50, 50, 1, 1], "aten::transpose": [0, 0, 0, 50, 50, 1, 1],
            "aten::t": [0, 0, 0, 50, 50, 1, 1]}
     with session("memory_view") as s:
-        rows = {r["name"]: r for r in report_rows(s, "memory", ops=True, limit=0)}
+        rows = {r["name"]: r for r in report_rows(s, "memory", ops=True, allocs=True, limit=0)}
     for kind, expected in (("device", gpu), ("cpu", cpu)):
         cols = [f"self_{kind}_mem_bytes", f"self_{kind}_alloc_bytes", f"self_{kind}_allocs",
                 f"{kind}_mem_bytes", f"{kind}_alloc_bytes", f"{kind}_allocs", "calls"]
