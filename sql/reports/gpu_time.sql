@@ -77,7 +77,7 @@ idle AS (
 kernel_names AS (  -- kernel time per stream and name (launches: a stored table, no args read)
     SELECT trace_id, device, stream, name, sum(dur_ns) AS dur_ns
     FROM launches
-    WHERE kind = 'kernel' AND dur_ns IS NOT NULL
+    WHERE kind = 'kernel' AND dur_ns IS NOT NULL {{ scope() }}
     GROUP BY ALL
 ),
 tc AS (  -- the share of the kernel time on Tensor Cores, per device and per stream (the rule on each name once)
