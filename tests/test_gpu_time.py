@@ -693,3 +693,28 @@ def test_buckets_of_a_window_stretched_by_a_stray_timestamp(tmp_path):
             assert rows[0]["busy_us"] == pytest.approx(1.0) and rows[-1]["busy_us"] == pytest.approx(5.0)
         assert len(s.report("queue", buckets=50).fetchall()) == 50  # one stream
         assert "<svg" in s.html().html
+
+
+def test_tensor_cores_share_by_hand(tmp_path):
+    """gpu-time's tensor_cores_pct and kernels' tensor_cores_used, by TensorBoard's rule (a name
+    containing one of its patterns, case-sensitive): stream 7 runs sm80_xmma_gemm_f16 (TC) 30 µs
+    and an elementwise kernel 10 µs: 75%; stream 8 volta_h884gemm (TC) 20 µs, HMMA_upper (no:
+    'hmma' is lower-case in the rule) 20 µs and a 5 µs memcpy (not a kernel): 50%; the device
+    (30 + 20) / 80 = 62.5%."""
+    def k(name, ts, dur, stream, cat="kernel"):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+                "args": {"device": 0, "stream": stream, "correlation": ts}}
+    events = [k("sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize128x128x32", 0, 30, 7),
+              k("void at::native::elementwise_kernel<128, 4>", 40, 10, 7),
+              k("volta_h884gemm_64x64_ldg8_nn", 0, 20, 8), k("HMMA_upper", 30, 20, 8),
+              k("Memcpy HtoD (Pageable -> Device)", 60, 5, 8, cat="gpu_memcpy")]
+    with loaded_events(tmp_path, "tc.json", events) as s:
+        got = {(r["scope"], r["stream"]): r["tensor_cores_pct"] for r in as_dicts(s.report("gpu-time"))}
+        used = {r["name"]: r["tensor_cores_used"] for r in as_dicts(s.report("kernels"))}
+        flags = dict(q(s, "SELECT name, uses_tensor_cores FROM kernel_categories"))
+    assert got == {("device", None): pytest.approx(62.5), ("stream", 7): pytest.approx(75.0),
+                   ("stream", 8): pytest.approx(50.0)}
+    assert used == {"sm80_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize128x128x32": True,
+                    "void at::native::elementwise_kernel<128, 4>": False,
+                    "volta_h884gemm_64x64_ldg8_nn": True, "HMMA_upper": False}
+    assert flags == {**used, "Memcpy HtoD (Pageable -> Device)": False}

@@ -77,6 +77,23 @@ def test_ops_by_hand(mem):
     assert (ops["[memory]"]["count"], ops["[memory]"]["cpu_mem_bytes"], ops["[memory]"]["self_cpu_us"]) == (1, -50, 0.0)
 
 
+def test_ops_allocations_by_hand(mem):
+    """The allocations only (TensorBoard's allocation size and count): aten::mm allocates 1000 +
+    500 device bytes (2; it frees 1000, not counted); aten::empty 100 + 50 CPU bytes (2 calls);
+    aten::add [30,60] frees 100 and its child aten::empty allocates 50: total 50 in 1, self 0;
+    ProfilerStep*: 100 + 50 (step 1) + 30 (step 2, in no operator) = 180 in 3, its children
+    aten::empty (100) and aten::add (50) hold 150 of them: self 30 in 1; device 1500 in 2, all
+    aten::mm's: self 0."""
+    cols = ["name", "self_device_alloc_bytes", "device_alloc_bytes", "self_device_allocs", "device_allocs",
+            "self_cpu_alloc_bytes", "cpu_alloc_bytes", "self_cpu_allocs", "cpu_allocs"]
+    assert sorted(tuple(r[c] for c in cols) for r in rows(mem, ops=True, allocs=True)) == [
+        ("ProfilerStep*", 0, 1500, 0, 2, 30, 180, 1, 3),
+        ("aten::add", 0, 0, 0, 0, 0, 50, 0, 1),
+        ("aten::empty", 0, 0, 0, 0, 150, 150, 2, 2),
+        ("aten::mm", 1500, 1500, 2, 2, 0, 0, 0, 0),
+    ]
+
+
 def test_live_by_hand(mem):
     got = [(r["device_kind"], r["bytes"], r["at_us"], r["step"], r["op"], r["addr"]) for r in rows(mem, live=True)]
     assert got == [("CPU", 30, 160.0, 2, None, 3), ("CUDA", 500, 130.0, 2, "aten::mm", 11)]

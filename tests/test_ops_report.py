@@ -447,3 +447,36 @@ def test_add_and_mul_flops_as_torchs_profiler(tmp_path):
                         ("aten::mul", "[[],[16,8]]"): 1, ("aten::mul", None): None, ("aten::add", "[]"): None,
                         ("aten::add_", "[[16,8],[16,8],[]]"): None, ("aten::sub", "[[16,8],[16,8],[]]"): None}
     assert plain == {"aten::add": 136, "aten::mul": 1, "aten::add_": None, "aten::sub": None}
+
+
+def test_tensor_cores_by_hand(tmp_path):
+    """ops --tensor-cores (TensorBoard's operator view): my_block [0,120] holds aten::linear [10,110]
+    (a Tensor Cores operator by name), which holds aten::t [12,18] (no device time), aten::addmm
+    [20,60] (launches a Tensor Cores kernel, ampere_h1688gemm, 40 µs, and an elementwise one,
+    10 µs) and aten::relu [70,80] (an elementwise kernel, 10 µs). addmm: self = total = 40/50 = 80%,
+    eligible (name); linear: no self device time (NULL), total 40/60; my_block: eligible (it holds
+    linear), total 40/60; relu: not eligible, 0%; t: not eligible, no device time (NULL)."""
+    def op(name, ts, dur):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": {}}
+
+    def launch(ts, corr, kname, kts, kdur):
+        return [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts,
+                 "dur": 3, "args": {"correlation": corr}},
+                {"ph": "X", "cat": "kernel", "name": kname, "pid": 0, "tid": 7, "ts": kts, "dur": kdur,
+                 "args": {"correlation": corr, "device": 0, "stream": 7}}]
+    events = [op("my_block", 0, 120), op("aten::linear", 10, 100), op("aten::t", 12, 6), op("aten::addmm", 20, 40),
+              *launch(25, 1, "ampere_h1688gemm_128x128_ldg8_nn", 100, 40),
+              *launch(40, 2, "void at::native::elementwise_kernel<128, 4>", 150, 10),
+              op("aten::relu", 70, 10), *launch(72, 3, "void at::native::elementwise_kernel<128, 2>", 170, 10)]
+    path = tmp_path / "tc_ops.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    with duckprof.connect() as s:
+        s.load([str(path)])
+        rel = s.report("ops", tensor_cores=True, limit=0)
+        cols = ["tc_eligible", "tc_self_pct", "tc_total_pct"]
+        got = {r["name"]: tuple(r[c] for c in cols) for r in (dict(zip(rel.columns, x)) for x in rel.fetchall())
+               if r["name"] in ("my_block", "aten::linear", "aten::t", "aten::addmm", "aten::relu")}
+    assert got == {"my_block": (True, None, pytest.approx(100 * 40 / 60)),
+                   "aten::linear": (True, None, pytest.approx(100 * 40 / 60)),
+                   "aten::addmm": (True, pytest.approx(80.0), pytest.approx(80.0)),
+                   "aten::relu": (False, 0.0, 0.0), "aten::t": (False, None, None)}

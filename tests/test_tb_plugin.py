@@ -295,8 +295,7 @@ def test_datapipe_is_data_loading_not_an_operator_row_of_the_plugin():
 
 
 def test_tensor_core_trace_operators():
-    """test_tensor_core: the three operators and their kernels (duckprof has no Tensor Core
-    columns: fixtures/tb_plugin/README.md)."""
+    """test_tensor_core: the three operators and their kernels."""
     with session("tensor_core") as s:
         ops = op_rows(s)
         launches = s.sql("SELECT name, op_name FROM launches ORDER BY name").fetchall()
@@ -306,6 +305,28 @@ def test_tensor_core_trace_operators():
                         ("volta_fp16_s884cudnn_fp16_128x128_ldg8_splitK_relu_f2f_exp_small_nhwc_tn_v1",
                          "aten::cudnn_convolution")]
 
+
+def test_tensor_core_figures():
+    """test_tensor_core: per operator tc_eligible, tc_self_ratio, tc_total_ratio: aten::conv2d
+    eligible (its name), self 0 (duckprof: NULL, it has no self device time), total 15 / (15 + 10);
+    op_no_tc not eligible, 0, 0; aten::cudnn_convolution eligible, 1.0, 1.0 (report ops
+    --tensor-cores, in %). Per kernel tc_used: the s884 kernel yes, kernel_no_tc no (report kernels'
+    tensor_cores_used); the device's tc_ratio 15 / (15 + 10) (gpu-time's tensor_cores_pct). (Before:
+    no such columns or option.)"""
+    expected = {"aten::conv2d": (True, None, 100 * 15 / 25), "op_no_tc": (False, 0.0, 0.0),
+                "aten::cudnn_convolution": (True, 100.0, 100.0)}
+    with session("tensor_core") as s:
+        ops = {r["name"]: r for r in report_rows(s, "ops", tensor_cores=True, limit=0)}
+        kernels = {r["name"]: r["tensor_cores_used"] for r in report_rows(s, "kernels")}
+        device = only(report_rows(s, "gpu-time"), key="scope", scope="device")
+    for name, (eligible, self_pct, total_pct) in expected.items():
+        r = ops[name]
+        assert r["tc_eligible"] is eligible, name
+        assert r["tc_self_pct"] == (None if self_pct is None else pytest.approx(self_pct)), name
+        assert r["tc_total_pct"] == pytest.approx(total_pct), name
+    assert kernels == {"kernel_no_tc": False,
+                       "volta_fp16_s884cudnn_fp16_128x128_ldg8_splitK_relu_f2f_exp_small_nhwc_tn_v1": True}
+    assert device["tensor_cores_pct"] == pytest.approx(100 * 15 / 25)
 
 # -- kernel view (kernel_stat, kernel_list_groupby_name_op) ---------------------------------
 
@@ -360,24 +381,31 @@ def test_kernels_missing_launch_fields():
 # -- memory view ------------------------------------------------------------------------------
 
 def test_memory_view_per_operator():
-    """test_memory_view: get_memory_statistics per device, [self increase, ..., increase, ...,
-    calls]; duckprof's memory --ops has torch's net bytes (self_*_mem_bytes, *_mem_bytes):
-    the plugin's 'increase size' and 'self increase size', and the calls. An operator whose
-    figures are all 0 is not a row of memory --ops. (The plugin's allocation size and count,
-    which only count allocations, duckprof does not report.)"""
-    gpu = {"aten::to": [104, 104, 4], "aten::nll_loss_backward": [0, 0, 1], "aten::copy_": [0, 0, 1],
-           "aten::addmm": [0, 0, 1], "aten::tranas_stride": [0, 0, 1], "aten::transpose": [0, 0, 1],
-           "aten::t": [0, 0, 1], "aten::liner": [20, 20, 1]}
-    cpu = {"aten::to": [4, 4, 4], "aten::liner": [0, 50, 1], "aten::tranas_stride": [50, 50, 1],
-           "aten::transpose": [0, 50, 1], "aten::t": [0, 50, 1]}
+    """test_memory_view: get_memory_statistics per device, [self increase, self allocation size,
+    self allocation count, increase, allocation size, allocation count, calls]; duckprof's
+    memory --ops has torch's net bytes (self_*_mem_bytes, *_mem_bytes: the plugin's 'increase
+    size'), the allocations' bytes and number (self_*_alloc_bytes, *_alloc_bytes, self_*_allocs,
+    *_allocs: the [memory] events of positive bytes) and the calls. An operator whose figures
+    are all 0 is not a row of memory --ops. (Before: no allocation columns, and the operators
+    that free all they allocate, aten::nll_loss_backward, aten::copy_, aten::addmm, no rows.)"""
+    gpu = {"aten::to": [104, 104, 2, 104, 204, 3, 4], "aten::nll_loss_backward": [0, 10, 1, 0, 10, 1, 1],
+           "aten::copy_": [0, 100, 1, 0, 100, 1, 1], "aten::addmm": [0, 30, 1, 0, 30, 1, 1],
+           "aten::tranas_stride": [0, 50, 1, 0, 50, 1, 1], "aten::transpose": [0, 50, 1, 0, 100, 2, 1],
+           "aten::t": [0, 100, 1, 0, 200, 3, 1], "aten::liner": [20, 130, 3, 20, 360, 7, 1]}
+    cpu = {"aten::to": [4, 4, 1, 4, 4, 1, 4], "aten::liner": [0, 100, 1, 50, 150, 2, 1],
+           "aten::tranas_stride": [50, 50, 1, 50, 50, 1, 1], "aten::transpose": [0, 0, 0, 50, 50, 1, 1],
+           "aten::t": [0, 0, 0, 50, 50, 1, 1]}
     with session("memory_view") as s:
-        rows = {r["name"]: r for r in report_rows(s, "memory", ops=True, limit=0)}
-    for name, (self_b, total_b, calls) in gpu.items():
-        r = rows.get(name, {"self_device_mem_bytes": 0, "device_mem_bytes": 0, "calls": calls})
-        assert [r["self_device_mem_bytes"], r["device_mem_bytes"], r["calls"]] == [self_b, total_b, calls], name
-    for name, (self_b, total_b, calls) in cpu.items():
-        r = rows.get(name, {"self_cpu_mem_bytes": 0, "cpu_mem_bytes": 0, "calls": calls})
-        assert [r["self_cpu_mem_bytes"], r["cpu_mem_bytes"], r["calls"]] == [self_b, total_b, calls], name
+        rows = {r["name"]: r for r in report_rows(s, "memory", ops=True, allocs=True, limit=0)}
+    for kind, expected in (("device", gpu), ("cpu", cpu)):
+        cols = [f"self_{kind}_mem_bytes", f"self_{kind}_alloc_bytes", f"self_{kind}_allocs",
+                f"{kind}_mem_bytes", f"{kind}_alloc_bytes", f"{kind}_allocs", "calls"]
+        for name, values in expected.items():
+            assert [rows[name][c] for c in cols] == values, (kind, name)
+        # the other operators (and ProfilerStep*, not an operator in the plugin) have none
+        assert all(rows[n][c] == 0 for n in rows if n not in expected and not n.startswith(("ProfilerStep",
+                                                                                              "enumerate"))
+                   for c in cols[:-1]), kind
 
 
 def test_memory_curve_peaks():

@@ -40,6 +40,9 @@
 -- host_wait_pct    DOUBLE  [wide]  host_wait_us / idle_us, % (HTA idle_time_ratio x 100)
 -- kernel_wait_pct  DOUBLE  [wide]  kernel_wait_us / idle_us, %
 -- other_pct        DOUBLE  [wide]  other_us / idle_us, %
+-- tensor_cores_pct  DOUBLE  of its kernels' time, the kernels using Tensor Cores (TensorBoard's
+--                           rule: kernel_categories.uses_tensor_cores), %; all its kernels, not only
+--                           the window's (as TensorBoard's GPU summary); NULL: no kernels
 -- unlaunched       BIGINT  [wide]  of the events, those whose launch call is not in the trace (a note
 --                                  says how many on each device)
 -- sm_efficiency_pct  DOUBLE  est. SM efficiency (only with --occupancy): the time integral of
@@ -51,6 +54,7 @@
 {% from "templates/notes.sql" import gpu_notes with context %}
 {% from "templates/intervals.sql" import capped_level_length %}
 {% from "templates/numbers.sql" import weighted_mean %}
+{% from "templates/categories.sql" import uses_tensor_cores %}
 WITH win AS (  -- window and event count per device and per stream
     SELECT trace_id, device, scope, stream, events, unlaunched, window_ns, start_ns, end_ns
     FROM gpu_windows(exclude_last_step := $exclude_last_step OR $hta, hta := $hta) w
@@ -69,6 +73,18 @@ idle AS (
     FROM gpu_idle_intervals(exclude_last_step := $exclude_last_step OR $hta, hta := $hta,
                             kernel_wait_ns := CAST(round($kernel_wait_us * 1000) AS BIGINT))
     GROUP BY trace_id, device, scope, stream
+),
+kernel_names AS (  -- kernel time per stream and name (launches: a stored table, no args read)
+    SELECT trace_id, device, stream, name, sum(dur_ns) AS dur_ns
+    FROM launches
+    WHERE kind = 'kernel' AND dur_ns IS NOT NULL {{ scope() }}
+    GROUP BY ALL
+),
+tc AS (  -- the share of the kernel time on Tensor Cores, per device and per stream (the rule on each name once)
+    SELECT trace_id, device, CASE WHEN GROUPING(stream) = 1 THEN 'device' ELSE 'stream' END AS scope, stream,
+           coalesce(sum(dur_ns) FILTER (WHERE tc), 0) / nullif(sum(dur_ns), 0) AS tc_frac
+    FROM (SELECT *, {{ uses_tensor_cores() }} AS tc FROM kernel_names)
+    GROUP BY GROUPING SETS ((trace_id, device), (trace_id, device, stream))
 ),
 {%- if occupancy %}
 kw AS (  -- the kernels of each window (0 µs ones count for nothing), clipped to it
@@ -105,12 +121,15 @@ SELECT tr.run, tr.rank, t.trace_id, t.device, t.scope, t.stream, t.events,
        t.other_ns / 1e3 AS other_us,
        100.0 * t.host_wait_ns / nullif(t.idle_ns, 0) AS host_wait_pct,
        100.0 * t.kernel_wait_ns / nullif(t.idle_ns, 0) AS kernel_wait_pct,
-       100.0 * t.other_ns / nullif(t.idle_ns, 0) AS other_pct, t.unlaunched
+       100.0 * t.other_ns / nullif(t.idle_ns, 0) AS other_pct,
+       100.0 * tc.tc_frac AS tensor_cores_pct, t.unlaunched
        {%- if occupancy %},
        100.0 * sm.level_ns / nullif(t.window_ns, 0) AS sm_efficiency_pct, o.occ AS occupancy_pct
        {%- endif %}
 FROM t
 JOIN trace_files tr USING (trace_id)
+LEFT JOIN tc ON tc.trace_id = t.trace_id AND tc.device = t.device AND tc.scope = t.scope
+            AND tc.stream IS NOT DISTINCT FROM t.stream
 {%- if occupancy %}
 LEFT JOIN occ o ON o.trace_id = t.trace_id AND o.device = t.device AND o.scope = t.scope
                AND o.stream IS NOT DISTINCT FROM t.stream

@@ -43,6 +43,8 @@
 -- min_us                DOUBLE  [wide]  shortest execution, us
 -- max_us                DOUBLE  [wide]  longest execution, us
 -- busy_pct              DOUBLE   total_us / the device's busy time, %
+-- tensor_cores_used     BOOLEAN  [wide]  the kernel uses Tensor Cores, by TensorBoard's PyTorch profiler
+--                                plugin's rule on its name (kernel_categories.uses_tensor_cores)
 -- blocks_per_sm         DOUBLE   blocks per SM (kernels.blocks_per_sm), mean weighted by duration, as
 --                                TensorBoard's kernel view (only with --occupancy)
 -- occupancy_pct         DOUBLE   est. achieved occupancy (kernels.occupancy_pct), mean weighted by
@@ -71,6 +73,7 @@
 {% from "templates/scope.sql" import run_scope, device_scope with context %}
 {% from "templates/intervals.sql" import union_lengths %}
 {% from "templates/numbers.sql" import rounded, weighted_mean %}
+{% from "templates/categories.sql" import uses_tensor_cores %}
 {%- set orders = {
     'total': 'total_us DESC', 'count': 'count DESC, total_us DESC', 'mean': 'mean_us DESC',
     'max': 'max_us DESC', 'min': 'min_us DESC', 'busy': 'busy_pct DESC NULLS LAST, total_us DESC',
@@ -170,6 +173,8 @@ report AS (
            {{ rounded('a.min_ns / 1e3', 3) }} AS min_us,
            {{ rounded('a.max_ns / 1e3', 3) }} AS max_us,
            {{ rounded('100.0 * a.total_ns / nullif(b.busy_ns, 0)', 2) }} AS busy_pct,
+           -- (from the name, per row: the rule kernel_categories applies, without its pass over gpu_ops)
+           {{ uses_tensor_cores('a.name') }} AS tensor_cores_used,
            {%- if occupancy %}
            {{ rounded('a.bps', 3) }} AS blocks_per_sm,
            {{ rounded('a.occ', 2) }} AS occupancy_pct,

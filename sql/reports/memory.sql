@@ -23,6 +23,7 @@
 -- option: --ops FLAG  the operators that allocate the most instead (sql/reports/memory_ops.sql)
 -- option: --live FLAG  the allocations still live at the end instead (sql/reports/memory_live.sql)
 -- option: --limit/-n INTEGER >= 0 = 20  with --ops / --live: rows per device (0 = all)
+-- option: --allocs FLAG  with --ops: each operator's allocations alone, their bytes and number (TensorBoard's memory view)
 -- example: duckprof report memory trace.json.gz --by-step
 -- requires: memory_events, steps, cpu_ops, trace_files
 --

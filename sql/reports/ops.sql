@@ -61,6 +61,7 @@
 -- option: --group-by-input-shape FLAG  one row per name and input shapes (record_shapes traces)
 -- option: --group-by-stack INTEGER >= 0 = 0  one row per name and the first N frames of its Python stack
 -- option: --top-level-only FLAG  only names whose first call is not inside another event
+-- option: --tensor-cores FLAG  each row's Tensor Cores figures (TensorBoard's operator view: eligible, % of its device time)
 -- option: --by-graph-node FLAG  per torch.compile FX graph node instead (sql/reports/ops_graph_nodes.sql)
 -- example: duckprof report ops trace.json.gz --sort self_cpu --limit 30
 -- requires: cpu_ops, user_annotations, python_functions, runtime, gpu_user_annotations, launches, memory_events, call_totals, cpu_op_estimates, trace_files
@@ -84,6 +85,14 @@
 -- self_device_us         DOUBLE   device time of what it launched itself (device rows: their duration), µs
 -- self_device_pct        DOUBLE  [wide]  self_device_us / the sum over kernels, memcpys and memsets, %
 -- device_total_us        DOUBLE   device time including what its children launched, µs
+-- tc_eligible            BOOLEAN  TensorBoard's 'Tensor Cores eligible' (only with --tensor-cores): the
+--                                 name is one of its operators (templates/categories.sql
+--                                 tensor_core_op_names), or a call of it has such an operator inside it,
+--                                 or launched (itself or inside it) a kernel using Tensor Cores
+-- tc_self_pct            DOUBLE   of self_device_us, the kernels using Tensor Cores, %; NULL: no self
+--                                 device time, where TensorBoard shows 0 (only with --tensor-cores)
+-- tc_total_pct           DOUBLE   of device_total_us, the kernels using Tensor Cores, %; NULL: no device
+--                                 time (only with --tensor-cores)
 -- device_avg_us          DOUBLE  [wide]  device_total_us / count
 -- flops                  BIGINT   FLOPs of its calls (sum over calls with an estimate; NULL: none)
 -- cpu_mem_bytes          BIGINT  [wide]  CPU bytes allocated (net) during its calls (profile_memory)
@@ -94,6 +103,7 @@
 {% from "templates/intervals.sql" import merged_intervals %}
 {% from "templates/memory.sql" import memory_bytes, dropped_names %}
 {% from "templates/launch_owner.sql" import external_owners %}
+{% from "templates/categories.sql" import uses_tensor_cores, tensor_core_op_names, sql_list %}
 {%- set dropped = dropped_names() %}
 {#- the annotations of c10d's Work objects (ProcessGroupGloo's gloo:all_reduce, ProcessGroupNCCL's
     nccl:all_reduce, ...): their RecordFunction is async (c10d Work sets _setAsync: a work may end on
@@ -442,7 +452,7 @@ owner_other AS (  -- owners that are not the launch call's parent (it is inside 
 ),
 owned AS (  -- the device time each call launched itself; a merged call's is its row's (torch lifts its kernels)
     SELECT r.trace_id, coalesce(m.kh, CASE WHEN r.owner_id = r.parent_event_id THEN r.pkh ELSE x.kh END) AS kh,
-           r.launched_ns AS dev_ns, CASE WHEN r.owner_id = r.parent_event_id THEN r.parent_leaf ELSE x.leaf END AS leaf
+           r.event_id AS launch_event_id, r.launched_ns AS dev_ns, CASE WHEN r.owner_id = r.parent_event_id THEN r.parent_leaf ELSE x.leaf END AS leaf
     FROM tree r
     LEFT JOIN owner_other x ON x.trace_id = r.trace_id AND x.owner_id = r.owner_id
     LEFT JOIN moved m ON m.trace_id = r.trace_id AND m.event_id = r.owner_id
@@ -458,6 +468,48 @@ dev_key AS (
     FROM (SELECT trace_id, kh, sum(dev_ns) AS dev_ns FROM dev_calls GROUP BY ALL) t
     LEFT JOIN (SELECT trace_id, kh, sum(dev_ns) AS self_ns FROM owned GROUP BY ALL) s USING (trace_id, kh)
 ),
+{%- if tensor_cores %}
+tc_launch AS (  -- the launch calls of kernels using Tensor Cores, and those kernels' time (the rule once per name)
+    SELECT r.trace_id, r.event_id, sum(l.dur_ns) AS tc_ns
+    FROM launches l
+    SEMI JOIN (SELECT name FROM (SELECT DISTINCT name FROM launches WHERE kind = 'kernel' {{ run_scope() }})
+               WHERE {{ uses_tensor_cores() }}) n ON n.name = l.name
+    JOIN runtime r ON r.trace_id = l.trace_id AND r.correlation = l.correlation
+    WHERE l.kind = 'kernel' AND l.dur_ns IS NOT NULL {{ run_scope('l.') }}
+    GROUP BY ALL
+),
+tc_up AS (  -- the calls enclosing each such launch call, and each of TensorBoard's Tensor Cores operators
+            -- (up the nesting: parent_event_id); tc_ns: the launch's Tensor Cores time (0 for an operator)
+    WITH RECURSIVE up AS (
+        SELECT e.trace_id, e.parent_event_id AS event_id, coalesce(t.tc_ns, 0) AS tc_ns
+        FROM {{ keyed }} e
+        LEFT JOIN tc_launch t ON t.trace_id = e.trace_id AND t.event_id = e.event_id
+        WHERE e.parent_event_id IS NOT NULL
+          AND (t.event_id IS NOT NULL OR e.kind_no = 0 AND e.key IN {{ sql_list(tensor_core_op_names) }})
+        UNION ALL
+        SELECT e.trace_id, e.parent_event_id, u.tc_ns
+        FROM up u JOIN {{ keyed }} e ON e.trace_id = u.trace_id AND e.event_id = u.event_id
+        WHERE e.parent_event_id IS NOT NULL
+    )
+    SELECT * FROM up
+),
+tc_key AS (  -- per row key: Tensor Cores time it launched itself (self) and within it (total, as dev_calls:
+             -- a leaf's is its own), and eligibility
+    SELECT trace_id, kh, sum(self_ns) AS tc_self_ns, sum(total_ns) AS tc_total_ns, bool_or(eligible) AS tc_eligible
+    FROM (SELECT o.trace_id, o.kh, t.tc_ns AS self_ns, CASE WHEN o.leaf THEN t.tc_ns ELSE 0 END AS total_ns,
+                 true AS eligible
+          FROM owned o JOIN tc_launch t ON t.trace_id = o.trace_id AND t.event_id = o.launch_event_id
+          UNION ALL
+          SELECT k.trace_id, k.kh, 0, CASE WHEN k.leaf THEN 0 ELSE u.tc_ns END, true
+          FROM tc_up u JOIN {{ keyed }} k ON k.trace_id = u.trace_id AND k.event_id = u.event_id
+          ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
+          WHERE NOT k.dropped AND NOT k.async
+          UNION ALL
+          SELECT trace_id, kh, 0, 0, true FROM {{ keyed }}
+          WHERE kind_no = 0 AND key IN {{ sql_list(tensor_core_op_names) }})
+    GROUP BY ALL
+),
+{%- endif %}
 flops_key AS (
     {%- if group_by_stack %}
     SELECT trace_id, kh, flops FROM base
@@ -486,12 +538,19 @@ host_keys AS (
            coalesce(mo.dev_mem, 0)::BIGINT AS dev_mem,
            CASE WHEN b.async THEN 0 ELSE coalesce(mo.dev_mem, 0) - coalesce(mk.dev_mem, 0) END::BIGINT AS self_dev_mem,
            f.flops::BIGINT AS flops, false AS device_work
+           {%- if tensor_cores %},
+           coalesce(tk.tc_eligible, false) AS tc_eligible, coalesce(tk.tc_self_ns, 0) AS tc_self_ns,
+           coalesce(tk.tc_total_ns, 0) AS tc_total_ns
+           {%- endif %}
     FROM base b
     LEFT JOIN moved_self ms USING (trace_id, kh)
     LEFT JOIN dev_key d USING (trace_id, kh)
     LEFT JOIN mem_own mo USING (trace_id, kh)
     LEFT JOIN mem_kids mk USING (trace_id, kh)
     LEFT JOIN flops_key f USING (trace_id, kh)
+    {%- if tensor_cores %}
+    LEFT JOIN tc_key tk USING (trace_id, kh)
+    {%- endif %}
     {%- if group_by_stack %}
     LEFT JOIN stacks sk ON sk.sh = b.sh
     {%- endif %}
@@ -535,6 +594,10 @@ report AS (
            k.self_dev_ns / 1e3 AS self_device_us,
            100.0 * k.self_dev_ns / nullif(sum(k.self_dev_ns) FILTER (WHERE k.device_work) OVER t, 0) AS self_device_pct,
            k.dev_ns / 1e3 AS device_total_us,
+           {%- if tensor_cores %}
+           k.tc_eligible, 100.0 * k.tc_self_ns / nullif(k.self_dev_ns, 0) AS tc_self_pct,
+           100.0 * k.tc_total_ns / nullif(k.dev_ns, 0) AS tc_total_pct,
+           {%- endif %}
            k.dev_ns / 1e3 / k.count AS device_avg_us,
            k.flops,
            k.cpu_mem AS cpu_mem_bytes, k.self_cpu_mem AS self_cpu_mem_bytes,

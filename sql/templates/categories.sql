@@ -50,6 +50,31 @@
     CONV_fwd / CONV_bwd (by their op); they do none of the convolution's math. An RE2 regex on the
     lowercased name. -#}
 {%- set miopen_conv_helpers = '^(batched_transpose_|transpose_(nchw|cnhw|nhwc)2(nchw|cnhw|nhwc)|subtensorop)' %}
+{#- Tensor Cores, as TensorBoard's PyTorch profiler plugin decides them (torch-tb-profiler,
+    kineto tb_plugin/torch_tb_profiler/profiler/tensor_core.py at 041e7ce99f, after NVIDIA PyProf's
+    prof/tc.py): a kernel uses Tensor Cores when its name contains one of tensor_core_kernel_patterns
+    (case-sensitive substrings: TC_Allowlist); an operator is eligible for them when its name is one
+    of tensor_core_op_names (TC_OP_Allowlist: autocast's fp16 ops and their backward functions). -#}
+{%- set tensor_core_kernel_patterns = ['h884', 's884', 'h1688', 's1688', 'hmma', 'i8816', '16816',
+    'dgrad_1x1_stride_2x2', 'first_layer_wgrad_kernel', 'conv1x1', 'conv2d_c1_k1', 'direct_group',
+    'xmma_implicit_gemm', 'xmma_sparse_conv', 'xmma_warp_specialized_implicit_gemm', 'xmma_gemm',
+    'xmma_sparse_gemm', 'c1688'] %}
+{%- set tensor_core_op_names = ['aten::_convolution', 'aten::conv1d', 'aten::conv2d', 'aten::conv3d',
+    'aten::conv_tbc', 'aten::conv_transpose1d', 'aten::conv_transpose2d', 'aten::conv_transpose3d',
+    'aten::convolution', 'aten::cudnn_convolution', 'aten::cudnn_convolution_transpose', 'aten::prelu',
+    'aten::addmm', 'aten::addmv', 'aten::addr', 'aten::matmul', 'aten::mm', 'aten::mv', 'aten::linear',
+    'aten::addbmm', 'aten::baddbmm', 'aten::bmm', 'aten::chain_matmul', 'aten::linalg_multi_dot',
+    'aten::_thnn_fused_lstm_cell', 'aten::_thnn_fused_gru_cell', 'aten::lstm_cell', 'aten::gru_cell',
+    'aten::rnn_tanh_cell', 'aten::rnn_relu_cell', 'CudnnConvolutionBackward', 'BmmBackward0',
+    'aten::cudnn_convolution_transpose_backward', 'CudnnConvolutionTransposeBackward', 'MmBackward',
+    'aten::cudnn_convolution_backward_weight', 'aten::addmm_', 'AddmvBackward', 'MvBackward',
+    'aten::cudnn_convolution_transpose_backward_weight', 'aten::cudnn_convolution_transpose_backward_input',
+    'AddmmBackward', 'aten::cudnn_convolution_backward_input', 'AddbmmBackward',
+    'aten::cudnn_convolution_backward'] %}
+{#- uses_tensor_cores(name): whether a kernel of that name uses Tensor Cores (the rule above) -#}
+{% macro uses_tensor_cores(name='name') -%}
+regexp_matches({{ name }}, '{{ tensor_core_kernel_patterns | join('|') }}')
+{%- endmacro %}
 {% macro device_kind(cat='cat', name='name') -%}
 CASE {{ cat }} WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy' WHEN 'gpu_memset' THEN 'memset'
     ELSE CASE WHEN {{ name }} LIKE 'dma%' OR {{ name }} LIKE 'Memcpy%' THEN 'memcpy'

@@ -47,7 +47,11 @@
 -- kind      VARCHAR  gpu_ops.kind: 'kernel', 'memcpy', 'memset', ...
 -- name      VARCHAR  gpu_ops.name, the full kernel name
 -- category  VARCHAR  one of the categories above
-{% from "templates/categories.sql" import miopen_conv_helpers %}
+-- uses_tensor_cores  BOOLEAN  the kernel uses Tensor Cores, by TensorBoard's PyTorch profiler plugin's
+--                            rule: its name contains one of the plugin's patterns (h884, s1688, hmma,
+--                            xmma_gemm, ...; templates/categories.sql tensor_core_kernel_patterns);
+--                            false for memcpys, memsets and other activity
+{% from "templates/categories.sql" import miopen_conv_helpers, uses_tensor_cores %}
 CREATE OR REPLACE VIEW kernel_categories AS
 SELECT kind, name,
        CASE
@@ -75,6 +79,7 @@ SELECT kind, name,
            WHEN regexp_matches(lname, 'layer_?norm|batch_norm|rms_norm|group_norm|bn_fw|bn_bw|gammabetabackward|rowwisemoments')
                THEN 'normalization'
            ELSE 'other'
-       END AS category
+       END AS category,
+       kind = 'kernel' AND {{ uses_tensor_cores() }} AS uses_tensor_cores
 FROM (SELECT kind, name, lower(name) AS lname
       FROM (SELECT DISTINCT kind, name FROM gpu_ops));
