@@ -46,14 +46,15 @@ def cats(s, **opts):
     return [dict(zip(cols, row)) for row in r.fetchall()]
 
 
-def categories_of(names, kind="kernel") -> dict:
-    """The kernel_categories view's rule alone, on device events of these names."""
+def categories_of(names, kind="kernel", column="category") -> dict:
+    """The kernel_categories view's rule alone, on device events of these names:
+    name -> its `column` (category, uses_tensor_cores)."""
     with duckprof.connect() as s:
         s.sql("CREATE TEMP TABLE g(kind VARCHAR, name VARCHAR)")
         s.sql("INSERT INTO g SELECT $kind, unnest($n)", params={"kind": kind, "n": list(names)})
         sql = sqlfiles.render("views/derived/kernel_categories.sql").replace("FROM gpu_ops", "FROM g")
         s.sql(sql.replace("CREATE OR REPLACE VIEW kernel_categories", "CREATE TEMP VIEW kc"))
-        return dict(rows(s, "SELECT name, category FROM kc"))
+        return dict(rows(s, f"SELECT name, {column} FROM kc"))
 
 
 def test_view_splits_persistent_reduction_and_memcpy_directions(three):
@@ -245,3 +246,30 @@ def test_h100_split_against_tracelens():
     assert timeline["total_time"] == pytest.approx(span, abs=1e-2)
     assert 100 * busy / span == pytest.approx(timeline["busy_time"] / timeline["total_time"] * 100, rel=1e-4)
     assert ours["gemm"]["busy_pct"] == pytest.approx(100 * busy / 8193.56, rel=1e-6)
+
+
+def test_tensor_cores_of_kernels_newer_than_the_plugin():
+    """TensorBoard's plugin's list (kineto tb_plugin tensor_core.py) knows no
+    Hopper, Blackwell or AMD matrix-core kernel: every GEMM of the B200 and
+    MI300X corpus traces counted as not using Tensor Cores (0%). Real names
+    from the corpus and from cuBLAS/CUTLASS/Tensile/CK/MIOpen; an FP32 or SIMT
+    kernel of the same families stays False."""
+    want = {
+        "nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT": True,      # cuBLAS on B200 (bf16)
+        "nvjet_hsh_128x256_64x4_2x1_v_bz_coopB_TNN": True,
+        "nvjet_sss_128x64_32x4_1x2_h_bz_NNT": False,                # FP32: not a Tensor Core GEMM
+        "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp2": True,
+        "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext": True,
+        "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4>>": True,
+        "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x64_64x6_tn_align8>": True,
+        "void cutlass::Kernel<cutlass_80_simt_sgemm_128x128_8x4_nn_align1>": False,
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1": True,  # the plugin's
+        "Cijk_Ailk_Bljk_BBS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0_APM1_ABV0": True,  # Tensile, MFMA
+        "Cijk_Ailk_Bljk_SB_MT64x64x8_SN_1LDSB0_AMAS0_BL0": False,                    # Tensile, no MFMA
+        "_ZN2ck16tensor_operation6device37kernel_batched_gemm_xdlops_bwd_weightINS_47GridwiseGemm": True,
+        "igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt128x128x32_wt32x32x8_ws1x1_wr2x2": True,  # MIOpen xdlops
+        "batched_transpose_16x32_half": False,
+        "ampere_sgemm_128x64_nn": False,
+        "volta_h884gemm_64x64_ldg8_nn": True,                                          # the plugin's
+    }
+    assert categories_of(want, column="uses_tensor_cores") == want

@@ -41,7 +41,7 @@
 -- kernel_wait_pct  DOUBLE  [wide]  kernel_wait_us / idle_us, %
 -- other_pct        DOUBLE  [wide]  other_us / idle_us, %
 -- tensor_cores_pct  DOUBLE  of its kernels' time, the kernels using Tensor Cores (TensorBoard's
---                           rule: kernel_categories.uses_tensor_cores), %; all its kernels, not only
+--                           rule and newer kernels: kernel_categories.uses_tensor_cores), %; all its kernels, not only
 --                           the window's (as TensorBoard's GPU summary); NULL: no kernels
 -- unlaunched       BIGINT  [wide]  of the events, those whose launch call is not in the trace (a note
 --                                  says how many on each device)

@@ -44,7 +44,7 @@
 -- max_us                DOUBLE  [wide]  longest execution, us
 -- busy_pct              DOUBLE   total_us / the device's busy time, %
 -- tensor_cores_used     BOOLEAN  [wide]  the kernel uses Tensor Cores, by TensorBoard's PyTorch profiler
---                                plugin's rule on its name (kernel_categories.uses_tensor_cores)
+--                                plugin's rule on its name and newer kernels (kernel_categories.uses_tensor_cores)
 -- blocks_per_sm         DOUBLE   blocks per SM (kernels.blocks_per_sm), mean weighted by duration, as
 --                                TensorBoard's kernel view (only with --occupancy)
 -- occupancy_pct         DOUBLE   est. achieved occupancy (kernels.occupancy_pct), mean weighted by

@@ -52,14 +52,25 @@
 {%- set miopen_conv_helpers = '^(batched_transpose_|transpose_(nchw|cnhw|nhwc)2(nchw|cnhw|nhwc)|subtensorop)' %}
 {#- Tensor Cores, as TensorBoard's PyTorch profiler plugin decides them (torch-tb-profiler,
     kineto tb_plugin/torch_tb_profiler/profiler/tensor_core.py at 041e7ce99f, after NVIDIA PyProf's
-    prof/tc.py): a kernel uses Tensor Cores when its name contains one of tensor_core_kernel_patterns
+    prof/tc.py): a kernel uses Tensor Cores when its name contains one of plugin_tensor_core_kernel_patterns
     (case-sensitive substrings: TC_Allowlist); an operator is eligible for them when its name is one
-    of tensor_core_op_names (TC_OP_Allowlist: autocast's fp16 ops and their backward functions). -#}
-{%- set tensor_core_kernel_patterns = ['h884', 's884', 'h1688', 's1688', 'hmma', 'i8816', '16816',
+    of plugin_tensor_core_op_names (TC_OP_Allowlist: autocast's fp16 ops and their backward functions).
+    The plugin's lists predate Hopper, Blackwell and AMD's matrix cores: on their traces nothing
+    matched (B200, MI300X: 0%), so newer kernel families that only run on Tensor Cores (or AMD's
+    Matrix Cores) follow the plugin's (newer_tensor_core_kernel_patterns: cuBLAS's nvjet GEMMs but
+    its FP32 nvjet_sss, CUTLASS's tensorop, Hopper's (w)gmma, FlashAttention's and cuDNN's fused
+    attention, FP8/FP4 operands (E4m3, E5m2, E2m1), Tensile's matrix-instruction kernels
+    (_MI16x16x16...), composable kernel's xdl/xdlops, MIOpen's xdlops iGEMM (igemm_*_gtcx*), mfma, wmma), and so do the attention and
+    scaled-matmul operators that launch them (newer_tensor_core_op_names); the plugin's own cases
+    give what the plugin gives. -#}
+{%- set plugin_tensor_core_kernel_patterns = ['h884', 's884', 'h1688', 's1688', 'hmma', 'i8816', '16816',
     'dgrad_1x1_stride_2x2', 'first_layer_wgrad_kernel', 'conv1x1', 'conv2d_c1_k1', 'direct_group',
     'xmma_implicit_gemm', 'xmma_sparse_conv', 'xmma_warp_specialized_implicit_gemm', 'xmma_gemm',
     'xmma_sparse_gemm', 'c1688'] %}
-{%- set tensor_core_op_names = ['aten::_convolution', 'aten::conv1d', 'aten::conv2d', 'aten::conv3d',
+{%- set newer_tensor_core_kernel_patterns = ['nvjet_([^s]|s[^s]|ss[^s])', 'tensorop', 'gmma',
+    'flash_fwd', 'flash_bwd', 'fmhaSm', 'fmha_cutlass[FB]_(bf16|f16)', 'E4m3', 'E5m2', 'E2m1',
+    '_MI[0-9]+x[0-9]+x[0-9]+', 'xdl', 'igemm_[a-z]+_gtcx', 'mfma', 'wmma'] %}
+{%- set plugin_tensor_core_op_names = ['aten::_convolution', 'aten::conv1d', 'aten::conv2d', 'aten::conv3d',
     'aten::conv_tbc', 'aten::conv_transpose1d', 'aten::conv_transpose2d', 'aten::conv_transpose3d',
     'aten::convolution', 'aten::cudnn_convolution', 'aten::cudnn_convolution_transpose', 'aten::prelu',
     'aten::addmm', 'aten::addmv', 'aten::addr', 'aten::matmul', 'aten::mm', 'aten::mv', 'aten::linear',
@@ -71,6 +82,16 @@
     'aten::cudnn_convolution_transpose_backward_weight', 'aten::cudnn_convolution_transpose_backward_input',
     'AddmmBackward', 'aten::cudnn_convolution_backward_input', 'AddbmmBackward',
     'aten::cudnn_convolution_backward'] %}
+{%- set newer_tensor_core_op_names = ['aten::_scaled_mm', 'aten::_scaled_grouped_mm', 'aten::_grouped_mm',
+    'aten::_int_mm', 'aten::einsum', 'aten::scaled_dot_product_attention',
+    'aten::_scaled_dot_product_flash_attention', 'aten::_scaled_dot_product_efficient_attention',
+    'aten::_scaled_dot_product_cudnn_attention', 'aten::_flash_attention_forward',
+    'aten::_flash_attention_backward', 'aten::_efficient_attention_forward',
+    'aten::_efficient_attention_backward', 'aten::_scaled_dot_product_flash_attention_backward',
+    'aten::_scaled_dot_product_efficient_attention_backward',
+    'aten::_scaled_dot_product_cudnn_attention_backward'] %}
+{%- set tensor_core_kernel_patterns = plugin_tensor_core_kernel_patterns + newer_tensor_core_kernel_patterns %}
+{%- set tensor_core_op_names = plugin_tensor_core_op_names + newer_tensor_core_op_names %}
 {#- uses_tensor_cores(name): whether a kernel of that name uses Tensor Cores (the rule above) -#}
 {% macro uses_tensor_cores(name='name') -%}
 regexp_matches({{ name }}, '{{ tensor_core_kernel_patterns | join('|') }}')

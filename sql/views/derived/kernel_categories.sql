@@ -47,9 +47,11 @@
 -- kind      VARCHAR  gpu_ops.kind: 'kernel', 'memcpy', 'memset', ...
 -- name      VARCHAR  gpu_ops.name, the full kernel name
 -- category  VARCHAR  one of the categories above
--- uses_tensor_cores  BOOLEAN  the kernel uses Tensor Cores, by TensorBoard's PyTorch profiler plugin's
---                            rule: its name contains one of the plugin's patterns (h884, s1688, hmma,
---                            xmma_gemm, ...; templates/categories.sql tensor_core_kernel_patterns);
+-- uses_tensor_cores  BOOLEAN  the kernel uses Tensor Cores (or AMD's Matrix Cores): its name contains
+--                            one of TensorBoard's PyTorch profiler plugin's patterns (h884, s1688,
+--                            hmma, xmma_gemm, ...) or of the newer kernel families the plugin predates
+--                            (nvjet, tensorop, gmma, flash_fwd, fmhaSm, E4m3, Tensile's _MI..., xdlops,
+--                            mfma, ...; templates/categories.sql tensor_core_kernel_patterns);
 --                            false for memcpys, memsets and other activity
 {% from "templates/categories.sql" import miopen_conv_helpers, uses_tensor_cores %}
 CREATE OR REPLACE VIEW kernel_categories AS
