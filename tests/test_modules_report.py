@@ -18,13 +18,16 @@ on a tiny handmade trace, by hand (µs; one thread; the plugin's rules, module_o
             cudaMemcpyAsync              [700, 710] -> memcpy 20 µs
             my_range                     [750, 780] user_annotation
               aten::zeros                [755, 770]
+                cudaLaunchKernel         [760, 765] -> kernel 5 µs
 
 Linear_0: 1 operator (aten::linear: aten::addmm is inside it), host 200, self 200 - 170 = 30,
 device 50, self 50. Linear_1: 1 operator, host 200, self 200 - 180 = 20, device 30, self 30.
 Net_0: its direct children in the plugin's tree (through the frame net.py(5)) are Linear_0,
 aten::relu, Linear_1, the cudaMemcpyAsync call and my_range; 1 operator (aten::relu: aten::zeros
 is my_range's), host 780, self 780 - (200 + 60 + 200 + 10 + 30) = 280, device 50 + 10 + 30 + 20
-= 110, self 110 - (50 + 30) = 30.
++ 5 = 115; self device: what its direct operators and runtime calls launched, aten::relu's 10 +
+the memcpy's 20 = 30 (the plugin's get_chilren_self_device_time counts operator children only:
+not Linear_0's and Linear_1's, nor my_range's 5).
 """
 
 from __future__ import annotations
@@ -80,6 +83,8 @@ EVENTS = [
     _device("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 720, 740, 4),
     _x("user_annotation", "my_range", 750, 780),
     _x("cpu_op", "aten::zeros", 755, 770),
+    _launch("cudaLaunchKernel", 760, 765, 5),
+    _device("kernel", "fill_kernel", 800, 805, 5),
 ]
 
 
@@ -97,7 +102,7 @@ COLS = ["module", "level", "path", "calls", "operators", "host_us", "self_host_u
 def test_tree_by_hand(tiny):
     got = [tuple(r[c] for c in COLS) for r in as_dicts(tiny.report("modules"))]
     assert got == [
-        ("Net_0", 1, "Net_0", 1, 1, 780, 280, 110, 30),
+        ("Net_0", 1, "Net_0", 1, 1, 780, 280, 115, 30),
         ("· Linear_0", 2, "Net_0/Linear_0", 1, 1, 200, 30, 50, 50),
         ("· Linear_1", 2, "Net_0/Linear_1", 1, 1, 200, 20, 30, 30),
     ]
@@ -105,7 +110,7 @@ def test_tree_by_hand(tiny):
 
 def test_depth_keeps_the_upper_levels(tiny):
     got = [tuple(r[c] for c in COLS) for r in as_dicts(tiny.report("modules", depth=1))]
-    assert got == [("Net_0", 1, "Net_0", 1, 1, 780, 280, 110, 30)]
+    assert got == [("Net_0", 1, "Net_0", 1, 1, 780, 280, 115, 30)]
 
 
 def test_a_trace_without_modules_says_so():

@@ -17,7 +17,9 @@
 -- direct children that are operators (cpu_op; not DataParallel.forward,
 -- DistributedDataParallel.forward, Optimizer.*); device_us the kernels,
 -- memcpys and memsets launched by runtime calls inside the calls on their
--- thread; self_device_us minus those of the direct child modules. The plugin
+-- thread; self_device_us those launched by its direct runtime calls and
+-- inside its direct operators (not by child modules, nor, as the plugin
+-- counts, inside a direct record_function range or excluded operator). The plugin
 -- keys its figures on the module alone: a module reached by two paths gets
 -- each path's own figures here.
 --
@@ -38,7 +40,7 @@
 -- host_us         DOUBLE   host time of its calls, µs
 -- self_host_us    DOUBLE   host time not in a direct child, µs
 -- device_us       DOUBLE   device time of what its calls launched, µs
--- self_device_us  DOUBLE   device time not launched in a child module, µs
+-- self_device_us  DOUBLE   device time launched by its own runtime calls and direct operators, µs
 -- avg_us          DOUBLE   device_us per call (host_us per call when it launched nothing), µs
 {% from "templates/scope.sql" import run_scope with context %}
 WITH RECURSIVE mods AS (  -- the module calls
@@ -53,17 +55,19 @@ frames AS (  -- the Python frames that are not modules: the plugin's tree has no
     FROM python_functions
     WHERE name NOT LIKE 'nn.Module: %' {{ run_scope() }}
 ),
-nodes AS (  -- the plugin's tree nodes and runtime calls: op marks the operators it counts
-    SELECT h.trace_id, h.event_id, h.parent_event_id, h.dur_ns,
+nodes AS (  -- the plugin's tree nodes and runtime calls: op marks the operators it counts, own what
+            -- counts in a module's self device time (those operators and the runtime calls)
+    SELECT h.trace_id, h.event_id, h.parent_event_id, h.pid, h.tid, h.ts_ns, h.end_ns, h.dur_ns,
            h.cat = 'cpu_op' AND h.name NOT IN ('DataParallel.forward', 'DistributedDataParallel.forward')
-               AND h.name NOT LIKE 'Optimizer.%' AS op
+               AND h.name NOT LIKE 'Optimizer.%' AS op, op AS own
     FROM host_events h
     WHERE h.cat IN ('cpu_op', 'user_annotation') AND h.parent_event_id IS NOT NULL {{ run_scope('h.') }}
     UNION ALL
-    SELECT trace_id, event_id, parent_event_id, dur_ns, false FROM runtime
+    SELECT trace_id, event_id, parent_event_id, pid, tid, ts_ns, end_ns, dur_ns, false, true FROM runtime
     WHERE parent_event_id IS NOT NULL {{ run_scope() }}
     UNION ALL
-    SELECT trace_id, event_id, parent_event_id, dur_ns, false FROM mods WHERE parent_event_id IS NOT NULL
+    SELECT trace_id, event_id, parent_event_id, pid, tid, ts_ns, end_ns, dur_ns, false, false FROM mods
+    WHERE parent_event_id IS NOT NULL
 ),
 up(trace_id, event_id, at_id) AS (  -- a node's enclosing events, through non-module frames only
     SELECT n.trace_id, n.event_id, n.parent_event_id FROM nodes n
@@ -73,13 +77,11 @@ up(trace_id, event_id, at_id) AS (  -- a node's enclosing events, through non-mo
     FROM up u JOIN frames f ON f.trace_id = u.trace_id AND f.event_id = u.at_id
     WHERE f.parent_event_id IS NOT NULL
 ),
-direct AS (  -- per module call, its direct children in the plugin's tree
-    SELECT m.event_id AS mod_event_id, m.trace_id, count(*) FILTER (WHERE n.op) AS operators,
-           sum(n.dur_ns) AS child_ns
+children AS (  -- per module call, its direct children in the plugin's tree
+    SELECT m.event_id AS mod_event_id, n.*
     FROM up u
     JOIN mods m ON m.trace_id = u.trace_id AND m.event_id = u.at_id
     JOIN nodes n ON n.trace_id = u.trace_id AND n.event_id = u.event_id
-    GROUP BY ALL
 ),
 host_up(trace_id, event_id, at_id) AS (  -- a module call's enclosing events up to the next module
     SELECT trace_id, event_id, parent_event_id FROM mods WHERE parent_event_id IS NOT NULL
@@ -111,26 +113,35 @@ launched AS (  -- per thread, the device time launched up to each time (prefix s
     WHERE launch_ts_ns IS NOT NULL AND trace_id IN (SELECT trace_id FROM mods)
     GROUP BY trace_id, pid, tid, launch_ts_ns
 ),
-dev_hi AS (
-    SELECT m.trace_id, m.event_id, m.ts_ns, m.pid, m.tid, hi.cum_ns
-    FROM mods m ASOF LEFT JOIN launched hi
-         ON hi.trace_id = m.trace_id AND hi.pid = m.pid AND hi.tid = m.tid AND m.end_ns >= hi.ts_ns
+spans AS (  -- the module calls and the children that count in their self device time
+    SELECT trace_id, event_id, NULL::BIGINT AS mod_event_id, pid, tid, ts_ns, end_ns FROM mods
+    UNION ALL
+    SELECT trace_id, event_id, mod_event_id, pid, tid, ts_ns, end_ns FROM children WHERE own
 ),
-dev AS (  -- per module call, the device time launched inside it
-    SELECT d.trace_id, d.event_id, coalesce(d.cum_ns, 0) - coalesce(lo.cum_ns, 0) AS device_ns
+dev_hi AS (
+    SELECT s.*, hi.cum_ns
+    FROM spans s ASOF LEFT JOIN launched hi
+         ON hi.trace_id = s.trace_id AND hi.pid = s.pid AND hi.tid = s.tid AND s.end_ns >= hi.ts_ns
+),
+dev AS (  -- per span, the device time launched inside it (by a runtime call starting in it on its thread)
+    SELECT d.trace_id, d.event_id, d.mod_event_id, coalesce(d.cum_ns, 0) - coalesce(lo.cum_ns, 0) AS device_ns
     FROM dev_hi d ASOF LEFT JOIN launched lo
          ON lo.trace_id = d.trace_id AND lo.pid = d.pid AND lo.tid = d.tid AND d.ts_ns > lo.ts_ns
+),
+direct AS (  -- per module call: operators, host time and own device time of its direct children
+    SELECT c.trace_id, c.mod_event_id, count(*) FILTER (WHERE c.op) AS operators, sum(c.dur_ns) AS child_ns,
+           sum(d.device_ns) AS self_device_ns
+    FROM children c
+    LEFT JOIN dev d ON d.trace_id = c.trace_id AND d.event_id = c.event_id AND d.mod_event_id = c.mod_event_id
+    GROUP BY c.trace_id, c.mod_event_id
 ),
 calls AS (
     SELECT m.trace_id, m.event_id, m.module, m.module_id, q.path, q.level, m.dur_ns,
            m.dur_ns - coalesce(c.child_ns, 0) AS self_host_ns, coalesce(c.operators, 0) AS operators,
-           d.device_ns,
-           d.device_ns - coalesce((SELECT sum(dc.device_ns) FROM parent p JOIN dev dc
-                                   ON dc.trace_id = p.trace_id AND dc.event_id = p.event_id
-                                   WHERE p.trace_id = m.trace_id AND p.parent_id = m.event_id), 0) AS self_device_ns
+           d.device_ns, coalesce(c.self_device_ns, 0) AS self_device_ns
     FROM mods m
     JOIN paths q ON q.trace_id = m.trace_id AND q.event_id = m.event_id
-    JOIN dev d ON d.trace_id = m.trace_id AND d.event_id = m.event_id
+    JOIN dev d ON d.trace_id = m.trace_id AND d.event_id = m.event_id AND d.mod_event_id IS NULL
     LEFT JOIN direct c ON c.trace_id = m.trace_id AND c.mod_event_id = m.event_id
 ),
 per_path AS (
