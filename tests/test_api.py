@@ -19,13 +19,14 @@ from conftest import REPO
 
 FIXTURES = [REPO / "fixtures" / "diff" / "a.json", REPO / "fixtures" / "kernels" / "h100_two_kernels_one_op.json",
             REPO / "fixtures" / "memory" / "memory.json", REPO / "fixtures" / "steps" / "three_steps.json",
-            REPO / "fixtures" / "collectives" / "bus_bandwidth_rank0.json"]
+            REPO / "fixtures" / "collectives" / "bus_bandwidth_rank0.json",
+            REPO / "fixtures" / "tb_plugin" / "build_module_hierarchy.json"]
 
 #: option sets that switch a report's structure (another file, other columns)
 VARIANTS = {"kernels": [{}, {"group_by_launch": True}], "gpu-time": [{}, {"by_step": True}, {"hta": True}],
             "idle": [{}, {"hta": True}, {"by": "event"}], "queue": [{}, {"hta": True}], "temporal": [{}, {"hta": True}],
             "categories": [{}, {"by_step": True}, {"category": "gemm"}], "ops": [{}, {"group_by_input_shape": True}],
-            "memory": [{}, {"by_step": True}, {"ops": True}, {"live": True}],
+            "memory": [{}, {"by_step": True}, {"ops": True}, {"live": True}, {"curve": True}],
             "steps": [{}, {"summary": True}, {"breakdown": "tensorboard"}], "collectives": [{}, {"by_rank": True}],
             "ranks": [{}, {"hta": True}], "launches": [{}, {"per_launch": True}, {"hta": True}]}
 # ops --by-graph-node needs torch.compile's graph markers, which these fixtures lack: its rows are

@@ -35,7 +35,8 @@ CASES = [("kernels", {"limit": 0}), ("kernels", {"group_by_launch": True, "limit
          ("ops", {"by_graph_node": True}), ("memory", {}), ("memory", {"by_step": True}), ("memory", {"ops": True}),
          ("memory", {"live": True}), ("steps", {}), ("steps", {"summary": True}),
          ("steps", {"breakdown": "tensorboard"}), ("collectives", {"by_rank": True}), ("ranks", {}),
-         ("trend", {}), ("patterns", {}), ("patterns", {"list": True}), ("patterns", {"events": True})]
+         ("trend", {}), ("patterns", {}), ("patterns", {"list": True}), ("patterns", {"events": True}),
+         ("memory", {"curve": True}), ("modules", {})]
 
 
 def filled(s) -> dict:

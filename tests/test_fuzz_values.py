@@ -25,7 +25,7 @@ SMALL = ["a100_triton_kernel.json.gz", "mi250_rocm_train.json.gz", "cpu_only_ran
          "a100_alexnet_train.json.gz", "tiny_compare_base.json.gz", "backward_thread_minimal.json"]
 SOURCES = {name: json.loads(read_bytes(CORPUS / name)) for name in SMALL if (CORPUS / name).exists()}
 for _path in ("fixtures/kernels/h100_two_kernels_one_op.json", "fixtures/memory/memory.json",
-              "fixtures/steps/three_steps.json"):
+              "fixtures/steps/three_steps.json", "fixtures/tb_plugin/build_module_hierarchy.json"):
     SOURCES[_path] = json.loads((REPO / _path).read_text())
 
 ODD = [None, "", "x", -1, 0, 1.5, -1e9, 1e18, 2**63, -2**63 - 1, True, [], {}, [1, 2], {"a": 1},
@@ -35,7 +35,7 @@ ARGS = ["External id", "correlation", "Input Dims", "Input type", "Concrete Inpu
         "Fwd thread id", "device", "stream", "grid", "block", "registers per thread", "shared memory",
         "Collective name", "In msg nelems", "Out msg nelems", "dtype", "Group size", "Process Group Name",
         "Process Group Ranks", "Seq", "Bytes", "Total Allocated", "Addr", "Device Id", "Device Type",
-        "Ev Idx", "flops", "Python id", "Python parent id", "queued", "context", "labels", "name"]
+        "Ev Idx", "flops", "Python id", "Python parent id", "Python module id", "queued", "context", "labels", "name"]
 TOP = {"deviceProperties": [[{"id": "x"}], [{"id": 0, "name": None, "computeMajor": "9"}], {}],
        "distributedInfo": [{"rank": "x"}, {"rank": -1, "world_size": 0}, {"rank": 5, "world_size": 2}, []],
        "baseTimeNanoseconds": ["x", -1, 1.5], "schemaVersion": ["x", None]}

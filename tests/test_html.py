@@ -76,7 +76,7 @@ def figures(html: str) -> list[tuple[str, int]]:
 
 def test_page_sections_of_a_gpu_trace(two_page):
     assert two_page.sections == ["overview", "timeline", "temporal", "categories", "kernels", "idle", "launches", "ops",
-                                 "steps", "steps-report", "collectives", "memory", "patterns"]
+                                 "modules", "steps", "steps-report", "collectives", "memory", "patterns"]
     html = str(two_page)
     for s in two_page.sections:
         assert f'<section id="{s}"' in html
@@ -358,7 +358,7 @@ def test_cli_writes_the_page(tmp_path):
     out = tmp_path / "x.html"
     r = run_cli("html", TWO, "-o", out, "-q")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith(f"wrote {out}: ") and "13 sections" in r.stdout
+    assert r.stdout.startswith(f"wrote {out}: ") and "14 sections" in r.stdout
     assert "<title>duckprof: two_streams.json</title>" in out.read_text(encoding="utf-8")
 
 
@@ -864,3 +864,26 @@ def test_per_device_sections_of_many_ranks_show_the_straggler(tmp_path):
         assert shown == [0, 1, 2, 3, 4, 5, 6, 9], sid
         assert ("3 more GPU(s) not shown (rank 7 · GPU 0, rank 8 · GPU 0, rank 10 · GPU 0); rank 9, the straggler "
                 "(section Ranks), is shown: ") in sec, sid
+
+
+def test_memory_section_draws_the_curve_and_modules_have_a_table():
+    """fixtures/memory/memory.json: a step line per device from report memory --curve (every
+    event: fewer than CURVE_BUCKETS). CUDA 0's levels 1000, 1500, 500 B at 120, 130, 140 µs, in
+    kB on a 0..1.5 axis 200 px high from y = 10: y = 210 - 200 * level / 1.5 = 76.7, 10.0,
+    143.3. build_module_hierarchy.json: the modules table, Conv2 then MyModule (633 µs) then its
+    Linear."""
+    s = duckprof.connect()
+    s.load([str(REPO / "fixtures" / "memory" / "memory.json"),
+            str(REPO / "fixtures" / "tb_plugin" / "build_module_hierarchy.json")], run="r")
+    html = str(s.html())
+    s.close()
+    mem = html[html.index('<section id="memory"'):]
+    mem = mem[:mem.index("</section>")]
+    assert re.findall(r"<title>([^<]*)</title>", mem)[:2] == ["memory · CPU", "memory · CUDA 0"]
+    cuda = re.findall(r'<path d="([^"]*)" class="mark line"', mem)[1]
+    assert [float(p.split(",")[1]) for p in cuda.split()] == [76.7, 76.7, 10.0, 10.0, 143.3, 143.3]
+    mod = html[html.index('<section id="modules"'):]
+    mod = mod[:mod.index("</section>")]
+    cells = re.findall(r'<td data-v="([^"]*)" class="txt">', mod)
+    assert cells == ["Conv2", "MyModule", "· Linear"]
+    assert '<td data-v="633.0" class="num">633 µs</td>' in mod

@@ -180,3 +180,46 @@ def test_ops_merge_past_a_dropped_sibling_as_report_ops(tmp_path):
         ops = {r["name"]: (r["count"], r["self_cpu_mem_bytes"], r["cpu_mem_bytes"]) for r in as_dicts(s.report("ops"))}
     assert got == [("aten::empty", 1, 8, 8), ("lab", 1, 0, 8)]
     assert {n: ops[n] for n in ("aten::empty", "lab")} == {"aten::empty": (1, 8, 8), "lab": (1, 0, 8)}
+
+
+def test_curve_by_hand(mem):
+    """--curve: every event's levels while a device has at most --buckets (100) events, µs after
+    the trace's first event; the CPU's Total Reserved is written as 0 (make_fixtures.py)."""
+    cols = ["device_kind", "device", "at_us", "events", "allocated_bytes", "reserved_bytes", "bucket"]
+    assert [tuple(r[c] for c in cols) for r in rows(mem, curve=True)] == [
+        ("CPU", -1, 12.0, 1, 100, 0, None), ("CPU", -1, 36.0, 1, 150, 0, None), ("CPU", -1, 50.0, 1, 50, 0, None),
+        ("CPU", -1, 160.0, 1, 80, 0, None), ("CPU", -1, 250.0, 1, 30, 0, None),
+        ("CUDA", 0, 120.0, 1, 1000, 2048, None), ("CUDA", 0, 130.0, 1, 1500, 2048, None),
+        ("CUDA", 0, 140.0, 1, 500, 2048, None),
+    ]
+
+
+def test_curve_buckets_by_hand(mem):
+    """--buckets 2: each device's span (CPU 12..250 µs, CUDA 120..140) in two equal halves
+    (bucket = (t - first) * 2 // (span + 1 ns)): CPU t 12, 36, 50 | 160, 250: highest 150 at
+    36, then 80 at 160, ending at 50 and 30; CUDA 120, 130 | 140: 1500 at 130 | 500."""
+    cols = ["device_kind", "at_us", "events", "allocated_bytes", "reserved_bytes", "end_allocated_bytes", "bucket"]
+    assert [tuple(r[c] for c in cols) for r in rows(mem, curve=True, buckets=2)] == [
+        ("CPU", 36.0, 3, 150, 0, 50, 0), ("CPU", 160.0, 2, 80, 0, 30, 1),
+        ("CUDA", 130.0, 2, 1500, 2048, 1500, 0), ("CUDA", 140.0, 1, 500, 2048, 500, 1),
+    ]
+
+
+def test_curve_of_many_events_is_bounded(tmp_path):
+    """5,000 events on one GPU, a level rising by 1 kB per event up to 1,000 kB, then falling;
+    the peak is event 999 (t = 999 µs). --buckets 100 (the default): 100 rows of 50 events
+    each, the peak kept with its time; --buckets 0: every event."""
+    ev = []
+    for i in range(5000):
+        level = (i + 1) * 1000 if i < 1000 else max(0, 1_000_000 - (i - 999) * 200)
+        ev.append({"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": i,
+                   "args": {"Device Type": 1, "Device Id": 0, "Addr": i, "Bytes": 1000,
+                            "Total Allocated": level, "Total Reserved": 2_000_000}})
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps({"traceEvents": ev}))
+    with loaded(path) as s:
+        got = rows(s, curve=True)
+        assert len(got) == 100 and {r["events"] for r in got} == {50}
+        peak = max(got, key=lambda r: r["allocated_bytes"])
+        assert (peak["allocated_bytes"], peak["at_us"], peak["bucket"]) == (1_000_000, 999.0, 19)
+        assert len(rows(s, curve=True, buckets=0)) == 5000

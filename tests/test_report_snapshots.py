@@ -68,6 +68,8 @@ REPORTS = [
     ("memory", ["memory"]),
     ("memory_steps", ["memory", "--by-step"]),
     ("memory_ops", ["memory", "--ops"]),
+    ("memory_curve", ["memory", "--curve", "--buckets", "20"]),
+    ("modules", ["modules"]),
     ("collectives", ["collectives", "--by-rank"]),
     ("ranks", ["ranks"]),
     ("ranks_hta", ["ranks", "--hta"]),

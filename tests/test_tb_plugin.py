@@ -423,6 +423,49 @@ def test_memory_curve_peaks():
     assert (rows["CPU"]["live_allocs"], rows["CPU"]["live_bytes"]) == (1, 4000)
 
 
+def test_memory_curve():
+    """TestMemoryCurve.test_memory_curve_no_step_plot: per device ('CPU', 'GPU0') one point per
+    [memory] event, [ts - profiler_start_ts, Total Allocated, Total Reserved], the start the
+    trace's first event (ts 1). `report memory --curve` gives the same points (its default
+    --buckets 100 keeps every event of a device with at most 100). The step plot's extra points
+    (test_memory_curve_step_plot: each point repeated at the next one's time) are drawing, not data."""
+    cpu = [[1, 4, 0], [20, 0, 0], [100, 8000, 0], [200, 0, 0], [300, 4, 0], [400, 20, 0], [500, 4020, 0],
+           [600, 4004, 0], [700, 4084, 0], [800, 4080, 0], [900, 4000, 0], [905, 0, 0]]
+    gpu = [[2, 400, 512], [22, 0, 512], [105, 5000, 10240], [106, 8000, 10240], [205, 3000, 10240],
+           [401, 4024, 10240], [499, 4028, 10240], [501, 1028, 10240], [502, 1024, 10240], [906, 0, 10240]]
+    with session("memory_curve") as s:
+        rows = report_rows(s, "memory", curve=True)
+    curves = {}
+    for r in rows:
+        curves.setdefault((r["device_kind"], r["device"]), []).append(
+            [r["at_us"], r["allocated_bytes"], r["reserved_bytes"]])
+    assert curves == {("CPU", 0): [[ts - 1, a, b] for ts, a, b in cpu],
+                      ("CUDA", 0): [[ts - 1, a, b] for ts, a, b in gpu]}
+    assert {r["events"] for r in rows} == {1}
+
+
+# -- module view -------------------------------------------------------------------------------
+
+def test_module_view():
+    """TestModuleView.test_build_module_hierarchy: two root modules, Conv2 and MyModule (sorted
+    by name), MyModule with one child, Linear. The plugin's figures (aggegate_module_view, summed
+    per module over its ModuleNodes; its test asserts only the tree), from module_op.py by hand:
+    MyModule 3 occurrences of 211 us = 633, self 633 - 3 x 62 (its Linear) = 447, no operator
+    of its own; Linear 3 x 62 = 186, 3 operators (one aten::addmm each), self 186 - (31 + 32 +
+    33) = 90; Conv2 1 x 211, self 211. No kernels: device 0, and the average is the host's
+    (211, 211, 62)."""
+    with session("build_module_hierarchy") as s:
+        rows = report_rows(s, "modules")
+    cols = ["module", "level", "path", "calls", "operators", "host_us", "self_host_us", "device_us",
+            "self_device_us", "avg_us"]
+    assert [tuple(r[c] for c in cols) for r in rows] == [
+        ("Conv2", 1, "Conv2", 1, 0, 211, 211, 0, 0, 211),
+        ("MyModule", 1, "MyModule", 3, 0, 633, 447, 0, 0, 211),
+        ("· Linear", 2, "MyModule/Linear", 3, 3, 186, 90, 0, 0, 62),
+    ]
+    assert [(r["module"], r["module_id"]) for r in rows] == [("Conv2", 100), ("MyModule", 0), ("· Linear", 1)]
+
+
 # -- distributed view --------------------------------------------------------------------------
 
 def test_communication_sizes_from_the_nccl_ops():

@@ -51,6 +51,8 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 TOP_KERNELS = 25
 #: CPU ops in the idle ranking, per device
 TOP_IDLE = 15
+#: points per device of the memory curve (report memory --curve --buckets)
+CURVE_BUCKETS = 200
 #: rows of a table of a report the page shows generically
 GENERIC_ROWS = 30
 #: (trace, device) blocks shown in the per-device sections; the rest are counted
@@ -878,6 +880,37 @@ def generic_view(ctx: Context, sec: Section) -> dict:
     return dict(table=t, rows=shown, left_out=left_out, chart=chart, columns=t.shown())
 
 
+def memory_view(ctx: Context, sec: Section) -> dict:
+    """The memory report's table under its curve: the allocated level of each
+    device over time (report memory --curve, at most CURVE_BUCKETS rows per
+    device: each bucket's highest level), a step line per device."""
+    view = generic_view(ctx, sec)
+    if not view["rows"]:  # no [memory] events: the table's one line says so
+        return view
+    curve = ctx.reports.get("memory", curve=True, buckets=CURVE_BUCKETS)
+    series = {}
+    for r in curve.rows:
+        key = (r["trace_id"], r["device_kind"], r["device"])
+        if key in series or len(series) < MAX_DEVICES:
+            series.setdefault(key, []).append(r)
+    top = max((r["allocated_bytes"] or 0 for rows in series.values() for r in rows), default=0)
+    if not series or top <= 0:
+        return view
+    unit, div = next(((u, d) for u, d in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)) if top >= d), ("B", 1.0))
+    lines = []
+    for (tid, kind, dev), rows in series.items():
+        ms = [r["at_us"] / 1e3 for r in rows]
+        pts = [(x, ms[i + 1] if i + 1 < len(ms) else x, (r["allocated_bytes"] or 0) / div)
+               for i, (x, r) in enumerate(zip(ms, rows))]
+        lead = f"{ctx.trace_label.get(tid, tid)} · " if len(ctx.traces.rows) > 1 else ""
+        lines.append(dict(label=f"{lead}{kind} {dev}" if dev >= 0 else f"{lead}{kind}", points=pts))
+    view["chart"] = charts.step_lines(
+        lines, title="How did each device's allocated memory change over time?",
+        x_label="time since the profiler's start (ms)", y_label=f"allocated ({unit})",
+        note=f"report memory --curve --buckets {CURVE_BUCKETS}: per bucket its highest level")
+    return view
+
+
 def _by_time(col: str):
     """A rank key: the largest `col` first, unknown last."""
     return lambda r: (r[col] is None, -(r[col] or 0))
@@ -895,11 +928,13 @@ SECTIONS = [
             rank=(_by_time("launch_total_us"), "host time in launch calls")),
     Section("ops", "Operators", "ops", chart=("name", "self_cpu_us"),
             rank=(_by_time("self_cpu_us"), "self CPU time")),
+    Section("modules", "Modules", "modules", chart=("module", "host_us"), options={"depth": 2},
+            rank=(_by_time("host_us"), "host time")),
     Section("steps", "Steps", "gpu-time", steps_view, "steps"),
     Section("steps-report", "Step breakdown", "steps", rank=(_by_time("step_us"), "step time")),
     Section("ranks", "Ranks", "gpu-time", ranks_view, "ranks"),
     Section("collectives", "Collectives", "collectives"),
-    Section("memory", "Memory", "memory", rank=(_by_time("peak_allocated_bytes"), "peak allocated memory")),
+    Section("memory", "Memory", "memory", memory_view, rank=(_by_time("peak_allocated_bytes"), "peak allocated memory")),
     Section("patterns", "Anti-patterns", "patterns",
             rank=(finding_rank, "severity, then time at stake")),
 ]

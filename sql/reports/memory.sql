@@ -17,13 +17,16 @@
 -- --by-step: the peak and growth in each step (sql/reports/memory_steps.sql);
 -- --ops: the operators that allocate the most, self and total as torch counts
 -- them (sql/reports/memory_ops.sql); --live: the largest live allocations
--- (sql/reports/memory_live.sql).
+-- (sql/reports/memory_live.sql); --curve: the allocated and reserved levels
+-- over time (sql/reports/memory_curve.sql).
 --
 -- option: --by-step FLAG  per ProfilerStep#N instead (sql/reports/memory_steps.sql)
 -- option: --ops FLAG  the operators that allocate the most instead (sql/reports/memory_ops.sql)
 -- option: --live FLAG  the allocations still live at the end instead (sql/reports/memory_live.sql)
+-- option: --curve FLAG  the allocated and reserved levels over time instead (sql/reports/memory_curve.sql)
 -- option: --limit/-n INTEGER >= 0 = 20  with --ops / --live: rows per device (0 = all)
 -- option: --allocs FLAG  with --ops: each operator's allocations alone, their bytes and number (TensorBoard's memory view)
+-- option: --buckets/-b INTEGER >= 0 = 100  with --curve: a device with more events gets N equal time buckets, each its highest levels (0 = every event)
 -- example: duckprof report memory trace.json.gz --by-step
 -- requires: memory_events, steps, cpu_ops, trace_files
 --

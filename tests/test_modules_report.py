@@ -1,0 +1,121 @@
+"""`report modules`: the nn.Module hierarchy with calls, operators, host and device time,
+on a tiny handmade trace, by hand (µs; one thread; the plugin's rules, module_op.py):
+
+    ProfilerStep#1                       [0, 1000]  user_annotation
+      train.py(10): step                 [10, 900]  frame (Python id 1)
+        nn.Module: Net_0                 [20, 800]  module (2, parent 1)
+          net.py(5): forward             [25, 790]  frame (3, parent 2)
+            nn.Module: Linear_0          [30, 230]  module (4, parent 3)
+              functional.py(1): linear   [35, 220]  frame (5, parent 4)
+                aten::linear             [40, 210]
+                  aten::addmm            [50, 200]
+                    cudaLaunchKernel     [60, 80]   -> kernel 50 µs
+            aten::relu                   [240, 300]
+              cudaLaunchKernel           [250, 260] -> kernel 10 µs
+            nn.Module: Linear_1          [400, 600] module (6, parent 3)
+              aten::linear               [410, 590]
+                cudaLaunchKernel         [420, 440] -> kernel 30 µs
+            cudaMemcpyAsync              [700, 710] -> memcpy 20 µs
+            my_range                     [750, 780] user_annotation
+              aten::zeros                [755, 770]
+                cudaLaunchKernel         [760, 765] -> kernel 5 µs
+
+Linear_0: 1 operator (aten::linear: aten::addmm is inside it), host 200, self 200 - 170 = 30,
+device 50, self 50. Linear_1: 1 operator, host 200, self 200 - 180 = 20, device 30, self 30.
+Net_0: its direct children in the plugin's tree (through the frame net.py(5)) are Linear_0,
+aten::relu, Linear_1, the cudaMemcpyAsync call and my_range; 1 operator (aten::relu: aten::zeros
+is my_range's), host 780, self 780 - (200 + 60 + 200 + 10 + 30) = 280, device 50 + 10 + 30 + 20
++ 5 = 115; self device: what its direct operators and runtime calls launched, aten::relu's 10 +
+the memcpy's 20 = 30 (the plugin's get_chilren_self_device_time counts operator children only:
+not Linear_0's and Linear_1's, nor my_range's 5).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import REPO, as_dicts, loaded
+
+
+def _x(cat, name, ts, end, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": end - ts, "args": args}
+
+
+def _launch(name, ts, end, corr):
+    return _x("cuda_runtime", name, ts, end, correlation=corr)
+
+
+def _device(cat, name, ts, end, corr):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": end - ts,
+            "args": {"device": 0, "stream": 7, "correlation": corr}}
+
+
+def _frame(name, ts, end, pyid, parent=None, module_id=None):
+    args = {"Python id": pyid, "Python thread": 0}
+    if parent is not None:
+        args["Python parent id"] = parent
+    if module_id is not None:
+        args["Python module id"] = module_id
+    return _x("python_function", name, ts, end, **args)
+
+
+EVENTS = [
+    _x("user_annotation", "ProfilerStep#1", 0, 1000),
+    _frame("train.py(10): step", 10, 900, 1),
+    _frame("nn.Module: Net_0", 20, 800, 2, 1, 0),
+    _frame("net.py(5): forward", 25, 790, 3, 2),
+    _frame("nn.Module: Linear_0", 30, 230, 4, 3, 0),
+    _frame("functional.py(1): linear", 35, 220, 5, 4),
+    _x("cpu_op", "aten::linear", 40, 210),
+    _x("cpu_op", "aten::addmm", 50, 200),
+    _launch("cudaLaunchKernel", 60, 80, 1),
+    _device("kernel", "gemm", 100, 150, 1),
+    _x("cpu_op", "aten::relu", 240, 300),
+    _launch("cudaLaunchKernel", 250, 260, 2),
+    _device("kernel", "relu_kernel", 300, 310, 2),
+    _frame("nn.Module: Linear_1", 400, 600, 6, 3, 1),
+    _x("cpu_op", "aten::linear", 410, 590),
+    _launch("cudaLaunchKernel", 420, 440, 3),
+    _device("kernel", "gemm", 500, 530, 3),
+    _launch("cudaMemcpyAsync", 700, 710, 4),
+    _device("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 720, 740, 4),
+    _x("user_annotation", "my_range", 750, 780),
+    _x("cpu_op", "aten::zeros", 755, 770),
+    _launch("cudaLaunchKernel", 760, 765, 5),
+    _device("kernel", "fill_kernel", 800, 805, 5),
+]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("modules") / "modules.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": EVENTS}))
+    with loaded(path) as s:
+        yield s
+
+
+COLS = ["module", "level", "path", "calls", "operators", "host_us", "self_host_us", "device_us", "self_device_us"]
+
+
+def test_tree_by_hand(tiny):
+    got = [tuple(r[c] for c in COLS) for r in as_dicts(tiny.report("modules"))]
+    assert got == [
+        ("Net_0", 1, "Net_0", 1, 1, 780, 280, 115, 30),
+        ("· Linear_0", 2, "Net_0/Linear_0", 1, 1, 200, 30, 50, 50),
+        ("· Linear_1", 2, "Net_0/Linear_1", 1, 1, 200, 20, 30, 30),
+    ]
+
+
+def test_depth_keeps_the_upper_levels(tiny):
+    got = [tuple(r[c] for c in COLS) for r in as_dicts(tiny.report("modules", depth=1))]
+    assert got == [("Net_0", 1, "Net_0", 1, 1, 780, 280, 115, 30)]
+
+
+def test_a_trace_without_modules_says_so():
+    with loaded(REPO / "fixtures" / "tb_plugin" / "all_categories.json") as s:
+        res = s.report_result("modules")
+        assert res.relation.fetchall() == []
+    assert res.notes + res.instead == [
+        "all_categories.json: no nn.Module events in this trace (record with with_stack=True or with_modules=True)"]
