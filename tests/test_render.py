@@ -258,7 +258,7 @@ def test_kernels_table_for_people(cli_app, monkeypatch):
     assert "min" in wide.stdout.splitlines()[0].split() and "every row" not in wide.stdout
     exact = invoke(cli_app, "report", "kernels", KERNELS, "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(exact.stdout)))
-    assert len(rows[0]) == 28 and "over_peak" in rows[0] and "flops_formula" in rows[0] and "flops_per_byte" in rows[0] and rows[0]["total_us"].replace(".", "").isdigit()
+    assert len(rows[0]) == 29 and "over_peak" in rows[0] and "flops_formula" in rows[0] and "flops_per_byte" in rows[0] and rows[0]["total_us"].replace(".", "").isdigit()
 
 
 @pytest.mark.slow
