@@ -108,11 +108,14 @@ def object_problem(keys) -> str:
 
 
 def _key_text(raw: str) -> str:
-    """A top-level key as written in the file (a raw JSON string) as text."""
+    """A top-level key as written in the file (a raw JSON string) as text, on
+    one line (a key with a newline or another control character escaped, as
+    JSON writes it: an error is one line)."""
     try:
-        return str(json.loads(raw))
+        text = str(json.loads(raw))
     except ValueError:
-        return raw
+        text = raw
+    return text if text.isprintable() else json.dumps(text)
 
 
 def _array_problem(first: bytes) -> str:
@@ -138,7 +141,7 @@ def _check_first_event(path, head: bytes):
     except ValueError:
         return
     if isinstance(first, dict) and "ph" not in first:
-        keys = ", ".join(list(first)[:4]) or "none"
+        keys = ", ".join(k if k.isprintable() else json.dumps(k) for k in list(first)[:4]) or "none"
         raise NotATraceError(path, "not a trace: a JSON array of objects that are not trace events (the first "
                                    f"has no 'ph'; its keys: {keys})")
 

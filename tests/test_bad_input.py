@@ -199,6 +199,8 @@ def test_torch_outputs_that_are_no_trace_are_named(cli_app, shared_db, name, wor
      '"aten::addmm": [], "aten::bmm": []}',
      ["JSON object without a 'traceEvents' array", "(its keys: aten::_softmax, aten::add, aten::addmm, "
                                                    "aten::bmm and 1 more)"]),
+    # a key holding a newline (test_fuzz's corruption of a real trace: the error was two lines)
+    ('{"\\n": 1, "schemaVersion": 1}', ["JSON object without a 'traceEvents' array", '(its keys: "\\n", schemaVersion)']),
 ])
 def test_other_json_objects_say_what_they_hold(cli_app, shared_db, tmp_path, text, words):
     """A JSON object that is no trace: another profiler's output is named, any
