@@ -91,9 +91,12 @@ def read_bytes(path) -> bytes:
 
 
 def read_trace(path, exact: bool = False):
-    """The whole document; with exact=True numbers with a fraction are Decimals."""
+    """The whole document; with exact=True numbers with a fraction are Decimals.
+    Invalid UTF-8 (torch's verbose mode writes some: fixtures/torch_verbose)
+    and raw control characters are read as duckprof loads them: U+FFFD and
+    the characters as they are."""
     kw = {"parse_float": decimal.Decimal} if exact else {}
-    return json.loads(read_bytes(path), **kw)
+    return json.loads(read_bytes(path).decode("utf-8", "replace"), strict=False, **kw)
 
 
 def trace_events(doc) -> list[dict]:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import read_trace
+
 from duckprof import estimators as est
 from duckprof.estimators import DTYPE_ALIASES, DTYPE_BYTES, op_bytes, op_dtype, op_flops, peak_dtype_for
 from duckprof.estimators.attention import ATTN_BWD, ATTN_FWD
@@ -617,9 +619,7 @@ def test_every_corpus_type_spelling_is_known():
         pytest.skip(f"corpus not found at {CORPUS}")
     seen = set()
     for path in sorted(CORPUS.glob("*.json*")):
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt") as f:
-            d = json.load(f)
+        d = read_trace(path)
         for e in d["traceEvents"] if isinstance(d, dict) else d:
             for t in (e.get("args") or {}).get("Input type") or []:
                 seen.add(t)

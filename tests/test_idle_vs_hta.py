@@ -53,7 +53,10 @@ def _stem(name):
 
 
 def _files(with_corpus):
-    corpus = sorted(p for p in CORPUS.iterdir() if p.name.endswith((".json", ".json.gz"))) \
+    """The HTA fixtures, and with_corpus the corpus traces HTA's goldens were
+    recorded on (RESULTS.json): a corpus may hold others, which have none."""
+    recorded = {r["file"] for r in json.load(open(GOLDEN / "RESULTS.json"))} if GOLDEN.is_dir() else set()
+    corpus = sorted(p for p in CORPUS.iterdir() if p.name in recorded) \
         if with_corpus and CORPUS.is_dir() else []
     return corpus + sorted(FIXTURES.glob("*.json"))
 

@@ -18,14 +18,14 @@ empty cell means the datasheet gives no figure (e.g. FP8 on A100).
 from __future__ import annotations
 
 import csv
-import gzip
-import json
 import math
 import os
 import re
 from pathlib import Path
 
 import pytest
+
+from conftest import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 PEAKS = ROOT / "duckprof" / "data" / "peaks.csv"
@@ -411,9 +411,7 @@ def _device_properties():
         pytest.skip(f"corpus not found at {CORPUS} (set DUCKPROF_CORPUS)")
     out = {}
     for f in sorted(CORPUS.glob("*.json*")):
-        opener = gzip.open if f.suffix == ".gz" else open
-        with opener(f, "rt") as fh:
-            d = json.load(fh)
+        d = read_trace(f)
         if isinstance(d, dict) and d.get("deviceProperties"):
             out[f.name] = d["deviceProperties"][0]
     return out
