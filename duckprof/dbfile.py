@@ -109,14 +109,27 @@ def open_with_wait(open_fn, path: str, read_only: bool, wait: float = 0):
         pause = min(pause * 2, 0.5)
 
 
+def plan_settings(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """What every connection duckprof opens sets before its first statement.
+    DuckDB runs an ASOF join as a nested loop when it estimates the left side
+    at fewer than asof_loop_join_threshold rows, and it often estimates a CTE
+    or a staged batch at a few rows: the loop then compares every pair, in a
+    time that grows with the square of the trace (the loader's nesting of a
+    with_stack trace batched with a 7-event one: 0.7 -> 11 CPU-s; reports'
+    joins of events with steps). GLOBAL: the loader's cursors and the page's
+    inherit it."""
+    con.execute("SET GLOBAL asof_loop_join_threshold = 0")
+    return con
+
+
 def connect(path: str | None, read_only: bool, wait: float = 0) -> duckdb.DuckDBPyConnection:
     """duckdb.connect with file checks, lock waiting and one-line errors."""
     if path is None:
-        return interrupts.watch(duckdb.connect(":memory:"))
+        return plan_settings(interrupts.watch(duckdb.connect(":memory:")))
     check_file(path, must_exist=read_only)
     try:
-        return interrupts.watch(
-            open_with_wait(lambda: duckdb.connect(path, read_only=read_only), path, read_only, wait))
+        return plan_settings(interrupts.watch(
+            open_with_wait(lambda: duckdb.connect(path, read_only=read_only), path, read_only, wait)))
     except duckdb.Error as e:
         raise open_error(path, e) from None
 

@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from . import sqlfiles
+from . import dbfile, sqlfiles
 from .errors import DuckprofError
 from .load import FileReport, LoadReport
 
@@ -265,7 +265,7 @@ def open_lake(directory):
             self.read_only = True
             self.lake = os.path.abspath(os.fspath(directory))
             read_marker(self.lake)
-            self._con = duckdb.connect(":memory:")
+            self._con = dbfile.plan_settings(duckdb.connect(":memory:"))
             try:
                 self._con.execute("SET enable_progress_bar = false")
                 self._con.execute(sqlfiles.read("schema.sql"))

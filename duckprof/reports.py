@@ -261,28 +261,6 @@ def _run_rules(con, report: Report, values: dict, params: dict, table: str, need
         con.execute(f"CREATE OR REPLACE TEMP TABLE {table}_hits AS\n{sql}", _bind(sql, params))
 
 
-@contextlib.contextmanager
-def _asof_joins_stay(con):
-    """DuckDB runs an ASOF join as a nested loop when it estimates its left
-    side small (asof_loop_join_threshold), and it often estimates a CTE at 1
-    row: the loop then compares every pair, in a time that grows with the
-    square of the trace (the rules' joins of matches with steps; report idle
-    --hta's covered_length of host events and gaps). Every report runs with
-    the threshold at 0, then restores it."""
-    old = con.execute("SELECT current_setting('asof_loop_join_threshold')").fetchone()[0]
-    con.execute("SET asof_loop_join_threshold = 0")
-    restore = f"SET asof_loop_join_threshold = {int(old)}"
-    try:
-        yield
-    except BaseException:
-        # the report failed or was interrupted (the connection may be closed
-        # by now): its error stands, not one from restoring the setting
-        with contextlib.suppress(duckdb.Error):
-            con.execute(restore)
-        raise
-    con.execute(restore)
-
-
 #: CTEs several rules compute alike: name -> the Jinja text of its SQL (with the
 #: report's values). A rule that reads one declares it in its header (`shared:
 #: name, ...`) and reads it through its template macro
@@ -512,18 +490,17 @@ def run(con: duckdb.DuckDBPyConnection, name: str, /, *, materialized: tuple[str
     sections = _sections(text)
     main_sql, notes_sql = sections[""], sections.get("notes")
     notes, instead = [], []
-    with _asof_joins_stay(con):
-        if report.rules:
-            _run_rules(con, report, render_values, params, table, need_hits=f"{table}_hits" in text)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS\n{main_sql}", _bind(main_sql, params))
-        if notes_sql and notes_sql.strip():
-            cur = con.execute(notes_sql, _bind(notes_sql, params))
-            cols = [d[0] for d in cur.description]
-            for row in cur.fetchall():
-                r = dict(zip(cols, row))
-                if r.get("note") is None:
-                    continue
-                (instead if r.get("instead") else notes).append(r["note"])
+    if report.rules:
+        _run_rules(con, report, render_values, params, table, need_hits=f"{table}_hits" in text)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS\n{main_sql}", _bind(main_sql, params))
+    if notes_sql and notes_sql.strip():
+        cur = con.execute(notes_sql, _bind(notes_sql, params))
+        cols = [d[0] for d in cur.description]
+        for row in cur.fetchall():
+            r = dict(zip(cols, row))
+            if r.get("note") is None:
+                continue
+            (instead if r.get("instead") else notes).append(r["note"])
     res = ReportResult(name, con.sql(f"SELECT * FROM {table}"), notes, instead, _header(rel).columns)
     if report.exit_code:
         res.exit_code = report.exit_code(res, values)

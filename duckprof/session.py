@@ -1351,7 +1351,7 @@ def load_into(db: str | os.PathLike, paths, run: str = "default", salvage: bool 
     target = DatabaseTarget(db, wait, tags)
     try:
         limit, config = file_load_memory(paths)
-        con = interrupts.watch(duckdb.connect(":memory:", config=config))
+        con = dbfile.plan_settings(interrupts.watch(duckdb.connect(":memory:", config=config)))
         try:
             if threads:
                 con.execute(f"SET threads = {int(threads)}")

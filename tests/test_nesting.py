@@ -12,6 +12,7 @@ import decimal
 import itertools
 import json
 import os
+import re
 import tempfile
 from unittest import mock
 
@@ -562,3 +563,47 @@ def test_random_intervals_match_stack_walk(random_session, traces, with_stack, b
         got = _nesting_of(random_session, events_of)
     for k, intervals in enumerate(traces):
         assert got[k] == expected[k], f"trace {k} of the example: {intervals}"
+
+
+@pytest.mark.parametrize("where", ["memory", "file", "cli"])
+def test_a_batch_of_traces_is_nested_with_asof_joins(tmp_path, monkeypatch, cli_app, where):
+    """DuckDB runs an ASOF join as a nested loop when it estimates its left
+    side at fewer than asof_loop_join_threshold rows (64 by default), and it
+    estimates a staged batch of small traces so: nesting.sql's crossing search
+    (started ASOF JOIN started) then compared every pair of a thread's events.
+    b200_eager_stack batched with backward_thread_minimal took 10.9 CPU-s to
+    nest, 0.5 each alone. Every connection duckprof opens sets the threshold
+    to 0 (dbfile.plan_settings): the plan has the ASOF join, on every load
+    path (a session's connection in memory or on a file, the CLI's load)."""
+    from conftest import invoke
+    from duckprof.synth import generate
+
+    plans = []
+    nest = load.nest_host_events
+
+    class Explained:
+        def __init__(self, con):
+            self.con = con
+
+        def execute(self, sql, *params):
+            if sql.lstrip().startswith("-- Interval nesting"):
+                plans.append("\n".join(r[1] for r in self.con.execute(f"EXPLAIN {sql}", *params).fetchall()))
+            return self.con.execute(sql, *params)
+
+        def __getattr__(self, name):
+            return getattr(self.con, name)
+
+    monkeypatch.setattr(load, "nest_host_events", lambda con, *a, **kw: nest(Explained(con), *a, **kw))
+    stack, plain = str(tmp_path / "stack.json"), str(tmp_path / "plain.json")
+    generate(stack, events=1500, seed=1, stack=2)
+    with open(plain, "w") as f:
+        json.dump({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 1}]}, f)
+    if where == "cli":
+        assert invoke(cli_app, "load", stack, plain, "--db", tmp_path / "c.duckdb", "-q").exit_code == 0
+    else:
+        with duckprof.connect(tmp_path / "f.duckdb" if where == "file" else None) as s:
+            s.con  # in memory: nest at load (not at first use)
+            s.load([stack, plain])
+    assert len(plans) == 1  # one batch, with crossings looked for ('all')
+    joins = re.findall(r"(Nested Loop Join|Asof Join)", plans[0])
+    assert "Asof Join" in joins and "Nested Loop Join" not in joins, joins

@@ -104,22 +104,3 @@ def test_the_device_gaps_from_the_pages_busy_intervals_are_the_same(gpu, only):
         assert found
     finally:
         con.close()
-
-
-def test_a_failed_rule_report_keeps_its_own_error():
-    """A report of rules runs with DuckDB's ASOF loop threshold at 0 and
-    restores it afterwards; when the report fails because its connection was
-    closed (an interrupted page closes it), restoring the setting failed too
-    and its 'connection closed' error hid the report's own."""
-    import duckdb
-    _asof_joins_stay = reports._asof_joins_stay
-    con = duckdb.connect()
-    with pytest.raises(KeyboardInterrupt):
-        with _asof_joins_stay(con):
-            con.close()
-            raise KeyboardInterrupt
-    con = duckdb.connect()
-    before = con.execute("SELECT current_setting('asof_loop_join_threshold')").fetchall()
-    with _asof_joins_stay(con):
-        assert con.execute("SELECT current_setting('asof_loop_join_threshold')").fetchall() == [(0,)]
-    assert con.execute("SELECT current_setting('asof_loop_join_threshold')").fetchall() == before

@@ -131,8 +131,9 @@ def test_a_report_keeps_its_asof_joins(session):
     or 1 row) as a nested loop over every pair: report idle --hta's covered
     idle time took 7 s on a100_train_rank0 (0.5 s as an ASOF join) and grew
     with the square of the trace; only the reports of rules ran with the
-    threshold at 0. Every statement of a report now does, and the
-    connection's setting is the same after it."""
+    threshold at 0. Every connection duckprof opens now has it at 0
+    (dbfile.plan_settings; the loader's nesting: test_nesting), so every
+    statement of a report runs with it."""
     con = session.con
     before = con.execute("SELECT current_setting('asof_loop_join_threshold')").fetchone()[0]
     w = _Watched(con)

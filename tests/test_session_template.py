@@ -8,7 +8,7 @@ import duckdb
 import pytest
 
 import duckprof
-from duckprof import session
+from duckprof import dbfile, session
 
 
 def catalog(con) -> dict:
@@ -34,7 +34,7 @@ def catalog(con) -> dict:
 @pytest.fixture(scope="module")
 def created() -> dict:
     """The catalog create_schema writes into a new in-memory database."""
-    con = duckdb.connect(":memory:")
+    con = dbfile.plan_settings(duckdb.connect(":memory:"))  # as Session does
     try:
         con.execute("SET enable_progress_bar = false")  # as Session does
         con.execute("BEGIN TRANSACTION")
