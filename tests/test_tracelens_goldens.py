@@ -176,3 +176,32 @@ def test_roofline_shapes_match_tracelens(corpus_session, trace):
             assert (tl_flops, tl_bytes) == (flops, nbytes), key
     if trace == "mi300x_resnet_act_checkpoint":  # 8 of its 25 shapes issue memsets
         assert (sum(us > 0 for us in memset_skipped), sum(memset_skipped)) == (8, pytest.approx(327.837, abs=1e-3))
+
+
+# TraceLens's categories are those of the kernel's parent operator (ops_summary_by_category: GEMM =
+# the kernels aten::addmm/mm launch, CONV_fwd = all of a convolution's kernels, layout transposes and
+# cuDNN's implicit-GEMM kernels included); duckprof's (kernel_categories) the kernel name's. Where
+# both name the same work the totals agree; (our category, TraceLens's categories) per trace.
+SAME_WORK = {
+    "a100_nccl_train": [("normalization", ("NORM_fwd", "NORM_bwd"))],
+    "a100_triton_kernel": [("triton_pointwise", ("triton",))],
+    "b200_eager_stack": [("attention", ("InferenceAttention",)), ("triton_pointwise", ("triton",))],
+    "h100_vit_inference": [("gemm", ("GEMM",)), ("normalization", ("NORM_fwd",)), ("elementwise", ("elementwise",))],
+    "mi250_rocm_train": [("reduction", ("reduce",))],
+}
+# Traces on which TraceLens's categories hold every device event but the collectives (it leaves
+# NCCL kernels to its collective analysis): the sum of its categories is our device time less our
+# 'communication'. On the others its call tree links fewer events (see UNLINKED_BUSY_US).
+ALL_LINKED = ("a100_nccl_train", "a100_triton_kernel", "h100_vit_inference", "mi250_rocm_train")
+
+
+@pytest.mark.parametrize("trace", sorted(set(SAME_WORK) | set(ALL_LINKED)))
+def test_category_totals_against_tracelens(corpus_session, trace):
+    s, tid = golden_trace(corpus_session, trace)
+    tl = {r["op category"]: float(r["total_direct_kernel_time_ms"]) * 1e3 for r in read(trace, "ops_summary_by_category.csv")}
+    ours = dict(rows(s, """SELECT c.category, sum(g.dur_ns) / 1e3 FROM gpu_ops g JOIN kernel_categories c USING (kind, name)
+                           WHERE g.trace_id = $t GROUP BY 1""", {"t": tid}))
+    for mine, theirs in SAME_WORK.get(trace, []):
+        assert ours[mine] == pytest.approx(sum(tl[c] for c in theirs), abs=0.01), (mine, theirs)
+    if trace in ALL_LINKED:
+        assert sum(ours.values()) - ours.get("communication", 0) == pytest.approx(sum(tl.values()), rel=1e-6, abs=0.01)
