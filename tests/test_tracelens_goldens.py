@@ -205,3 +205,43 @@ def test_category_totals_against_tracelens(corpus_session, trace):
         assert ours[mine] == pytest.approx(sum(tl[c] for c in theirs), abs=0.01), (mine, theirs)
     if trace in ALL_LINKED:
         assert sum(ours.values()) - ours.get("communication", 0) == pytest.approx(sum(tl.values()), rel=1e-6, abs=0.01)
+
+
+def union_us(intervals) -> float:
+    """Length of the union of (start_ns, end_ns) intervals, µs."""
+    total, start, end = 0, None, None
+    for a, b in sorted(intervals):
+        if end is None or a > end:
+            total += 0 if end is None else end - start
+            start, end = a, b
+        else:
+            end = max(end, b)
+    return (total + (0 if end is None else end - start)) / 1e3
+
+
+@pytest.mark.parametrize("trace", TRACES)
+def test_gpu_timeline_split_matches_tracelens(corpus_session, trace):
+    """TraceLens's timeline split (--include_unlinked_kernels): computation = union of kernels that
+    are not collectives plus memsets; exposed communication = what NCCL/RCCL kernels add to it;
+    exposed memcpy = what memcpys add to both. TraceLens files memsets under computation, duckprof's
+    work_class (HTA's rule) under 'memory': duckprof's compute union (gpu_busy_intervals with
+    work_classes ['compute']) is the union without memsets, its communication union is TraceLens's
+    total_comm_time."""
+    s, tid = golden_trace(corpus_session, trace)
+    events = rows(s, """SELECT kind, kind = 'kernel' AND regexp_matches(name, '(?i)nccl|rccl'), ts_ns, end_ns
+                        FROM gpu_ops WHERE trace_id = $t""", {"t": tid})
+    comp = [(a, b) for kind, comm, a, b in events if kind != "memcpy" and not comm]
+    comm = [(a, b) for kind, comm, a, b in events if comm]
+    memcpy = [(a, b) for kind, comm, a, b in events if kind == "memcpy"]
+    tl = timeline_us(trace, "gpu_timeline_include_unlinked.csv")
+    near = dict(rel=5e-6, abs=0.02)  # TraceLens adds float µs since the epoch: 0.049 µs of 26,175 on the MI300X trace
+    assert union_us(comp) == pytest.approx(tl["computation_time"], **near)
+    assert union_us(comp + comm) - union_us(comp) == pytest.approx(tl["exposed_comm_time"], **near)
+    assert union_us(comp + comm + memcpy) - union_us(comp + comm) == pytest.approx(tl["exposed_memcpy_time"], rel=5e-5, abs=0.02)
+    assert union_us(memcpy) == pytest.approx(tl["total_memcpy_time"], rel=5e-5, abs=0.02)
+    ours = dict(rows(s, """SELECT w, (SELECT coalesce(sum(dur_ns), 0) FROM gpu_busy_intervals(work_classes := [w])
+                                      WHERE trace_id = $t AND scope = 'device') / 1e3
+                           FROM (VALUES ('compute'), ('communication')) v(w)""", {"t": tid}))
+    assert ours["communication"] == pytest.approx(tl["total_comm_time"], **near)
+    kernels = [(a, b) for kind, c, a, b in events if kind == "kernel" and not c]
+    assert ours["compute"] == pytest.approx(union_us(kernels), abs=1e-9)
