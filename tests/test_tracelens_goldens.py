@@ -189,22 +189,31 @@ SAME_WORK = {
     "h100_vit_inference": [("gemm", ("GEMM",)), ("normalization", ("NORM_fwd",)), ("elementwise", ("elementwise",))],
     "mi250_rocm_train": [("reduction", ("reduce",))],
 }
-# Traces on which TraceLens's categories hold every device event but the collectives (it leaves
-# NCCL kernels to its collective analysis): the sum of its categories is our device time less our
-# 'communication'. On the others its call tree links fewer events (see UNLINKED_BUSY_US).
-ALL_LINKED = ("a100_nccl_train", "a100_triton_kernel", "h100_vit_inference", "mi250_rocm_train")
-
-
-@pytest.mark.parametrize("trace", sorted(set(SAME_WORK) | set(ALL_LINKED)))
+# The sum of TraceLens's categories is, over the operators, the union of each operator's device
+# events (overlapping kernels of one call count once: 62 µs less than the plain sum on
+# a100_alexnet_train's cudnn_convolution), NCCL/RCCL kernels left out (its collective analysis has
+# them). Besides, by value: TraceLens makes the launch call of a kernel no cpu_op encloses its
+# operator (cudaLaunchKernel, cuLaunchKernelEx in its ops_summary), duckprof leaves it without an op;
+# and on the MI300X trace it does not link the hipMemsetAsync memsets (test_roofline_shapes...).
+LAUNCH_CALL_AS_OP_US = {"a100_train_rank0": 32042.0, "b200_eager_stack": 5.088}
+UNLINKED_MEMSET_US = {"mi300x_resnet_act_checkpoint": 327.837}
+@pytest.mark.parametrize("trace", TRACES)
 def test_category_totals_against_tracelens(corpus_session, trace):
+    """Categories naming the same work agree (SAME_WORK); the categories' sum is the per-operator union
+    of the device events, with TraceLens's launch-call operators and unlinked memsets by value."""
     s, tid = golden_trace(corpus_session, trace)
     tl = {r["op category"]: float(r["total_direct_kernel_time_ms"]) * 1e3 for r in read(trace, "ops_summary_by_category.csv")}
     ours = dict(rows(s, """SELECT c.category, sum(g.dur_ns) / 1e3 FROM gpu_ops g JOIN kernel_categories c USING (kind, name)
                            WHERE g.trace_id = $t GROUP BY 1""", {"t": tid}))
     for mine, theirs in SAME_WORK.get(trace, []):
         assert ours[mine] == pytest.approx(sum(tl[c] for c in theirs), abs=0.01), (mine, theirs)
-    if trace in ALL_LINKED:
-        assert sum(ours.values()) - ours.get("communication", 0) == pytest.approx(sum(tl.values()), rel=1e-6, abs=0.01)
+    per_op = collections.defaultdict(list)
+    for op, a, b in rows(s, """SELECT op_event_id, ts_ns, end_ns FROM launches WHERE trace_id = $t AND op_event_id IS NOT NULL
+                               AND NOT (kind = 'kernel' AND regexp_matches(name, '(?i)nccl|rccl'))""", {"t": tid}):
+        per_op[op].append((a, b))
+    ours_sum = sum(union_us(v) for v in per_op.values())
+    expected = ours_sum + LAUNCH_CALL_AS_OP_US.get(trace, 0.0) - UNLINKED_MEMSET_US.get(trace, 0.0)
+    assert sum(tl.values()) == pytest.approx(expected, rel=1e-6, abs=0.06)
 
 
 def union_us(intervals) -> float:
