@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import functools
 import hashlib
 import json
 
@@ -29,6 +30,11 @@ def timeline_us(trace: str, name: str) -> dict[str, float]:
     return {r["type"]: float(r["time ms"]) * 1e3 for r in read(trace, name)}
 
 
+@functools.lru_cache(maxsize=None)
+def file_sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def golden_trace(corpus_session, trace: str):
     """(session, trace_id) of the corpus trace the golden was recorded on; skip when the corpus
     lacks it or holds another file under its name."""
@@ -36,7 +42,7 @@ def golden_trace(corpus_session, trace: str):
     path = CORPUS / file
     if not path.exists():
         pytest.skip(f"corpus file {file} not found in {CORPUS}")
-    if hashlib.sha256(path.read_bytes()).hexdigest() != SHA256[file]:
+    if file_sha256(path) != SHA256[file]:
         pytest.skip(f"{file} differs from the trace the TraceLens golden was recorded on")
     s, ids, _ = corpus_session
     return s, ids[file]
