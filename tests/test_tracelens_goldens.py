@@ -74,6 +74,13 @@ def test_kernel_summary_matches_tracelens(corpus_session, trace):
     for name in kernels:
         assert ours[name][1] == tl_count[name], name
         assert ours[name][2] == pytest.approx(tl_us[name], abs=1e-3 * tl_count[name]), name
+    # and so does duckprof's kernels report (every row; kernels only, like TraceLens's)
+    res = s.report_result("kernels", limit=0, run="corpus")
+    shown = [dict(zip(res.relation.columns, r)) for r in res.relation.fetchall()]
+    shown = {r["name"]: r for r in shown if r["trace_id"] == tid}
+    assert set(shown) == kernels
+    for name in kernels:
+        assert (shown[name]["count"], shown[name]["total_us"]) == (tl_count[name], pytest.approx(tl_us[name], abs=1e-3 * tl_count[name])), name
 
 
 # What TraceLens's default gpu_timeline leaves out: kernels its call tree does not link to a cpu_op
@@ -99,6 +106,12 @@ def test_gpu_timeline_matches_tracelens(corpus_session, trace):
     assert busy == pytest.approx(full["busy_time"], rel=1e-6, abs=0.02)
     assert span == pytest.approx(full["total_time"], rel=1e-6, abs=0.02)
     assert full["idle_time"] == pytest.approx(span - busy, rel=1e-6, abs=0.02)
+    # duckprof's gpu_time report says the same (one GPU in each of these traces)
+    res = s.report_result("gpu-time", run="corpus")
+    device_rows = [dict(zip(res.relation.columns, r)) for r in res.relation.fetchall()]
+    (row,) = [r for r in device_rows if r["trace_id"] == tid and r["scope"] == "device"]
+    for col, key in (("busy_us", "busy_time"), ("window_us", "total_time"), ("idle_us", "idle_time")):
+        assert row[col] == pytest.approx(full[key], rel=1e-6, abs=0.02), col
     default = timeline_us(trace, "gpu_timeline.csv")
     assert busy - default["busy_time"] == pytest.approx(UNLINKED_BUSY_US.get(trace, 0.0), abs=0.1)
     assert span - default["total_time"] == pytest.approx(UNLINKED_SPAN_US.get(trace, 0.0), abs=0.02)
