@@ -94,9 +94,9 @@ UNLINKED_SPAN_US = {"a100_train_rank0": 2389.0, "mi300x_resnet_act_checkpoint": 
 def test_gpu_timeline_matches_tracelens(corpus_session, trace):
     """busy_time = the union of all device events (kernels, memcpys, memsets) and total_time = first
     GPU event start to last end: equal to TraceLens's timeline with --include_unlinked_kernels, within
-    float rounding of its µs timestamps. TraceLens's default drops the unlinked kernels: on two corpus
-    traces (a100_train_rank0: NCCL and copy kernels of other threads; the MI300X trace: its
-    backward-thread kernels) its busy time and span are shorter by UNLINKED_*_US."""
+    float rounding of its µs timestamps. TraceLens's default drops the kernels its call tree does not
+    link to a cpu_op: on two corpus traces (a100_train_rank0, mi300x_resnet_act_checkpoint) its busy
+    time and span are shorter by UNLINKED_*_US. The gpu-time report shows the same numbers."""
     s, tid = golden_trace(corpus_session, trace)
     busy, span = rows(s, """
         SELECT (SELECT sum(dur_ns) FROM gpu_busy_intervals WHERE trace_id = $t AND scope = 'device') / 1e3,
