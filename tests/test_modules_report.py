@@ -119,3 +119,50 @@ def test_a_trace_without_modules_says_so():
         assert res.relation.fetchall() == []
     assert res.notes + res.instead == [
         "all_categories.json: no nn.Module events in this trace (record with with_stack=True or with_modules=True)"]
+
+
+def test_with_modules_trace_of_torch_with_a_module_called_twice():
+    """fixtures/golden/ops/modules.json.gz (torch 2.13, with_modules=True, record_ops.py): _Tree_0
+    runs body (a Sequential of two _Blocks), then the same _Block (shared) twice, then a Linear
+    head, in three steps. Every module is a row under its parent with its own path; the shared
+    block (_Block_2) and its children count 6 calls; host time is the sum of the module's
+    nn.Module events (from the trace's own durations), self host time that less its direct
+    children's (child modules and outermost operators), operators the aten::add of each _Block call (3, and 6 for the shared one)."""
+    import gzip
+    events = json.load(gzip.open(REPO / "fixtures" / "golden" / "ops" / "modules.json.gz"))["traceEvents"]
+    dur, calls = {}, {}
+    for e in events:
+        if e.get("name", "").startswith("nn.Module: "):
+            m = e["name"][len("nn.Module: "):]
+            dur[m] = dur.get(m, 0.0) + e["dur"]
+            calls[m] = calls.get(m, 0) + 1
+    # self host time: the module's events less their direct children's (modules and the outermost
+    # operators in them, through Python frames), the plugin's rule; nesting from the times
+    spans = [e for e in events if e.get("ph") == "X" and (e.get("cat") == "cpu_op" or
+                                                           e.get("name", "").startswith("nn.Module: "))]
+    direct = dict.fromkeys(dur, 0.0)
+    for e in spans:
+        outer = [o for o in spans if o is not e and o["tid"] == e["tid"] and o["ts"] <= e["ts"]
+                 and e["ts"] + e["dur"] <= o["ts"] + o["dur"]]
+        if outer:
+            p = min(outer, key=lambda o: o["dur"])
+            if p["name"].startswith("nn.Module: "):
+                direct[p["name"][len("nn.Module: "):]] += e["dur"]
+    with loaded(REPO / "fixtures" / "golden" / "ops" / "modules.json.gz") as s:
+        rows = {r["path"]: r for r in as_dicts(s.report("modules"))}
+    children = {"_Tree_0": ["Linear_3", "Sequential_0", "_Block_2"], "Sequential_0": ["_Block_0", "_Block_1"],
+                "_Block_0": ["GELU_0", "Linear_0"], "_Block_1": ["GELU_1", "Linear_1"],
+                "_Block_2": ["GELU_2", "Linear_2"]}
+    paths = {"_Tree_0": "_Tree_0"}
+    for parent in ["_Tree_0", "Sequential_0", "_Block_0", "_Block_1", "_Block_2"]:
+        for c in children[parent]:
+            paths[c] = paths[parent] + "/" + c
+    assert set(rows) == set(paths.values())
+    assert calls["_Block_2"] == 6 and calls["_Block_0"] == 3
+    for m, p in paths.items():
+        r = rows[p]
+        assert r["calls"] == calls[m], m
+        assert r["host_us"] == pytest.approx(dur[m], abs=1e-3), m
+        assert r["self_host_us"] == pytest.approx(dur[m] - direct[m], abs=1e-3), m
+        assert r["operators"] == {"_Block_0": 3, "_Block_1": 3, "_Block_2": 6, "_Tree_0": 0,
+                                  "Sequential_0": 0}.get(m, calls[m]), m

@@ -651,6 +651,22 @@ SELECT note FROM (
           UNION ALL SELECT trace_id FROM cpu_ops WHERE unfinished) a
     JOIN t USING (trace_id)
     GROUP BY t.trace_id, t.file_name
+    UNION ALL
+    -- a call whose tensor input has no recorded shape (Input Dims [] for it: the symbolic-shape
+    -- tensors a torch.compile recompile runs ops on) has no FLOP estimate, while torch's
+    -- key_averages() counts its FLOPs from the live tensor: say which rows fall short (only
+    -- such calls: shapes that fit no signature, as in sampled traces, are another matter)
+    SELECT 5, t.trace_id, t.file_name || ': ' || format('{:,}', sum(n)) || ' call(s) of '
+                          || string_agg(name || ' (' || n || ')', ', ' ORDER BY name)
+                          || ' without a FLOP estimate, where other calls of the name have one (a tensor input '
+                          || 'without a recorded shape, Input Dims []: e.g. the symbolic-shape tensors of a '
+                          || 'torch.compile recompile): their FLOPs are not in the flops column; torch''s '
+                          || 'key_averages() counts them from the live tensors'
+    FROM (SELECT trace_id, name, count(*) FILTER (WHERE flops IS NULL AND contains(input_dims, '[]')) AS n
+          FROM cpu_op_estimates WHERE trace_id IN (SELECT trace_id FROM t)
+          GROUP BY trace_id, name HAVING count(flops) > 0 AND n > 0) g
+    JOIN t USING (trace_id)
+    GROUP BY t.trace_id, t.file_name
     {%- if group_by_input_shape %}
     UNION ALL
     SELECT 2, trace_id, file_name || ': no input shapes recorded (record_shapes=False): one row per name'
