@@ -96,9 +96,41 @@ def multi_stored_template(multi_template, tmp_path_factory):
     module: the tests below that start from a stored page share it)."""
     db = tmp_path_factory.mktemp("store") / "m_r.duckdb"
     shutil.copyfile(multi_template, db)
-    with duckprof.connect(db) as s:
-        assert s.html(run="r").stored_results == 0 and stored_count(s, "r") > 10
+    ran = []
+    with pytest.MonkeyPatch.context() as mp, duckprof.connect(db) as s:
+        run = reports.run
+        mp.setattr(reports, "run", lambda con, name, /, **kw: (ran.append(name), run(con, name, **kw))[1])
+        page = s.html(run="r")
+        assert page.stored_results == 0 and page.unstored is None and stored_count(s, "r") == len(ran) > 10
+    page.save(db.with_suffix(".html"))  # its live page: see multi_live_page
+    db.with_suffix(".ran").write_text(str(len(ran)))  # how many reports it ran
     return db
+
+
+def multi_live_page(multi_stored_template, db) -> str:
+    """Run r's page of multi computed from the data (the page that stored
+    multi_stored_template's results: computed, nothing read), as a page of
+    the copy `db` names it (the page's subtitle holds its database's path)."""
+    html = multi_stored_template.with_suffix(".html").read_text(encoding="utf-8")
+    assert html.count(str(multi_stored_template)) == 1
+    return html.replace(str(multi_stored_template), str(db))
+
+
+@pytest.fixture(scope="module")
+def multi_read_only_page(multi_template, tmp_path_factory):
+    """Run r's page of multi built by a read-only session (computed once per
+    module): (the database, the page, the number of reports that ran). Its
+    results are the page's `unstored`: store_in_file stores them in a copy of
+    multi (the key names the data, not the file)."""
+    db = tmp_path_factory.mktemp("store") / "m_ro.duckdb"
+    shutil.copyfile(multi_template, db)
+    ran = []
+    with pytest.MonkeyPatch.context() as mp:
+        run = reports.run
+        mp.setattr(reports, "run", lambda con, name, /, **kw: (ran.append(name), run(con, name, **kw))[1])
+        with duckprof.connect(db, read_only=True) as s:
+            page = s.html(run="r")
+    return db, page, len(ran)
 
 
 @pytest.fixture(scope="module")
@@ -150,15 +182,20 @@ def multi_all_stored(multi_all_stored_template, tmp_path):
 
 @pytest.mark.parametrize("which", slow_when(["single", "multi"], {"multi"}))
 def test_the_second_page_reads_every_result_and_is_the_same_page(which, request, report_runs):
-    with duckprof.connect(request.getfixturevalue(which)) as s:
-        first = s.html(run="r")  # computed: every report ran (the live page)
-        n = len(report_runs)
-        assert n > 10 and first.stored_results == 0 and first.unstored is None
-        assert stored_count(s, "r") == n and stored_count(s, "other") == 0
+    db = request.getfixturevalue("multi_stored" if which == "multi" else which)
+    if which == "multi":  # the first page, computed and stored, is multi_stored_template's (once per module)
+        template = request.getfixturevalue("multi_stored_template")
+        first, n = multi_live_page(template, db), int(template.with_suffix(".ran").read_text())
+    with duckprof.connect(db) as s:
+        if which == "single":  # (multi_stored_template asserts the same of multi's first page)
+            page = s.html(run="r")  # computed: every report ran (the live page)
+            first, n = str(page), len(report_runs)
+            assert page.stored_results == 0 and page.unstored is None
+        assert n > 10 and stored_count(s, "r") == n and stored_count(s, "other") == 0
         report_runs.clear()
         second = s.html(run="r")
         assert report_runs == [] and second.stored_results == n  # no report ran
-        assert str(first) == str(second)
+        assert first == str(second)
         if which == "multi":  # the other run's page is its own: it computes, and stores under its run
             s.html(run="other")
             assert report_runs and stored_count(s, "other") > 0 and stored_count(s, "r") == n
@@ -300,11 +337,12 @@ def test_a_load_or_a_tag_deletes_the_runs_stored_results(multi_all_stored, tmp_p
             assert (stored_count(s, "r"), stored_count(s, None), stored_count(s, "other")) == (0, 0, counts[2])
 
 
-def test_a_read_only_session_stores_nothing(single, report_runs):
-    with duckprof.connect(single, read_only=True) as s:
-        page = s.html(run="r")
-        assert page.unstored is not None and len(page.unstored.rows) == len(report_runs)
-        assert stored_count(s, "r") == 0 and "two_streams.json" in str(page)
+def test_a_read_only_session_stores_nothing(multi_read_only_page):
+    db, page, ran = multi_read_only_page
+    assert ran > 10 and page.unstored is not None and len(page.unstored.rows) == ran
+    assert "two_streams.json" in str(page) and "h100_two_kernels_one_op.json" in str(page)
+    with duckprof.connect(db, read_only=True) as s:
+        assert stored_count(s, "r") == 0
 
 
 @pytest.mark.slow
@@ -342,7 +380,7 @@ def test_cli_stores_after_a_read_only_build_and_the_next_page_reads(multi, tmp_p
 
 
 @pytest.mark.slow  # a second process holds the database
-def test_cli_page_works_when_another_process_reads_the_database(multi, tmp_path):
+def test_cli_page_works_when_another_process_reads_the_database(multi, multi_stored_template, tmp_path):
     """Another process holding the file open (read-only: DuckDB then refuses
     a writer) leaves the page as it was, written from live results, and the
     store empty."""
@@ -360,7 +398,7 @@ def test_cli_page_works_when_another_process_reads_the_database(multi, tmp_path)
         holder.wait()
     with duckprof.connect(multi, read_only=True) as s:
         assert stored_count(s, "r") == 0
-        assert near(out.read_text(encoding="utf-8")) == near(live_page(s, "r"))
+    assert near(out.read_text(encoding="utf-8")) == near(multi_live_page(multi_stored_template, multi))
 
 
 @pytest.mark.slow  # a second process holds the database
@@ -383,23 +421,22 @@ def test_cli_page_with_wait_stores_once_the_other_process_is_done(multi, tmp_pat
 
 
 @pytest.mark.slow
-def test_store_in_file_gives_up_on_a_locked_file(multi, tmp_path, report_runs):
-    # the same, in process: the session that built the page still holds the file
-    with duckprof.connect(multi, read_only=True) as s:
-        page = s.html(run="r")
+def test_store_in_file_gives_up_on_a_locked_file(multi, multi_read_only_page, report_runs):
+    # the same, in process: a session (as the one that built the page) still holds the file
+    built_in, page, _ = multi_read_only_page
+    with duckprof.connect(multi, read_only=True):
         why = store.store_in_file(multi, page.unstored)
     assert why  # DuckDB refuses a second configuration of an open file in one process
     assert store.store_in_file(multi, page.unstored) is None  # closed: stored
     with duckprof.connect(multi, read_only=True) as s:
         assert stored_count(s, "r") == len(page.unstored.rows)
         report_runs.clear()
-        assert str(s.html(run="r")) == str(page) and report_runs == []
+        assert str(s.html(run="r")) == str(page).replace(str(built_in), str(multi)) and report_runs == []
 
 
 @pytest.mark.slow
-def test_store_in_file_stores_nothing_when_the_run_changed_meanwhile(multi):
-    with duckprof.connect(multi, read_only=True) as s:
-        page = s.html(run="r")
+def test_store_in_file_stores_nothing_when_the_run_changed_meanwhile(multi, multi_read_only_page):
+    page = multi_read_only_page[1]  # built before the change
     with duckprof.connect(multi) as s:
         s.set_tags("r", {"x": "1"})
     assert store.store_in_file(multi, page.unstored) == "the database changed while the page was built"
