@@ -10,12 +10,16 @@ that is meant to change a report's numbers regenerates them on purpose:
 
 and its commit message says which numbers moved and why.
 
-Each trace is loaded as run NAME into a database file of its own (so its
-trace_id is 1 whatever else the corpus holds; a diff's two traces share one);
-every report runs with --db/--run in csv format (exact values, every column)
-and its notes on stderr are compared too. Each snapshot folder records the
-sha256 of the trace it was taken on: a corpus whose file differs, or lacks it,
-skips that trace with the reason.
+One database holds every corpus trace, each its own run: each report runs
+once over all runs in csv format (exact values, every column) and its rows and
+notes, split by run, are compared with each run's snapshot (taken with --run on
+a database of that trace alone, where its trace_id is 1). The reports whose
+notes are not one trace's, the runs whose snapshot is a message, and a handful
+of others run that way (--db/--run) on each trace; a diff's two traces are two
+runs of the shared database. Each snapshot folder records the sha256 of the
+trace it was taken on: a corpus whose file differs skips that trace's
+comparisons with the reason; a trace without snapshot runs every report
+uncompared (the product is judged on a corpus with more traces).
 """
 
 from __future__ import annotations
