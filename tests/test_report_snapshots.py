@@ -10,12 +10,16 @@ that is meant to change a report's numbers regenerates them on purpose:
 
 and its commit message says which numbers moved and why.
 
-Each trace is loaded as run NAME into a database file of its own (so its
-trace_id is 1 whatever else the corpus holds; a diff's two traces share one);
-every report runs with --db/--run in csv format (exact values, every column)
-and its notes on stderr are compared too. Each snapshot folder records the
-sha256 of the trace it was taken on: a corpus whose file differs, or lacks it,
-skips that trace with the reason.
+One database holds every corpus trace, each its own run: each report runs
+once over all runs in csv format (exact values, every column) and its rows and
+notes, split by run, are compared with each run's snapshot (taken with --run on
+a database of that trace alone, where its trace_id is 1). The reports whose
+notes are not one trace's, the runs whose snapshot is a message, and a handful
+of others run that way (--db/--run) on each trace; a diff's two traces are two
+runs of the shared database. Each snapshot folder records the sha256 of the
+trace it was taken on: a corpus whose file differs skips that trace's
+comparisons with the reason; a trace without snapshot runs every report
+uncompared (the product is judged on a corpus with more traces).
 """
 
 from __future__ import annotations
@@ -157,12 +161,46 @@ def cli_output(cli_app, args, db: Path) -> str:
     return text.replace(str(db), "DB")
 
 
+# The reports whose notes are the whole report's, not one trace's (patterns'
+# fixes, collectives' "no process group recorded") or name the run, not the
+# file (ranks' "has one trace"), run on each trace in a database of its own
+# with --run (on the database of every trace, --run costs a report over all
+# runs), as do a handful of the others on two traces, to keep that path tested.
+# Under DUCKPROF_UPDATE_SNAPSHOTS=1, every report on every trace (stems None):
+# the snapshots are taken this way.
+PER_RUN = {"patterns", "collectives", "ranks", "ranks_hta"}
+ALL_TRACES = sorted({f.name for f in corpus_files()} | {p.read_text().split()[1] for p in SNAPSHOTS.glob("*/SOURCE")})
+HANDFUL = {"tiny_compare_base.json.gz": {"kernels", "gpu_time", "idle", "ops_shapes", "memory"},
+           "h100_vit_inference.json.gz": {"kernels_launch", "queue_hta", "steps", "memory_ops", "memory_curve"}}
+
+
+def is_message(path: Path) -> bool:
+    """A snapshot of a run without rows: the report's message, not a table
+    (its first line is no csv header with a run column)."""
+    return path.exists() and "run" not in next(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))), [])
+
+
+def single_run_stems(trace: str) -> set | None:
+    """The reports run with --run on a database of the trace alone: PER_RUN,
+    those whose snapshot is a message (on the database of every trace, --run
+    costs a report over all runs), the handful; None (all): regenerating."""
+    if UPDATE:
+        return None
+    folder = SNAPSHOTS / run_name(Path(trace))
+    return PER_RUN | HANDFUL.get(trace, set()) | {stem for stem, _ in REPORTS if is_message(folder / f"{stem}.csv")}
+
+
+SINGLE_RUN = [(t, single_run_stems(t)) for t in ALL_TRACES]
+
+
 @pytest.mark.slow
 @needs_corpus
-@pytest.mark.parametrize("trace", sorted({f.name for f in corpus_files()}
-                                          | {p.read_text().split()[1] for p in SNAPSHOTS.glob("*/SOURCE")}))
-def test_reports_equal_their_snapshots(tmp_path, cli_app, monkeypatch, trace):
+@pytest.mark.parametrize("trace,stems", SINGLE_RUN)
+def test_single_run_reports_equal_their_snapshots(tmp_path, cli_app, monkeypatch, trace, stems):
+    """Each trace in a database of its own, its reports with --run (stems:
+    see SINGLE_RUN). A trace without snapshot runs them uncompared."""
     run = run_name(Path(trace))
+    compared = UPDATE or (CORPUS / trace).exists() and snapshot_status(trace) is None
     corpus_db = database(tmp_path, trace)
     # The database is opened once (read-only, as `duckprof report --db` opens
     # it) for all its reports, not once per report: opening checks the file
@@ -172,9 +210,12 @@ def test_reports_equal_their_snapshots(tmp_path, cli_app, monkeypatch, trace):
     monkeypatch.setattr(cli_reports, "open_data", lambda *a, **kw: contextlib.nullcontext(shared))
     try:
         for stem, args in REPORTS:
+            if stems is not None and stem not in stems:
+                continue
             out = cli_output(cli_app, ["report", *args, "--db", corpus_db, "--run", run, "--format", "csv"],
                              corpus_db)
-            check(f"{run}/{stem}.csv", out)
+            if compared:
+                check(f"{run}/{stem}.csv", out)
     finally:
         shared.close()
 
@@ -182,9 +223,130 @@ def test_reports_equal_their_snapshots(tmp_path, cli_app, monkeypatch, trace):
 @pytest.mark.slow
 @needs_corpus
 @pytest.mark.parametrize("a,b", DIFF_PAIRS)
-def test_diffs_equal_their_snapshots(tmp_path, cli_app, a, b):
+def test_diffs_equal_their_snapshots(cli_app, every_trace, a, b):
+    """Each pair's two runs in the database of every trace (a diff reads only
+    its two runs)."""
+    db, names = every_trace
+    for name in (a, b):
+        if name not in names:
+            pytest.skip(f"corpus file {name} not found in {CORPUS}")
+        if not UPDATE and snapshot_status(name) is not None:
+            pytest.skip(snapshot_status(name))
     ra, rb = run_name(Path(a)), run_name(Path(b))
-    corpus_db = database(tmp_path, a, b)
     for stem, args in DIFF_LEVELS:
-        out = cli_output(cli_app, ["diff", ra, rb, "--db", corpus_db, *args, "--format", "csv"], corpus_db)
+        out = cli_output(cli_app, ["diff", ra, rb, "--db", db, *args, "--format", "csv"], db)
         check(f"diff_{ra}__{rb}/{stem}.csv", out)
+
+
+# -- every report once over every corpus trace ---------------------------------
+# One database holds every corpus trace, each its own run (built once per test
+# run): each report runs once over all runs, its rows are split by run and
+# compared with each run's snapshot. A report plans its statements once, not
+# once per trace (planning is most of a report's time on small traces). The
+# split is what a --run report gives: a report keeps each run's rows apart
+# (--limit is per trace), trace_id is 1 in a database of one trace, and a note
+# names its trace's file. A run with no rows gets a message of its own (not a
+# table): test_single_run_reports_equal_their_snapshots compares that one (a
+# --run report on a database of its trace alone), as it does a handful of others.
+
+def snapshot_status(trace: str) -> str | None:
+    """None when the trace's snapshots are to be compared; else why not."""
+    source = SNAPSHOTS / run_name(Path(trace)) / "SOURCE"
+    if not source.exists():
+        return "no snapshot"
+    if source.read_text().split()[0] != sha256(CORPUS / trace):
+        return f"{CORPUS / trace} is not the file the snapshot was taken on"
+    return None
+
+
+def _load_every_trace(directory):
+    import duckprof
+    db = directory / "snap_all.duckdb"
+    names = [f.name for f in corpus_files()]
+    with duckprof.connect(db) as s:
+        for name in names:  # fixed order: the corpus's, sorted
+            s.load([str(CORPUS / name)], run=run_name(Path(name)))
+    return db, names
+
+
+@pytest.fixture(scope="module")
+def every_trace(tmp_path_factory, monkeypatch_module):
+    from conftest import built_once
+    from duckprof import cli_reports
+    db, names = built_once(tmp_path_factory, "snapshot_runs", _load_every_trace)
+    shared = Session(db, read_only=True)
+    monkeypatch_module.setattr(cli_reports, "open_data", lambda *a, **kw: contextlib.nullcontext(shared))
+    yield db, names
+    shared.close()
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
+
+
+def split_by_run(text: str, names) -> dict[str, str] | None:
+    """{run: the text a --run report gives when the run has rows (else its
+    header and notes)}, from a report's output over all runs; None when it
+    has no run column."""
+    lines = text.splitlines(keepends=True)
+    out = [ln for ln in lines if not ln.startswith("stderr: ")]
+    notes = [ln for ln in lines if ln.startswith("stderr: ")]
+    rows = list(csv.reader(io.StringIO("".join(out))))
+    if not rows or "run" not in rows[0]:
+        return None
+    header, col = rows[0], rows[0].index("run")
+    tid = header.index("trace_id") if "trace_id" in header else None
+    per_run: dict[str, list] = {}
+    for row in rows[1:]:
+        if tid is not None and row[tid] != "":
+            row[tid] = "1"
+        per_run.setdefault(row[col], []).append(row)
+    texts = {}
+    for name in names:
+        run = run_name(Path(name))
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(per_run.get(run, []))
+        texts[run] = buf.getvalue() + "".join(n for n in notes if f"note: {name}:" in n)
+    return texts
+
+
+@pytest.mark.slow
+@needs_corpus
+@pytest.mark.skipif(UPDATE, reason="snapshots are regenerated one run at a time (test_single_run_reports_equal_their_snapshots)")
+@pytest.mark.parametrize("stem,args", [r for r in REPORTS if r[0] not in PER_RUN],
+                         ids=[stem for stem, _ in REPORTS if stem not in PER_RUN])
+def test_every_run_of_a_report_equals_its_snapshots(cli_app, every_trace, stem, args):
+    db, names = every_trace
+    texts = split_by_run(cli_output(cli_app, ["report", *args, "--db", db, "--format", "csv"], db), names) or {}
+    differ = []
+    for name in names:
+        run = run_name(Path(name))
+        if snapshot_status(name) is not None:
+            continue  # ran (exit 0), not compared: test_snapshot_source says why
+        path = SNAPSHOTS / run / f"{stem}.csv"
+        want = path.read_text(encoding="utf-8")
+        if is_message(path):  # no rows: the report's message, compared with --run by
+            if run in texts and texts[run].count("\n") > 1 + texts[run].count("stderr: "):
+                differ.append(run)  # test_single_run_reports_equal_their_snapshots
+            continue
+        if texts.get(run) != want and not same_cells(texts.get(run, ""), want):
+            differ.append(run)
+    assert not differ, f"{stem}: differs from the snapshot of {differ}"
+
+
+@needs_corpus
+@pytest.mark.parametrize("trace", ALL_TRACES)
+def test_snapshot_source(trace):
+    """Each trace whose snapshots test_every_run_of_a_report_equals_its_snapshots
+    compares; the others skip here with the reason (a trace without snapshot
+    still runs every report there, uncompared)."""
+    if not (CORPUS / trace).exists():
+        pytest.skip(f"corpus file {trace} not found in {CORPUS}")
+    status = snapshot_status(trace)
+    if status is not None:
+        pytest.skip(status)
+    assert {p.name for p in (SNAPSHOTS / run_name(Path(trace))).glob("*.csv")} == {f"{stem}.csv" for stem, _ in REPORTS}
