@@ -250,7 +250,12 @@ def test_every_report_gives_the_rows_of_a_database_file(eager, name, options):
         _same(s.report_result(name, **options), eager.report_result(name, **options))
 
 
-CORPUS_TRACES = ["a100_train_rank0.json.gz", "mi300x_resnet_act_checkpoint.json.gz", "b200_eager_stack.json.gz"]
+# Small corpus traces with what the reports read: python frames crossing labels,
+# memory events and steps (H100), NCCL collectives (A100), an AMD GPU (MI250).
+# The 14-26 MB traces used before (a100_train_rank0, mi300x, b200) cost ~78 CPU-s
+# of the suite for the same fills; test_nesting nests with_stack traces at first
+# use, test_corpus loads every corpus trace.
+CORPUS_TRACES = ["h100_vit_inference.json.gz", "a100_nccl_train.json.gz", "mi250_rocm_train.json.gz"]
 # Each case on one of the corpus traces, in turn: what a report fills is the
 # same on any trace (its declared tables), the traces add real data to each
 # (every case on every trace was 105 loads, ~100 CPU-s of the suite)
