@@ -110,13 +110,12 @@ def database(tmp_path, *names) -> Path:
             path = CORPUS / name
             if not path.exists():
                 pytest.skip(f"corpus file {name} not found in {CORPUS}")
-            source = SNAPSHOTS / run_name(path) / "SOURCE"
-            digest = sha256(path)
             if UPDATE:
+                source = SNAPSHOTS / run_name(path) / "SOURCE"
                 source.parent.mkdir(parents=True, exist_ok=True)
-                source.write_text(f"{digest}  {name}\n", encoding="utf-8")
-            elif source.exists() and source.read_text().split()[0] != digest:
-                pytest.skip(f"{path} is not the file the snapshot was taken on")
+                source.write_text(f"{sha256(path)}  {name}\n", encoding="utf-8")
+            elif (status := snapshot_status(name)) not in (None, NO_SNAPSHOT):
+                pytest.skip(status)
             s.load([str(path)], run=run_name(path))
     return db
 
@@ -230,8 +229,8 @@ def test_diffs_equal_their_snapshots(cli_app, every_trace, a, b):
     for name in (a, b):
         if name not in names:
             pytest.skip(f"corpus file {name} not found in {CORPUS}")
-        if not UPDATE and snapshot_status(name) is not None:
-            pytest.skip(snapshot_status(name))
+        if not UPDATE and (status := snapshot_status(name)) is not None:
+            pytest.skip(status)
     ra, rb = run_name(Path(a)), run_name(Path(b))
     for stem, args in DIFF_LEVELS:
         out = cli_output(cli_app, ["diff", ra, rb, "--db", db, *args, "--format", "csv"], db)
@@ -249,11 +248,14 @@ def test_diffs_equal_their_snapshots(cli_app, every_trace, a, b):
 # table): test_single_run_reports_equal_their_snapshots compares that one (a
 # --run report on a database of its trace alone), as it does a handful of others.
 
+NO_SNAPSHOT = "no snapshot"  # a trace the snapshots were not taken on: its reports run uncompared
+
+
 def snapshot_status(trace: str) -> str | None:
     """None when the trace's snapshots are to be compared; else why not."""
     source = SNAPSHOTS / run_name(Path(trace)) / "SOURCE"
     if not source.exists():
-        return "no snapshot"
+        return NO_SNAPSHOT
     if source.read_text().split()[0] != sha256(CORPUS / trace):
         return f"{CORPUS / trace} is not the file the snapshot was taken on"
     return None

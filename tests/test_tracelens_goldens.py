@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import collections
 import csv
-import functools
-import hashlib
 import json
 
 import pytest
 
-from conftest import CORPUS, REPO, rows
+from conftest import CORPUS, REPO, rows, sha256
 
 GOLDEN = REPO / "fixtures" / "golden" / "tracelens"
 SHA256 = {line.split()[1]: line.split()[0] for line in (GOLDEN / "sha256.txt").read_text().splitlines() if line}
@@ -30,11 +28,6 @@ def timeline_us(trace: str, name: str) -> dict[str, float]:
     return {r["type"]: float(r["time ms"]) * 1e3 for r in read(trace, name)}
 
 
-@functools.lru_cache(maxsize=None)
-def file_sha256(path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def golden_trace(corpus_session, trace: str):
     """(session, trace_id) of the corpus trace the golden was recorded on; skip when the corpus
     lacks it or holds another file under its name."""
@@ -42,7 +35,7 @@ def golden_trace(corpus_session, trace: str):
     path = CORPUS / file
     if not path.exists():
         pytest.skip(f"corpus file {file} not found in {CORPUS}")
-    if file_sha256(path) != SHA256[file]:
+    if sha256(path) != SHA256[file]:
         pytest.skip(f"{file} differs from the trace the TraceLens golden was recorded on")
     s, ids, _ = corpus_session
     return s, ids[file]
