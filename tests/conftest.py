@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import pickle
+import re
 import shutil
 import signal
 import subprocess
@@ -244,6 +245,24 @@ def sha256(path) -> str | None:
     if not p.exists():
         return None
     return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+class JoinsExplained:
+    """A connection that notes, for each statement explained(sql) picks, the
+    join operators of DuckDB's plan (EXPLAIN) in `joins`: an ASOF join that
+    DuckDB runs as a loop over every pair shows as 'Nested Loop Join'."""
+
+    def __init__(self, con, explained):
+        self.con, self.explained, self.joins = con, explained, []
+
+    def execute(self, sql, *params):
+        if self.explained(sql):
+            plan = "\n".join(r[1] for r in self.con.execute(f"EXPLAIN {sql}", *params).fetchall())
+            self.joins.append(re.findall(r"(Nested Loop Join|Asof Join)", plan))
+        return self.con.execute(sql, *params)
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
 
 
 def db_state(db) -> tuple:

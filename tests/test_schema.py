@@ -19,7 +19,7 @@ import re
 
 import pytest
 
-from conftest import HANDMADE, REPO
+from conftest import HANDMADE, REPO, JoinsExplained
 
 import duckprof
 from duckprof import reports, sqlfiles
@@ -106,24 +106,20 @@ def test_no_hugeint_in_any_view(session):
         assert "HUGEINT" not in {t for _, t in described(session.con, name)}, name
 
 
-class _Watched:
+class _Watched(JoinsExplained):
     """A connection that notes, for each statement a report runs, DuckDB's
-    asof_loop_join_threshold then, and the plan's join operators (EXPLAIN)."""
+    asof_loop_join_threshold then, and the join operators of the report's
+    table statement."""
 
     def __init__(self, con):
-        self.con, self.thresholds, self.joins = con, [], []
+        super().__init__(con, lambda sql: sql.startswith("CREATE OR REPLACE TEMP TABLE duckprof_report_"))
+        self.thresholds = []
 
     def execute(self, sql, *params):
         if not sql.lstrip().upper().startswith(("SET ", "SELECT CURRENT_SETTING")):
-            setting = self.con.execute("SELECT current_setting('asof_loop_join_threshold')").fetchone()[0]
-            self.thresholds.append(setting)
-            if sql.startswith("CREATE OR REPLACE TEMP TABLE duckprof_report_"):
-                plan = "\n".join(r[1] for r in self.con.execute(f"EXPLAIN {sql}", *params).fetchall())
-                self.joins.append(re.findall(r"(Nested Loop Join|Asof Join)", plan))
-        return self.con.execute(sql, *params)
-
-    def __getattr__(self, name):
-        return getattr(self.con, name)
+            self.thresholds.append(
+                self.con.execute("SELECT current_setting('asof_loop_join_threshold')").fetchone()[0])
+        return super().execute(sql, *params)
 
 
 def test_a_report_keeps_its_asof_joins(session):
