@@ -111,6 +111,8 @@
     its thread (torch: start and end threads differ), which the trace marks '"finished": false' and
     the nesting leaves out at load (events.unfinished) -#}
 {%- set async_work = '^(gloo|nccl|mpi|ucc|xccl|hccl):' %}
+{#- a call of one of TensorBoard's Tensor Cores operators (--tensor-cores: eligible) -#}
+{%- macro tensor_core_op(p='') %}{{ p }}kind_no = 0 AND {{ p }}key IN {{ sql_list(tensor_core_op_names) }}{% endmacro %}
 {%- set orders = {
     'self_cpu': 'self_cpu_us DESC', 'cpu_total': 'cpu_total_us DESC', 'self_device': 'self_device_us DESC',
     'device_total': 'device_total_us DESC', 'count': 'count DESC', 'cpu_mem': 'cpu_mem_bytes DESC',
@@ -485,7 +487,7 @@ tc_up AS (  -- the calls enclosing each such launch call, and each of TensorBoar
         FROM {{ keyed }} e
         LEFT JOIN tc_launch t ON t.trace_id = e.trace_id AND t.event_id = e.event_id
         WHERE e.parent_event_id IS NOT NULL
-          AND (t.event_id IS NOT NULL OR e.kind_no = 0 AND e.key IN {{ sql_list(tensor_core_op_names) }})
+          AND (t.event_id IS NOT NULL OR {{ tensor_core_op('e.') }})
         UNION ALL
         SELECT e.trace_id, e.parent_event_id, u.tc_ns
         FROM up u JOIN {{ keyed }} e ON e.trace_id = u.trace_id AND e.event_id = u.event_id
@@ -505,8 +507,7 @@ tc_key AS (  -- per row key: Tensor Cores time it launched itself (self) and wit
           ANTI JOIN dup x ON x.trace_id = k.trace_id AND x.event_id = k.event_id
           WHERE NOT k.dropped AND NOT k.async
           UNION ALL
-          SELECT trace_id, kh, 0, 0, true FROM {{ keyed }}
-          WHERE kind_no = 0 AND key IN {{ sql_list(tensor_core_op_names) }})
+          SELECT trace_id, kh, 0, 0, true FROM {{ keyed }} WHERE {{ tensor_core_op() }})
     GROUP BY ALL
 ),
 {%- endif %}
