@@ -49,13 +49,14 @@ TABLES = tuple(PARTITIONED) + WHOLE + ("op_estimates",)
 #: report_results only, which a lake does not hold; version 6 events.unfinished,
 #: which an older lake's events lack (OLD_LAKE_COLUMNS)
 LAKE_SCHEMA_VERSIONS = (4, 5, 6)
-#: the columns an older lake's files lack, and how they are read from it:
-#: events.unfinished from the args it holds (as sql/migrate/v5_to_v6.sql). Such a
-#: lake's nesting is the old one (unfinished ranges nested as any range): an
-#: import computes it again (session.renest_unfinished); a lake read as it is
-#: keeps it, until the runs are exported again from a migrated database
-OLD_LAKE_COLUMNS = {("events", "unfinished"): "CASE WHEN ph = 'X' AND contains(args, '\"finished\"') "
-                                              "AND json_extract_string(args, '$.finished') = 'false' THEN true END"}
+#: the columns an older lake's files lack, and how they are read from it (Jinja,
+#: rendered for such a lake only): events.unfinished from the args it holds, as
+#: the load reads it (as sql/migrate/v5_to_v6.sql). Such a lake's nesting is the
+#: old one (unfinished ranges nested as any range): an import computes it again
+#: (session.renest_unfinished); a lake read as it is keeps it, until the runs
+#: are exported again from a migrated database
+OLD_LAKE_COLUMNS = {("events", "unfinished"): '{% from "load/normalize.sql" import unfinished_from_args %}'
+                                              '{{ unfinished_from_args() }}'}
 HIVE_TYPES = {"run": "VARCHAR", "rank": "INTEGER", "export": "INTEGER"}
 
 
@@ -111,7 +112,7 @@ def _reader(con, directory, table, where: str = "") -> str | None:
     old = {c: e for (t, c), e in OLD_LAKE_COLUMNS.items() if t == table}
     if old:  # those the files lack (an older lake's): read as OLD_LAKE_COLUMNS says
         have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
-        old = {c: e for c, e in old.items() if c not in have}
+        old = {c: sqlfiles.render_string(e) for c, e in old.items() if c not in have}
     cols = ", ".join(f'CAST({old.get(c, chr(34) + c + chr(34))} AS {t}) AS "{c}"' for c, t in _columns(con, table))
     return f"SELECT {cols} FROM {src}" + (f" WHERE {where}" if where else "")
 

@@ -78,6 +78,13 @@ SELECT * REPLACE ({{ position }} AS src) FROM {{ raw.view }}
 SELECT {{ raw.position | int }} AS src, * FROM {{ raw.view }}
 {%- endif -%}
 {%- endmacro %}
+{#- unfinished_from_args(args): events.unfinished from an event's args text (a RecordFunction not
+    ended on its thread: '"finished": false'), for a reader that parses no args (nesting.sql) and
+    for an older lake's events, which lack the column (duckprof/lake.py OLD_LAKE_COLUMNS) -#}
+{%- macro unfinished_from_args(args='args') -%}
+CASE WHEN ph = 'X' AND contains({{ args }}, '"finished"') AND json_extract_string({{ args }}, '$.finished') = 'false'
+     THEN true END
+{%- endmacro %}
 {%- macro normalized_events(raws, exact={}, nesting=false) -%}
 WITH staged AS (
 {%- for raw in raws %}
@@ -175,8 +182,7 @@ SELECT
     -- 100 MB); nesting.sql, which parses no args, tests their text first
     -- instead (+0.04-0.07: benchmarks/README.md), the same events
     {%- if nesting %}
-    CASE WHEN ph = 'X' AND contains(args, '"finished"') AND json_extract_string(args, '$.finished') = 'false'
-         THEN true END AS unfinished
+    {{ unfinished_from_args() }} AS unfinished
     {%- else %}
     CASE WHEN ph = 'X' AND {{ unquoted('a[' ~ k.i ~ ']::VARCHAR') }} = 'false' THEN true END AS unfinished
     {%- endif %}
