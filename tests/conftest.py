@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import decimal
+import functools
 import gzip
 import hashlib
 import json
@@ -59,10 +60,37 @@ CORPUS = Path(os.environ.get("DUCKPROF_CORPUS", REPO.parent / "shared" / "traces
 HANDMADE = REPO / "fixtures" / "handmade"
 
 
-def corpus_files() -> list[Path]:
+@functools.cache
+def _corpus_index() -> tuple[tuple[Path, ...], dict[str, str]]:
+    """The corpus's trace files, one of each content, and {name of a copy:
+    name of the file kept}. Of byte-for-byte copies (a corpus may hold some)
+    the first by name is kept, as a load of them all keeps it (it skips the
+    others as loaded already)."""
     if not CORPUS.is_dir():
-        return []
-    return sorted(p for p in CORPUS.iterdir() if p.name.endswith((".json", ".json.gz")))
+        return (), {}
+    kept, out, twins = {}, [], {}
+    for p in sorted(p for p in CORPUS.iterdir() if p.name.endswith((".json", ".json.gz"))):
+        first = kept.setdefault(hashlib.sha256(p.read_bytes()).digest(), p.name)
+        if first == p.name:
+            out.append(p)
+        else:
+            twins[p.name] = first
+    return tuple(out), twins
+
+
+def corpus_files() -> tuple[Path, ...]:
+    return _corpus_index()[0]
+
+
+class CorpusIds(dict):
+    """{file name: trace_id} of the loaded corpus (corpus_files); a file left
+    out as a copy of one of them reads as that one's trace."""
+
+    def __missing__(self, name):
+        twin = _corpus_index()[1].get(name)
+        if twin is None:
+            raise KeyError(name)
+        return self[twin]
 
 
 def corpus_path(name: str) -> Path:
@@ -160,7 +188,7 @@ def built_once(tmp_path_factory, name: str, build):
 def _load_corpus(directory):
     db = directory / "corpus.duckdb"
     with duckprof.connect(db) as s:
-        report = s.load([str(CORPUS)], run="corpus")
+        report = s.load([str(p) for p in corpus_files()], run="corpus")
     return db, report
 
 
@@ -188,7 +216,7 @@ def corpus_session(corpus_loaded):
     more, so every test that uses it is marked slow (pytest_collection_modifyitems)."""
     db, report = corpus_loaded
     s = duckprof.connect(db, read_only=True)
-    ids = {os.path.basename(f.path): f.trace_id for f in report.files}
+    ids = CorpusIds((os.path.basename(f.path), f.trace_id) for f in report.files)
     yield s, ids, report
     s.close()
 

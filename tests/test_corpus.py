@@ -20,7 +20,7 @@ def test_every_corpus_file_loaded(corpus_session):
     s, ids, report = corpus_session
     assert sorted(ids) == sorted(NAMES)
     assert all(not f.skipped for f in report.files)
-    # identical content in one run would be skipped: the corpus has none
+    # identical content in one run would be skipped: corpus_files() leaves copies out
     assert scalar(s, "SELECT count(*) FROM traces WHERE run = 'corpus'") == len(NAMES)
 
 
