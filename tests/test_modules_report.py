@@ -118,7 +118,8 @@ def test_a_trace_without_modules_says_so():
         res = s.report_result("modules")
         assert res.relation.fetchall() == []
     assert res.notes + res.instead == [
-        "all_categories.json: no nn.Module events in this trace (record with with_stack=True or with_modules=True)"]
+        "all_categories.json: no nn.Module events in this trace (record with with_stack=True or with_modules=True, "
+        "or Lightning's PyTorchProfiler)"]
 
 
 def test_with_modules_trace_of_torch_with_a_module_called_twice():
@@ -166,3 +167,89 @@ def test_with_modules_trace_of_torch_with_a_module_called_twice():
         assert r["self_host_us"] == pytest.approx(dur[m] - direct[m], abs=1e-3), m
         assert r["operators"] == {"_Block_0": 3, "_Block_1": 3, "_Block_2": 6, "_Tree_0": 0,
                                   "Sequential_0": 0}.get(m, calls[m]), m
+
+
+# PyTorch Lightning's PyTorchProfiler records no nn.Module events: a range
+# '[pl][module]<class>: <name>' around every submodule's forward (user_annotation)
+def _pl(cls, name, ts, end):
+    return _x("user_annotation", f"[pl][module]{cls}: {name}", ts, end)
+
+
+LIGHTNING = [e for e in EVENTS if e["cat"] != "python_function"] + [
+    _pl("__main__.Net", "net", 20, 800),
+    _pl("torch.nn.modules.linear.Linear", "net.fc1", 30, 230),
+    _pl("torch.nn.modules.linear.Linear", "net.fc2", 400, 600),
+]
+
+
+def test_lightning_module_ranges_by_hand(tmp_path):
+    """The tiny tree above with Lightning's ranges in place of the nn.Module frames: the same
+    figures (the plugin's rules; no Python frames to look through), named '<name> (<class>)'."""
+    path = tmp_path / "lightning.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "Framework": "pytorch-lightning", "traceEvents": LIGHTNING}))
+    with loaded(path) as s:
+        got = [tuple(r[c] for c in COLS) for r in as_dicts(s.report("modules"))]
+        assert [r[1] for r in s.report("modules", depth=1).fetchall()] == [None]  # no module id
+    assert got == [
+        ("net (Net)", 1, "net", 1, 1, 780, 280, 115, 30),
+        ("· net.fc1 (Linear)", 2, "net/net.fc1", 1, 1, 200, 30, 50, 50),
+        ("· net.fc2 (Linear)", 2, "net/net.fc2", 1, 1, 200, 20, 30, 30),
+    ]
+
+
+def test_nn_module_events_win_over_lightning_ranges(tmp_path):
+    """A trace with both (with_modules=True under Lightning's profiler): the nn.Module events
+    are the modules, a Lightning range only a range (a direct child of the module around it)."""
+    path = tmp_path / "both.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": EVENTS + [
+        _pl("torch.nn.modules.linear.Linear", "net.fc2", 395, 605)]}))
+    with loaded(path) as s:
+        got = [tuple(r[c] for c in COLS) for r in as_dicts(s.report("modules"))]
+    assert got == [
+        ("Net_0", 1, "Net_0", 1, 1, 780, 780 - (200 + 60 + 210 + 10 + 30), 115, 30),
+        ("· Linear_0", 2, "Net_0/Linear_0", 1, 1, 200, 30, 50, 50),
+        ("· Linear_1", 2, "Net_0/Linear_1", 1, 1, 200, 20, 30, 30),
+    ]
+
+
+def test_lightning_trace_recorded_by_lightning():
+    """fixtures/lightning/lightning_fit.json.gz: Lightning 2.6.6's PyTorchProfiler on torch 2.13
+    (record_lightning.py: encoder = Sequential(Block(fc, act), Block(fc, act)), head; 3 active
+    steps). Against the trace read with json: every module once per step, its host time the sum
+    of its ranges, the tree of Lightning's dotted names (the parent of 'encoder.0.fc' is
+    'encoder.0', as the plugin builds it), operators the cpu_ops directly inside each range."""
+    import gzip
+    trace = REPO / "fixtures" / "lightning" / "lightning_fit.json.gz"
+    events = json.load(gzip.open(trace))["traceEvents"]
+    ranges = [e for e in events if e.get("name", "").startswith("[pl][module]")]
+    name = {id(e): e["name"].split(": ", 1)[1] for e in ranges}
+    dur, calls = {}, {}
+    for e in ranges:
+        dur[name[id(e)]] = dur.get(name[id(e)], 0.0) + e["dur"]
+        calls[name[id(e)]] = calls.get(name[id(e)], 0) + 1
+    spans = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"] + ranges
+    operators = dict.fromkeys(dur, 0)
+    for e in spans:
+        outer = [o for o in spans if o is not e and o["tid"] == e["tid"] and o["ts"] <= e["ts"]
+                 and e["ts"] + e["dur"] <= o["ts"] + o["dur"]]
+        if outer and e.get("cat") == "cpu_op":
+            p = min(outer, key=lambda o: o["dur"])
+            if id(p) in name:
+                operators[name[id(p)]] += 1
+    with loaded(trace) as s:
+        res = s.report_result("modules")
+        rows = {r["path"]: r for r in as_dicts(res.relation)}
+    assert res.notes == [] and res.instead == []
+    def path_of(n):  # the plugin's tree: the parent of a name is the name less its last '.part', if recorded
+        up = n.rsplit(".", 1)[0]
+        return path_of(up) + "/" + n if "." in n and up in dur else n
+    path = {n: path_of(n) for n in dur}
+    assert sorted(dur) == ["encoder", "encoder.0", "encoder.0.act", "encoder.0.fc", "encoder.1", "encoder.1.act",
+                           "encoder.1.fc", "head"]
+    assert set(rows) == set(path.values())
+    assert rows["encoder/encoder.0/encoder.0.fc"]["module"] == "· · encoder.0.fc (Linear)"
+    for n, p in path.items():
+        r = rows[p]
+        assert (r["calls"], r["operators"]) == (calls[n], operators[n]) and calls[n] == 3, n
+        assert r["host_us"] == pytest.approx(dur[n], abs=1e-3), n
+    assert [operators[n] for n in ("encoder", "encoder.0", "encoder.0.fc", "head")] == [0, 0, 3, 3]

@@ -22,6 +22,12 @@
 -- counts, inside a direct record_function range or excluded operator). The plugin
 -- keys its figures on the module alone: a module reached by two paths gets
 -- each path's own figures here.
+-- PyTorch Lightning: a trace with no 'nn.Module' events takes its modules
+-- from the ranges '[pl][module]<class>: <name>' that Lightning's
+-- PyTorchProfiler records around every submodule's forward
+-- (record_module_names, its default): the module is '<name> (<class>)',
+-- e.g. 'encoder.0.fc (Linear)', without a module id; its parent, as above,
+-- the innermost enclosing module (Lightning's dotted names give the same tree).
 --
 -- option: --depth INTEGER >= 0 = 0  module levels shown (1: the root modules; 0 = all)
 -- example: duckprof report modules trace.json.gz --depth 2
@@ -31,10 +37,11 @@
 -- run             VARCHAR  run label
 -- rank            INTEGER  rank of the trace
 -- trace_id        INTEGER  trace
--- module          VARCHAR  the module's name without 'nn.Module: ', after a '· ' per level below the root
--- module_id       BIGINT  [wide]  args 'Python module id'
+-- module          VARCHAR  the module's name without 'nn.Module: ' (Lightning: '<name> (<class>)'), after a '· '
+--                          per level below the root
+-- module_id       BIGINT  [wide]  args 'Python module id' (none for Lightning's)
 -- level           INTEGER [wide]  1: a root module
--- path            VARCHAR [wide]  the enclosing modules and this one, separated by '/'
+-- path            VARCHAR [wide]  the enclosing modules and this one, separated by '/' (Lightning's: their names)
 -- calls           BIGINT   calls of the module at this path
 -- operators       BIGINT   operators called directly by it (not inside a child module or operator)
 -- host_us         DOUBLE   host time of its calls, µs
@@ -43,12 +50,30 @@
 -- self_device_us  DOUBLE   device time launched by its own runtime calls and direct operators, µs
 -- avg_us          DOUBLE   device_us per call (host_us per call when it launched nothing), µs
 {% from "templates/scope.sql" import run_scope with context %}
-WITH RECURSIVE mods AS (  -- the module calls
+WITH RECURSIVE nn_traces AS (  -- traces with nn.Module events (with_stack / with_modules)
+    SELECT DISTINCT trace_id FROM python_functions WHERE name LIKE 'nn.Module: %' {{ run_scope() }}
+),
+lightning AS (  -- Lightning's module ranges, in a trace without nn.Module events
+    SELECT h.trace_id, h.event_id
+    FROM host_events h
+    WHERE h.cat IN ('user_annotation', 'cpu_op') AND starts_with(h.name, '[pl][module]')
+      AND h.trace_id NOT IN (SELECT trace_id FROM nn_traces) {{ run_scope('h.') }}
+),
+mods AS (  -- the module calls
     SELECT p.trace_id, p.event_id, p.pid, p.tid, p.ts_ns, p.end_ns, p.dur_ns, p.parent_event_id,
-           substr(p.name, 12) AS module,
+           substr(p.name, 12) AS module, module AS path_name,
            try_cast(json_extract_string(p.args, '$."Python module id"') AS BIGINT) AS module_id
     FROM python_functions p
     WHERE p.name LIKE 'nn.Module: %' {{ run_scope('p.') }}
+    UNION ALL
+    SELECT h.trace_id, h.event_id, h.pid, h.tid, h.ts_ns, h.end_ns, h.dur_ns, h.parent_event_id,
+           -- '[pl][module]torch.nn.modules.linear.Linear: encoder.0.fc' -> 'encoder.0.fc (Linear)'
+           CASE WHEN name_part = '' THEN class_part ELSE name_part || ' (' || class_part || ')' END,
+           CASE WHEN name_part = '' THEN class_part ELSE name_part END, NULL
+    FROM (SELECT *, regexp_extract(name, '([^.]*): ', 1) AS class_part,
+                 substr(name, strpos(name, ': ') + 2) AS name_part
+          FROM host_events) h
+    SEMI JOIN lightning l ON l.trace_id = h.trace_id AND l.event_id = h.event_id
 ),
 frames AS (  -- the Python frames that are not modules: the plugin's tree has no node for them
     SELECT trace_id, event_id, parent_event_id
@@ -60,7 +85,7 @@ nodes AS (  -- the plugin's tree nodes and runtime calls: op marks the operators
     SELECT h.trace_id, h.event_id, h.parent_event_id, h.pid, h.tid, h.ts_ns, h.end_ns, h.dur_ns,
            h.cat = 'cpu_op' AND h.name NOT IN ('DataParallel.forward', 'DistributedDataParallel.forward')
                AND h.name NOT LIKE 'Optimizer.%' AS op, op AS own
-    FROM host_events h
+    FROM host_events h ANTI JOIN lightning l ON l.trace_id = h.trace_id AND l.event_id = h.event_id
     WHERE h.cat IN ('cpu_op', 'user_annotation') AND h.parent_event_id IS NOT NULL {{ run_scope('h.') }}
     UNION ALL
     SELECT trace_id, event_id, parent_event_id, pid, tid, ts_ns, end_ns, dur_ns, false, true FROM runtime
@@ -96,10 +121,10 @@ parent AS (  -- a module call's parent module call
     FROM host_up u JOIN mods m ON m.trace_id = u.trace_id AND m.event_id = u.at_id
 ),
 paths(trace_id, event_id, path, level) AS (
-    SELECT m.trace_id, m.event_id, [m.module || '#' || coalesce(m.module_id::VARCHAR, '')], 1
+    SELECT m.trace_id, m.event_id, [m.path_name || '#' || coalesce(m.module_id::VARCHAR, '')], 1
     FROM mods m ANTI JOIN parent p ON p.trace_id = m.trace_id AND p.event_id = m.event_id
     UNION ALL
-    SELECT m.trace_id, m.event_id, list_append(q.path, m.module || '#' || coalesce(m.module_id::VARCHAR, '')),
+    SELECT m.trace_id, m.event_id, list_append(q.path, m.path_name || '#' || coalesce(m.module_id::VARCHAR, '')),
            q.level + 1
     FROM paths q
     JOIN parent p ON p.trace_id = q.trace_id AND p.parent_id = q.event_id
@@ -164,9 +189,11 @@ JOIN trace_files f USING (trace_id)
 ORDER BY f.run, f.rank NULLS LAST, p.trace_id, p.path
 
 -- @notes
-SELECT f.file_name || ': no nn.Module events in this trace (record with with_stack=True or with_modules=True)'
-       AS note, NOT EXISTS (SELECT 1 FROM {{ result }}) AS instead
+SELECT f.file_name || ': no nn.Module events in this trace (record with with_stack=True or with_modules=True, '
+       || 'or Lightning''s PyTorchProfiler)' AS note, NOT EXISTS (SELECT 1 FROM {{ result }}) AS instead
 FROM trace_files f
 WHERE NOT EXISTS (SELECT 1 FROM python_functions p WHERE p.trace_id = f.trace_id AND p.name LIKE 'nn.Module: %')
+  AND NOT EXISTS (SELECT 1 FROM host_events h WHERE h.trace_id = f.trace_id
+                  AND h.cat IN ('user_annotation', 'cpu_op') AND starts_with(h.name, '[pl][module]'))
   {{ run_scope('f.') }}
 ORDER BY f.trace_id
