@@ -205,3 +205,58 @@ def test_outlier_of_two_steps_is_the_slower(tmp_path):
             (2, pytest.approx(100 * (500 / 295 - 1)))
         assert s.report_result("steps").notes[-1].endswith("outlier: step 2 (+69.5% vs the median)")
         assert "ProfilerStep#2 (the outlier step)" in s.html().html  # the operators listed under the steps
+
+
+def _ann(name, ts, end, cat="user_annotation"):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": end - ts, "args": {}}
+
+
+def test_an_optimizer_step_with_a_closure_leaves_its_forward_and_backward(tmp_path):
+    """Lightning's automatic optimization (as LBFGS) runs the step's forward and backward in a
+    closure inside Optimizer.step: they are forward and backward, the optimizer what of its
+    step they leave. One step [0, 1000] µs, by hand:
+      [pl][profile][_TrainingEpochLoop].train_dataloader_next [10, 90] (its enumerate(DataLoader)
+        [20, 80] inside): dataloader 80;
+      Optimizer.step#SGD.step [100, 900], in it
+        [pl][profile][Strategy]SingleDeviceStrategy.training_step [150, 400] (aten::linear
+          [160, 390]): forward 250,
+        [pl][profile][Strategy]SingleDeviceStrategy.backward [420, 800] (an autograd
+          evaluate_function [450, 780]): backward 380,
+        aten::add_ [820, 880]: the optimizer's own;
+      optimizer 800 - 250 - 380 = 170; other 1000 - 80 - 250 - 380 - 170 = 120.
+    Before: optimizer 800, backward 0, dataloader 60 (the Lightning range's 20 µs around
+    enumerate(DataLoader) as forward)."""
+    events = [_ann("ProfilerStep#1", 0, 1000),
+              _ann("[pl][profile][_TrainingEpochLoop].train_dataloader_next", 10, 90),
+              _ann("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 20, 80),
+              _ann("Optimizer.step#SGD.step", 100, 900),
+              _ann("[pl][profile][Strategy]SingleDeviceStrategy.training_step", 150, 400),
+              _ann("aten::linear", 160, 390, "cpu_op"),
+              _ann("[pl][profile][Strategy]SingleDeviceStrategy.backward", 420, 800),
+              _ann("autograd::engine::evaluate_function: AddmmBackward0", 450, 780, "cpu_op"),
+              _ann("aten::add_", 820, 880, "cpu_op")]
+    path = tmp_path / "closure.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    cols = ["step", "step_us", "dataloader_us", "optimizer_us", "backward_us", "forward_us", "other_us"]
+    with loaded(path) as s:
+        got = [tuple(r[c] for c in cols) for r in as_dicts(s.report("steps"))]
+    assert got == [(1, 1000.0, 80.0, 170.0, 380.0, 250.0, 120.0)]
+
+
+def test_lightning_trace_backward_in_every_step():
+    """fixtures/lightning/lightning_fit.json.gz (Lightning 2.6.6, torch 2.13): the profiler's step
+    boundary falls inside Lightning's closure, so each step holds a backward, inside the
+    Optimizer.step the previous step started: every step's backward is the part of Lightning's
+    backward ranges (which hold every autograd event of the trace) inside it, from the JSON."""
+    import gzip
+    events = json.load(gzip.open(REPO / "fixtures" / "lightning" / "lightning_fit.json.gz"))["traceEvents"]
+    steps = {int(e["name"].split("#")[1]): (e["ts"], e["ts"] + e["dur"]) for e in events
+             if e.get("name", "").startswith("ProfilerStep#")}
+    backward = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name", "").endswith("Strategy.backward")]
+    assert all(any(b0 <= e["ts"] and e["ts"] + e["dur"] <= b1 for b0, b1 in backward)
+               for e in events if e.get("name", "").startswith("autograd::engine::evaluate_function"))
+    want = {n: sum(max(0.0, min(b1, s1) - max(b0, s0)) for b0, b1 in backward) for n, (s0, s1) in steps.items()}
+    with loaded(REPO / "fixtures" / "lightning" / "lightning_fit.json.gz") as s:
+        got = {r["step"]: r["backward_us"] for r in as_dicts(s.report("steps"))}
+    assert sorted(got) == [2, 3, 4] and all(v > 500 for v in want.values())
+    assert got == {n: pytest.approx(v, abs=1e-3) for n, v in want.items()}

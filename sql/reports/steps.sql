@@ -9,10 +9,12 @@
 -- step_figures): device events belong to the step in which their launch call
 -- started; gpu_busy_pct is the part of the step with any device event running
 -- (all devices of the trace together); the host's time is split by priority,
--- each instant once: dataloader (enumerate(DataLoader)* / enumerate(DataPipe)*),
--- optimizer (Optimizer.step* / Optimizer.zero_grad*), backward
--- (autograd::engine::evaluate_function: ... and *Backward* operators, any
--- thread), host communication (gloo's collectives on the host, a CPU job's:
+-- each instant once: dataloader (enumerate(DataLoader)* / enumerate(DataPipe)*,
+-- Lightning's *dataloader_next), backward (autograd::engine::evaluate_function:
+-- ... and *Backward* operators, any thread; Lightning's *.backward), a
+-- Lightning step's forward (*.training_step ...), optimizer (Optimizer.step* /
+-- Optimizer.zero_grad*: what the above leave, as a closure runs the forward
+-- and backward inside it), host communication (gloo's collectives on the host, a CPU job's:
 -- their exposed part), forward (the outermost operators and user
 -- annotations on the step's thread), other (the rest). --summary gives mean, median, min, max and
 -- coefficient of variation of each figure across the steps, and the outlier
@@ -38,11 +40,13 @@
 -- memcpy_us        DOUBLE  [wide]  memcpys launched in the step, µs
 -- memset_us        DOUBLE  [wide]  memsets launched in the step, µs
 -- dataloader_us    DOUBLE   host time in data loading, µs
--- optimizer_us     DOUBLE   host time in the optimizer (not data loading), µs
--- backward_us      DOUBLE   host time in backward operators (none of the above), µs
+-- optimizer_us     DOUBLE   host time in the optimizer (not data loading, nor a closure's forward and
+--                           backward), µs
+-- backward_us      DOUBLE   host time in backward operators (not data loading), µs
 -- host_comm_us     DOUBLE   host time in gloo collectives (a CPU job's communication, any thread;
 --                           none of the above: exposed), µs
--- forward_us       DOUBLE   host time in the other operators on the step's thread, µs
+-- forward_us       DOUBLE   host time in the other operators on the step's thread (and a Lightning
+--                           step's forward ranges), µs
 -- other_us         DOUBLE   the rest of the step: Python, waiting, ..., µs
 -- top_categories   VARCHAR  the three kernel categories with the most device time in the step,
 --                           with their share of it

@@ -14,9 +14,14 @@
 --   part of the window with any device event running (every device of the
 --   trace together). The host time of the window is split by priority, each
 --   instant counted once: dataloader (enumerate(DataLoader)* /
---   enumerate(DataPipe)* ranges), optimizer (Optimizer.step* /
---   Optimizer.zero_grad*), backward (autograd::engine::evaluate_function: ...
---   and *Backward* operators, on any thread), host communication (gloo's
+--   enumerate(DataPipe)* ranges, Lightning's *dataloader_next), backward
+--   (autograd::engine::evaluate_function: ... and *Backward* operators, on
+--   any thread; Lightning's [pl][profile]*.backward), the forward of a
+--   Lightning step (its [pl][profile]*.training_step / validation_step /
+--   test_step / predict_step ranges), optimizer (Optimizer.step* /
+--   Optimizer.zero_grad*: what of them the above leave, since an optimizer
+--   step with a closure, as Lightning's automatic optimization and LBFGS,
+--   runs the forward and backward inside it), host communication (gloo's
 --   collectives, the gloo:* annotations of a CPU job's gloo threads: what of
 --   them the host's other work does not hide, the exposed part, as NCCL's
 --   kernels are on a device), forward (the outermost
@@ -76,13 +81,17 @@ top_cats AS (
           QUALIFY row_number() OVER (PARTITION BY trace_id, window_id ORDER BY ns DESC, category) <= 3)
     GROUP BY ALL
 ),
-host AS (  -- host ranges by priority: 1 dataloader, 2 optimizer, 3 backward, 4 host communication, 5 forward
+host AS (  -- host ranges by priority: 1 dataloader, 2 backward, 3 a Lightning step's forward, 4 optimizer,
+            -- 5 host communication, 6 forward
     SELECT trace_id, ts_ns, end_ns,
-           CASE WHEN name LIKE 'enumerate(DataLoader)%' OR name LIKE 'enumerate(DataPipe)%' THEN 1
-                WHEN name LIKE 'Optimizer.step%' OR name LIKE 'Optimizer.zero_grad%' THEN 2
-                WHEN name LIKE 'autograd::engine::evaluate_function:%' OR name LIKE '%Backward%' THEN 3
-                WHEN name LIKE 'gloo:%' THEN 4
-                ELSE 5 END AS r, pid, tid, outermost
+           CASE WHEN name LIKE 'enumerate(DataLoader)%' OR name LIKE 'enumerate(DataPipe)%'
+                     OR name LIKE '[pl][profile]%dataloader_next' THEN 1
+                WHEN name LIKE 'autograd::engine::evaluate_function:%' OR name LIKE '%Backward%'
+                     OR name LIKE '[pl][profile]%.backward' THEN 2
+                WHEN regexp_matches(name, '^\[pl\]\[profile\].*\.(training|validation|test|predict)_step$') THEN 3
+                WHEN name LIKE 'Optimizer.step%' OR name LIKE 'Optimizer.zero_grad%' THEN 4
+                WHEN name LIKE 'gloo:%' THEN 5
+                ELSE 6 END AS r, pid, tid, outermost
     FROM (SELECT trace_id, name, ts_ns, end_ns, pid, tid,
                  op_event_id IS NULL OR op_event_id IN (SELECT window_id FROM windows) AS outermost
           FROM cpu_ops
@@ -96,7 +105,7 @@ host_kept AS (
     FROM host h
     LEFT JOIN step_threads st ON st.trace_id = h.trace_id AND st.pid IS NOT DISTINCT FROM h.pid
                              AND st.tid IS NOT DISTINCT FROM h.tid
-    WHERE h.r < 5
+    WHERE h.r < 6
        OR (h.outermost AND (st.trace_id IS NOT NULL
                             OR h.trace_id NOT IN (SELECT trace_id FROM step_threads)))
 ),
@@ -106,7 +115,7 @@ covered AS (  -- each window with busy_ns (device events) and uK_ns: the union o
                          UNION ALL
                          SELECT trace_id, ts_ns, end_ns, r FROM host_kept)', ['trace_id'],
                        sets={'busy_ns': [0], 'u1_ns': [1], 'u2_ns': [1, 2], 'u3_ns': [1, 2, 3], 'u4_ns': [1, 2, 3, 4],
-                             'u5_ns': [1, 2, 3, 4, 5]})
+                             'u5_ns': [1, 2, 3, 4, 5], 'u6_ns': [1, 2, 3, 4, 5, 6]})
        | indent(4) }}
 ),
 figures AS (
@@ -115,11 +124,11 @@ figures AS (
            coalesce(d.kernel_ns, 0) AS kernel_ns, coalesce(d.comm_ns, 0) AS comm_ns,
            coalesce(d.memcpy_ns, 0) AS memcpy_ns, coalesce(d.memset_ns, 0) AS memset_ns,
            w.u1_ns AS dataloader_ns,
-           w.u2_ns - w.u1_ns AS optimizer_ns,
-           w.u3_ns - w.u2_ns AS backward_ns,
-           w.u4_ns - w.u3_ns AS host_comm_ns,
-           w.u5_ns - w.u4_ns AS forward_ns,
-           w.end_ns - w.ts_ns - w.u5_ns AS other_ns,
+           w.u4_ns - w.u3_ns AS optimizer_ns,
+           w.u2_ns - w.u1_ns AS backward_ns,
+           w.u5_ns - w.u4_ns AS host_comm_ns,
+           w.u3_ns - w.u2_ns + w.u6_ns - w.u5_ns AS forward_ns,
+           w.end_ns - w.ts_ns - w.u6_ns AS other_ns,
            t.top_categories
     FROM covered w
     LEFT JOIN dev_sums d USING (trace_id, window_id)
