@@ -9,7 +9,8 @@
 -- for-loop-indexing, fp32-matmul, single-tensor-optimizer, dataloader,
 -- zero-grad, conv-bias-bn, fp16-matmul-dims) and GPU-side rules it lacks (sync,
 -- pageable-memcpy, launch-bound, gpu-idle, data-loading, comm-overlap,
--- tiny-memcpy). --list shows them all, --events every matched event.
+-- tiny-memcpy) and compile-in-step (torch.compile compiling inside the steps).
+-- --list shows them all, --events every matched event.
 -- A rule that cannot run on a trace (no GPU, no shapes, no stacks, no steps)
 -- is a row with severity 'skipped' and the reason.
 --
