@@ -12,6 +12,8 @@
   (fixtures/patterns/forloop_random.json, forloop_random.py).
 - The GPU-side rules on handmade traces (fixtures/patterns/gpu/, make_fixtures.py,
   whose docstrings work out each time at stake by hand).
+- The fix on a trace without a GPU: no pin_memory advice (data-loading,
+  dataloader), on a handmade trace with and without a GPU and on torch's CPU trace.
 - compile-in-step on handmade traces of torch.compile's ranges (torch before
   and since 2.6) and on torch 2.13's recompile (fixtures/golden/ops/recompile.json.gz);
   nothing on the traces that compiled in the profiler's warm-up step.
@@ -37,6 +39,7 @@ from duckprof.errors import DuckprofError
 
 TT = REPO / "fixtures" / "patterns" / "torchtidy"
 GPU = REPO / "fixtures" / "patterns" / "gpu"
+GOLDEN_OPS = REPO / "fixtures" / "golden" / "ops"
 CASES = sorted(p.name[: -len(".torch.json")] for p in TT.glob("*.torch.json"))
 
 #: torch's pattern class -> duckprof's rule
@@ -415,9 +418,67 @@ def test_rules_that_cannot_run_are_listed_with_the_reason(gpu, tt):
     assert ("sync", True, None) in listed
 
 
-# -- compile-in-step: torch.compile compiling inside the steps ------------------------------------
+# -- the fix depends on the trace: no pin_memory advice without a GPU ------------------------------
 
-GOLDEN_OPS = REPO / "fixtures" / "golden" / "ops"
+def loading_trace(path, gpu):
+    """data_loading_yes.json's steps and batches, loaded on the loop's thread
+    (_SingleProcessDataLoaderIter: dataloader fires too), with a GPU as `gpu`
+    says: None (no GPU activity, no deviceProperties: a CPU-only trace),
+    'properties' (its deviceProperties, no GPU activity), 'kernel' (one kernel
+    and its launch, no deviceProperties)."""
+    doc = json.loads((GPU / "data_loading_yes.json").read_text())
+    for e in doc["traceEvents"]:
+        e["name"] = e["name"].replace("_MultiProcessingDataLoaderIter", "_SingleProcessDataLoaderIter")
+    if gpu != "properties":
+        del doc["deviceProperties"]
+    if gpu == "kernel":
+        doc["traceEvents"] += [
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1000400,
+             "dur": 5, "args": {"correlation": 1}},
+            {"ph": "X", "cat": "kernel", "name": "K1", "pid": 0, "tid": 7, "ts": 1000410, "dur": 100,
+             "args": {"device": 0, "stream": 7, "correlation": 1}}]
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("gpu", [None, "properties", "kernel"])
+def test_loading_fixes_advise_pin_memory_only_with_a_gpu(tmp_path, gpu):
+    """pin_memory only speeds up host-to-device copies: data-loading and
+    dataloader advise it on a trace with a GPU (its activity or its
+    deviceProperties), not on a CPU-only one; in the rows, the notes and --list."""
+    with duckprof.connect() as s:
+        s.load([str(loading_trace(tmp_path / "loading.json", gpu))])
+        res = s.report_result("patterns", only="data-loading,dataloader")
+        fixes = dict(res.relation.select("rule, fix").fetchall())
+        listed = dict(s.report("patterns", list=True, only="data-loading,dataloader").select("rule, fix").fetchall())
+    assert set(fixes) == {"data-loading", "dataloader"}  # both found
+    notes = [n for n in res.notes if n.startswith("fix (")]
+    assert len(notes) == 2 and listed == fixes
+    for rule, fix in fixes.items():
+        assert ("pin_memory=True" in fix) == (gpu is not None), (rule, fix)
+        assert f"fix ({rule}): {fix}" in notes
+    if gpu is None:
+        assert fixes == {"data-loading": "more DataLoader workers, prefetch_factor, persistent_workers=True, "
+                                         "or a faster dataset",
+                         "dataloader": "DataLoader(..., num_workers=N, persistent_workers=True)"}
+
+
+def test_no_pin_memory_advice_on_torchs_cpu_trace():
+    """fixtures/golden/ops/train.json.gz (torch 2.13 on CPU, a DataLoader with
+    num_workers=0): data-loading and dataloader fire, with no pin_memory
+    advice; a rule without fix-no-gpu keeps its fix."""
+    with duckprof.connect() as s:
+        s.load([str(GOLDEN_OPS / "train.json.gz")])
+        res = s.report_result("patterns")
+        fixes = dict(res.relation.filter("severity <> 'skipped'").select("rule, fix").fetchall())
+    assert {"data-loading", "dataloader", "single-tensor-optimizer"} <= set(fixes)
+    assert not any("pin_memory" in f for f in fixes.values()), fixes
+    assert not any("pin_memory" in n for n in res.notes), res.notes
+    (opt,) = [r for r in reports.rules_of(reports.lookup("patterns")) if r.name == "single-tensor-optimizer"]
+    assert fixes["single-tensor-optimizer"] == opt.field("fix") and not opt.field("fix-no-gpu")
+
+
+# -- compile-in-step: torch.compile compiling inside the steps ------------------------------------
 
 
 def compile_trace(path, steps=True):
