@@ -14,8 +14,8 @@
   whose docstrings work out each time at stake by hand).
 - The fix on a trace without a GPU: no pin_memory advice (data-loading,
   dataloader), on a handmade trace with and without a GPU and on torch's CPU trace.
-- compile-in-step on handmade traces of torch.compile's ranges (torch before
-  and since 2.6) and on torch 2.13's recompile (fixtures/golden/ops/recompile.json.gz);
+- compile-in-step on handmade traces of torch.compile's ranges (older and
+  recent torch) and on torch 2.13's recompile (fixtures/golden/ops/recompile.json.gz);
   nothing on the traces that compiled in the profiler's warm-up step.
 - The composed report: rule files and their headers, --only, --list,
   --events, --fail-on and its exit code, --format json, thresholds.
@@ -483,11 +483,11 @@ def test_no_pin_memory_advice_on_torchs_cpu_trace():
 
 def compile_trace(path, steps=True):
     """A handmade trace of torch.compile's ranges (times in µs, one thread):
-    step 1 [0, 1000]: torch 2.6+'s phases: dynamo [100, 700] > entire_frame_compile
-      [150, 650] > _compile.compile_inner (dynamo_timed) [160, 640], each with its
+    step 1 [0, 1000]: recent torch's phases (as torch 2.13 records them): dynamo [100, 700]
+      > entire_frame_compile [150, 650] > _compile.compile_inner (dynamo_timed) [160, 640], each with its
       '<phase>_data: ..., compile_id=1/2' annotation, then the code it made running
       (Torch-Compiled Region: 1/2 [720, 800]): recompile 2 of frame 1, 600 µs;
-    step 2 [1000, 2000]: torch before 2.6, dynamo_timed ranges only:
+    step 2 [1000, 2000]: older torch, dynamo_timed ranges only:
       _compile.<locals>.compile_inner (dynamo_timed) [1100, 1400] > OutputGraph.call_user_compiler
       (dynamo_timed) [1200, 1300], its id from the region after it (0/0 [1450, 1500]):
       the first compile of frame 0, 300 µs;

@@ -14,9 +14,10 @@
 -- (ints, floats, flags, lengths) constant, or pass them as tensors; warm up
 -- with every shape before the profiled steps (the schedule's warmup).
 -- The trace must contain: the compile's own ranges, which torch records while
--- the profiler runs: '<key> (dynamo_timed)' (torch 2.0 and later) and, since
--- torch 2.6, its phases ('dynamo', 'entire_frame_compile', 'backend_compile',
--- ...), each with an annotation '<phase>_data: ..., compile_id=F/N' inside it.
+-- the profiler runs: '<key> (dynamo_timed)' (torch's dynamo_timed, torch 2.x)
+-- and, in recent torch (2.13 does), its phases ('dynamo',
+-- 'entire_frame_compile', 'backend_compile', ...), each with an annotation
+-- '<phase>_data: ..., compile_id=F/N' inside it.
 -- ProfilerStep#N annotations limit it to the steps; without them the whole
 -- trace counts.
 --
@@ -25,7 +26,7 @@
 -- compile; it matches when it starts inside a step. Its compile id F/N (torch's
 -- CompileId: frame F, compiled for the N-th time; 0 is the first compile, N > 0
 -- the N-th recompile) is that of the first compile_id= annotation inside it,
--- else (torch before 2.6) that of the first 'Torch-Compiled Region: F/N' on its
+-- else (older torch) that of the first 'Torch-Compiled Region: F/N' on its
 -- thread after its start and in its step: the compiled code it made, running.
 -- The ranges of torch.compile's compiled code running (Torch-Compiled Region,
 -- TorchDynamo Cache Lookup, CompiledFunction) are not compiling and match
@@ -33,7 +34,7 @@
 -- Time at stake: the compile's duration.
 --
 -- severity: medium
--- fix: TORCH_LOGS=recompiles says why; torch._dynamo.mark_dynamic (or torch.compile(dynamic=True)) for sizes that change, no guards on Python values that change, warm up every shape before profiling
+-- fix: TORCH_LOGS=recompiles says why; torch._dynamo.mark_dynamic (or dynamic=True) for changing sizes, no guards on changing Python values, warm up every shape first
 -- method: the duration of the outermost compile range
 -- needs: compile ranges (any trace recorded while torch.compile compiles)
 -- requires: host_events, steps, trace_files
@@ -51,7 +52,7 @@
 -- host_ts_ns   BIGINT   = ts_ns
 -- op_event_id  BIGINT   the range when it is a cpu_op (it may carry a 'Call stack'), else NULL
 {% from "templates/scope.sql" import run_scope with context %}
-WITH ids AS (  -- the '<phase>_data: ..., compile_id=F/N' annotations (torch 2.6 and later)
+WITH ids AS (  -- the '<phase>_data: ..., compile_id=F/N' annotations (recent torch)
     SELECT trace_id, event_id, parent_event_id, name, pid, tid, ts_ns,
            regexp_extract(name, 'compile_id=([^,\s]+)', 1) AS compile_id
     FROM host_events
@@ -88,7 +89,7 @@ annotated AS (  -- the first compile id annotated inside each compile
               AND i.ts_ns >= c.ts_ns AND i.ts_ns < c.end_ns
     GROUP BY c.trace_id, c.event_id
 ),
-regions AS (  -- the compiled code running (torch 2.2 and later)
+regions AS (  -- the compiled code running
     SELECT trace_id, pid, tid, ts_ns, regexp_extract(name, 'Torch-Compiled Region: (\S+)', 1) AS compile_id
     FROM host_events
     WHERE cat IN ('cpu_op', 'user_annotation') AND name LIKE 'Torch-Compiled Region: %' {{ run_scope() }}
