@@ -27,7 +27,8 @@ the Jinja variable `result`.
 A report composed of rules (Report.rules, e.g. `report patterns`) has one more
 SQL file per rule in a folder of sql/reports/ (sql/reports/patterns/*.sql).
 A rule file has the same header (its name, what it detects, `severity:`,
-`fix:`, `method:`, `needs:`, its own `option:` lines for its thresholds,
+`fix:` (and `fix-no-gpu:`, the fix on a trace without a GPU, when `fix:`
+holds advice only a GPU makes sense of), `method:`, `needs:`, its own `option:` lines for its thresholds,
 `requires:`, Columns) and two queries: the matches, one row per matched event
 in the columns RULE_COLUMNS below, and after a line `-- @skipped` the traces
 it cannot run on (trace_id, reason). The runner runs the rules chosen by
@@ -238,7 +239,8 @@ def _run_rules(con, report: Report, values: dict, params: dict, table: str, need
     rules = chosen_rules(report, values.get("only"))
     meta = {"rule": [r.name for r in rules], "position": list(range(1, len(rules) + 1)),
             "summary": [r.header.summary for r in rules], "severity": [r.field("severity") for r in rules],
-            "fix": [r.field("fix") for r in rules], "method": [r.field("method") for r in rules],
+            "fix": [r.field("fix") for r in rules],
+            "fix_no_gpu": [r.field("fix-no-gpu") or None for r in rules], "method": [r.field("method") for r in rules],
             "needs": [r.field("needs") for r in rules], "torch": [r.field("torch") or None for r in rules],
             "options": [", ".join(f"{o.flag}={o.default}" for o in r.options()) or None for r in rules]}
     con.execute(f"CREATE OR REPLACE TEMP TABLE {table}_rules AS SELECT "

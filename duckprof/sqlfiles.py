@@ -345,7 +345,7 @@ def parse_header(rel: str) -> Header:
             h.requires = [r.strip() for r in line.split(":", 1)[1].split(",") if r.strip()]
         elif re.match(r"^option:", line):
             h.options.append(line.split(":", 1)[1].strip())
-        elif re.match(r"^(question|uses|variant of|example|shared|severity|fix|method|needs|torch):", line):
+        elif re.match(r"^(question|uses|variant of|example|shared|severity|fix|fix-no-gpu|method|needs|torch):", line):
             k, v = line.split(":", 1)
             h.fields[k] = v.strip()
     return h

@@ -12,6 +12,11 @@
   (fixtures/patterns/forloop_random.json, forloop_random.py).
 - The GPU-side rules on handmade traces (fixtures/patterns/gpu/, make_fixtures.py,
   whose docstrings work out each time at stake by hand).
+- The fix on a trace without a GPU: no pin_memory advice (data-loading,
+  dataloader), on a handmade trace with and without a GPU and on torch's CPU trace.
+- compile-in-step on handmade traces of torch.compile's ranges (older and
+  recent torch) and on torch 2.13's recompile (fixtures/golden/ops/recompile.json.gz);
+  nothing on the traces that compiled in the profiler's warm-up step.
 - The composed report: rule files and their headers, --only, --list,
   --events, --fail-on and its exit code, --format json, thresholds.
 - The corpus: every rule runs or is skipped with a reason on every trace; the
@@ -34,6 +39,7 @@ from duckprof.errors import DuckprofError
 
 TT = REPO / "fixtures" / "patterns" / "torchtidy"
 GPU = REPO / "fixtures" / "patterns" / "gpu"
+GOLDEN_OPS = REPO / "fixtures" / "golden" / "ops"
 CASES = sorted(p.name[: -len(".torch.json")] for p in TT.glob("*.torch.json"))
 
 #: torch's pattern class -> duckprof's rule
@@ -412,13 +418,164 @@ def test_rules_that_cannot_run_are_listed_with_the_reason(gpu, tt):
     assert ("sync", True, None) in listed
 
 
+# -- the fix depends on the trace: no pin_memory advice without a GPU ------------------------------
+
+def loading_trace(path, gpu):
+    """data_loading_yes.json's steps and batches, loaded on the loop's thread
+    (_SingleProcessDataLoaderIter: dataloader fires too), with a GPU as `gpu`
+    says: None (no GPU activity, no deviceProperties: a CPU-only trace),
+    'properties' (its deviceProperties, no GPU activity), 'kernel' (one kernel
+    and its launch, no deviceProperties)."""
+    doc = json.loads((GPU / "data_loading_yes.json").read_text())
+    for e in doc["traceEvents"]:
+        e["name"] = e["name"].replace("_MultiProcessingDataLoaderIter", "_SingleProcessDataLoaderIter")
+    if gpu != "properties":
+        del doc["deviceProperties"]
+    if gpu == "kernel":
+        doc["traceEvents"] += [
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1000400,
+             "dur": 5, "args": {"correlation": 1}},
+            {"ph": "X", "cat": "kernel", "name": "K1", "pid": 0, "tid": 7, "ts": 1000410, "dur": 100,
+             "args": {"device": 0, "stream": 7, "correlation": 1}}]
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("gpu", [None, "properties", "kernel"])
+def test_loading_fixes_advise_pin_memory_only_with_a_gpu(tmp_path, gpu):
+    """pin_memory only speeds up host-to-device copies: data-loading and
+    dataloader advise it on a trace with a GPU (its activity or its
+    deviceProperties), not on a CPU-only one; in the rows, the notes and --list."""
+    with duckprof.connect() as s:
+        s.load([str(loading_trace(tmp_path / "loading.json", gpu))])
+        res = s.report_result("patterns", only="data-loading,dataloader")
+        fixes = dict(res.relation.select("rule, fix").fetchall())
+        listed = dict(s.report("patterns", list=True, only="data-loading,dataloader").select("rule, fix").fetchall())
+    assert set(fixes) == {"data-loading", "dataloader"}  # both found
+    notes = [n for n in res.notes if n.startswith("fix (")]
+    assert len(notes) == 2 and listed == fixes
+    for rule, fix in fixes.items():
+        assert ("pin_memory=True" in fix) == (gpu is not None), (rule, fix)
+        assert f"fix ({rule}): {fix}" in notes
+    if gpu is None:
+        assert fixes == {"data-loading": "more DataLoader workers, prefetch_factor, persistent_workers=True, "
+                                         "or a faster dataset",
+                         "dataloader": "DataLoader(..., num_workers=N, persistent_workers=True)"}
+
+
+def test_no_pin_memory_advice_on_torchs_cpu_trace():
+    """fixtures/golden/ops/train.json.gz (torch 2.13 on CPU, a DataLoader with
+    num_workers=0): data-loading and dataloader fire, with no pin_memory
+    advice; a rule without fix-no-gpu keeps its fix."""
+    with duckprof.connect() as s:
+        s.load([str(GOLDEN_OPS / "train.json.gz")])
+        res = s.report_result("patterns")
+        fixes = dict(res.relation.filter("severity <> 'skipped'").select("rule, fix").fetchall())
+    assert {"data-loading", "dataloader", "single-tensor-optimizer"} <= set(fixes)
+    assert not any("pin_memory" in f for f in fixes.values()), fixes
+    assert not any("pin_memory" in n for n in res.notes), res.notes
+    (opt,) = [r for r in reports.rules_of(reports.lookup("patterns")) if r.name == "single-tensor-optimizer"]
+    assert fixes["single-tensor-optimizer"] == opt.field("fix") and not opt.field("fix-no-gpu")
+
+
+# -- compile-in-step: torch.compile compiling inside the steps ------------------------------------
+
+
+def compile_trace(path, steps=True):
+    """A handmade trace of torch.compile's ranges (times in µs, one thread):
+    step 1 [0, 1000]: recent torch's phases (as torch 2.13 records them): dynamo [100, 700]
+      > entire_frame_compile [150, 650] > _compile.compile_inner (dynamo_timed) [160, 640], each with its
+      '<phase>_data: ..., compile_id=1/2' annotation, then the code it made running
+      (Torch-Compiled Region: 1/2 [720, 800]): recompile 2 of frame 1, 600 µs;
+    step 2 [1000, 2000]: older torch, dynamo_timed ranges only:
+      _compile.<locals>.compile_inner (dynamo_timed) [1100, 1400] > OutputGraph.call_user_compiler
+      (dynamo_timed) [1200, 1300], its id from the region after it (0/0 [1450, 1500]):
+      the first compile of frame 0, 300 µs;
+    step 3 [2000, 3000]: compiled code running (TorchDynamo Cache Lookup, Torch-Compiled
+      Region: 0/1, CompiledFunction): no compile;
+    before step 1, [-500, -100]: a compile outside the steps (found only without steps).
+    Found with steps: 2 compiles, 900 µs of the steps' 3000 µs (30%)."""
+    def x(name, ts, dur, cat="cpu_op"):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": 1_000_000 + ts, "dur": dur}
+    ev = [x("dynamo", -500, 400), x("dynamo_data: compile_id=0/0", -490, 5, "user_annotation"),
+          x("dynamo", 100, 600), x("dynamo_data: compile_id=1/2", 110, 10, "user_annotation"),
+          x("entire_frame_compile", 150, 500),
+          x("entire_frame_compile_data: fn_name=_compile.compile_inner, compile_id=1/2", 152, 2, "user_annotation"),
+          x("_compile.compile_inner (dynamo_timed)", 160, 480), x("Torch-Compiled Region: 1/2", 720, 80),
+          x("_compile.<locals>.compile_inner (dynamo_timed)", 1100, 300),
+          x("OutputGraph.call_user_compiler (dynamo_timed)", 1200, 100), x("Torch-Compiled Region: 0/0", 1450, 50),
+          x("TorchDynamo Cache Lookup", 2100, 10), x("Torch-Compiled Region: 0/1", 2120, 300),
+          x("CompiledFunction", 2130, 200), x("aten::mm", 2140, 100)]
+    if steps:
+        ev += [x(f"ProfilerStep#{n}", 1000 * (n - 1), 1000, "user_annotation") for n in (1, 2, 3)]
+    path.write_text(json.dumps({"traceEvents": ev}))
+    return path
+
+
+def test_compile_in_step_finds_each_compile_with_its_frame_and_time(tmp_path):
+    with duckprof.connect() as s:
+        s.load([str(compile_trace(tmp_path / "compile.json"))])
+        rows = s.report("patterns", only="compile-in-step", events=True) \
+            .select("name, step, dur_us, at_stake_us, detail").fetchall()
+        assert finding(s, "default", "compile-in-step") == ("high", 2, 900.0, pytest.approx(30.0))
+    assert rows == [("dynamo", 1, 600.0, 600.0, "step 1: recompile 2 of frame 1 (compile id 1/2)"),
+                    ("_compile.<locals>.compile_inner (dynamo_timed)", 2, 300.0, 300.0,
+                     "step 2: first compile of frame 0 (compile id 0/0)")]
+
+
+@pytest.mark.slow  # a trace of its own
+def test_compile_in_step_without_steps_looks_at_the_whole_trace(tmp_path):
+    """No ProfilerStep: the compile before the others counts too (400 µs);
+    the profiled window is 2920 µs, from -500 to the end of the last event (2420)."""
+    with duckprof.connect() as s:
+        s.load([str(compile_trace(tmp_path / "compile.json", steps=False))])
+        details = s.report("patterns", only="compile-in-step", events=True).select("detail").fetchall()
+        assert finding(s, "default", "compile-in-step") == ("high", 3, 1300.0, pytest.approx(100 * 1300 / 2920))
+    assert details == [("first compile of frame 0 (compile id 0/0)",), ("recompile 2 of frame 1 (compile id 1/2)",),
+                       ("first compile of frame 0 (compile id 0/0)",)]
+
+
+def test_compile_in_step_on_torchs_recompile():
+    """fixtures/golden/ops/recompile.json.gz (torch 2.13, record_ops.py): batch 8
+    in the warm-up step and step 1, 12 in step 2: dynamo recompiles frame 0 in
+    step 2 (its 'dynamo' range, read here with Python's json); compile,
+    compile_ro and compile_train compile in the warm-up step, which the trace
+    does not hold: their steps run the compiled code (Torch-Compiled Region:
+    0/0) and nothing is found."""
+    import gzip
+    doc = json.loads(gzip.open(GOLDEN_OPS / "recompile.json.gz").read())
+    (dynamo,) = [e for e in doc["traceEvents"] if e.get("name") == "dynamo"]
+    steps_us = sum(e["dur"] for e in doc["traceEvents"] if e.get("name", "").startswith("ProfilerStep#"))
+    with duckprof.connect() as s:
+        for name in ("recompile", "compile", "compile_ro", "compile_train"):
+            s.load([str(GOLDEN_OPS / f"{name}.json.gz")], run=name)
+        rows = s.report("patterns", run="recompile", only="compile-in-step", events=True) \
+            .select("name, step, at_stake_us, detail").fetchall()
+        assert rows == [("dynamo", 2, dynamo["dur"], "step 2: recompile 1 of frame 0 (compile id 0/1)")]
+        assert finding(s, "recompile", "compile-in-step") == (
+            "high", 1, dynamo["dur"], pytest.approx(100 * dynamo["dur"] / steps_us))
+        for name in ("compile", "compile_ro", "compile_train"):
+            assert finding(s, name, "compile-in-step") is None, name
+
+
+@pytest.mark.slow
+@needs_corpus
+def test_compile_in_step_not_on_compiled_code_running():
+    """b200_eager_stack runs a recompiled frame (Torch-Compiled Region: 0/1)
+    compiled before the profile: nothing compiles in the trace."""
+    with duckprof.connect() as s:
+        s.load([str(corpus_path("b200_eager_stack.json.gz"))])
+        assert s.sql("SELECT count(*) FROM host_events WHERE name = 'Torch-Compiled Region: 0/1'").fetchall() == [(1,)]
+        assert finding(s, "default", "compile-in-step") is None
+
+
 # -- the composed report ------------------------------------------------------------------------
 
 def test_rule_files_have_one_shape():
     """Every rule file: named after its file, a severity, a fix, a method, what
     it needs, Columns equal to reports.RULE_COLUMNS, options that parse."""
     rules = reports.rules_of(reports.lookup("patterns"))
-    assert len(rules) == 15
+    assert len(rules) == 16
     for r in rules:
         assert [(c.name, c.type) for c in r.header.columns] == reports.RULE_COLUMNS, r.name
         for key in ("severity", "fix", "method", "needs"):

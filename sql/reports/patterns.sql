@@ -9,7 +9,8 @@
 -- for-loop-indexing, fp32-matmul, single-tensor-optimizer, dataloader,
 -- zero-grad, conv-bias-bn, fp16-matmul-dims) and GPU-side rules it lacks (sync,
 -- pageable-memcpy, launch-bound, gpu-idle, data-loading, comm-overlap,
--- tiny-memcpy). --list shows them all, --events every matched event.
+-- tiny-memcpy) and compile-in-step (torch.compile compiling inside the steps).
+-- --list shows them all, --events every matched event.
 -- A rule that cannot run on a trace (no GPU, no shapes, no stacks, no steps)
 -- is a row with severity 'skipped' and the reason.
 --
@@ -33,7 +34,7 @@
 -- option: --high-pct DOUBLE >= 0 = 10  severity high: time at stake at least this % of the trace's step time
 -- option: --medium-pct DOUBLE >= 0 = 1  severity medium: at least this % (less: low)
 -- example: duckprof report patterns trace.json.gz --only sync,dataloader --format json
--- requires: steps, trace_files, host_events, cpu_ops
+-- requires: steps, trace_files, host_events, cpu_ops, gpu_ops, trace_devices
 --
 -- Columns:
 -- run           VARCHAR  run label
@@ -47,12 +48,12 @@
 -- detail        VARCHAR  the first matched event (its name and what matched); for a skipped rule, why
 -- source        VARCHAR  where in the code the first match is, e.g. 'train.py(82): step' (NULL: no Python stacks)
 -- step          BIGINT   [wide]  the ProfilerStep N of the first match
--- fix           VARCHAR  [wide]  how to fix it
+-- fix           VARCHAR  [wide]  how to fix it (on a trace without a GPU, the rule's fix-no-gpu when it has one)
 -- method        VARCHAR  [wide]  how at_stake_us is estimated
 -- examples      JSON     [wide]  the first --examples matched events: event_id, name, ts_ms (after the trace's
 --                                first event), dur_us, step, at_stake_us, source, detail
 {% from "templates/scope.sql" import run_scope with context %}
-{% from "templates/patterns.sql" import sources, stepped_hits, trace_bases, severity with context %}
+{% from "templates/patterns.sql" import sources, stepped_hits, trace_bases, severity, rule_fix with context %}
 WITH skipped AS (
     SELECT rule, trace_id, string_agg(reason, '; ' ORDER BY reason) AS reason
     FROM {{ result }}_skipped GROUP BY rule, trace_id
@@ -61,7 +62,7 @@ stepped AS (
     {{ stepped_hits(result) | indent(4) }}
 ),
 traces AS (
-    {{ trace_bases() | indent(4) }}
+    {{ trace_bases(gpu=true) | indent(4) }}
 ),
 found AS (
     SELECT rule, trace_id, count(*) AS count, sum(at_stake_ns)::BIGINT AS at_stake_ns
@@ -94,14 +95,15 @@ out AS (
     SELECT t.run, t.rank, f.trace_id, f.rule,
            {{ severity('f.at_stake_ns', 't.base_ns', 'r.severity') }} AS severity,
            f.count, f.at_stake_ns / 1e3 AS at_stake_us, 100.0 * f.at_stake_ns / nullif(t.base_ns, 0) AS stake_pct,
-           s.detail, s.source, s.step, r.fix, r.method,
+           s.detail, s.source, s.step, {{ rule_fix('r', 't') }} AS fix, r.method,
            coalesce(s.examples, '[]')::JSON AS examples, r.position
     FROM found f
     JOIN traces t USING (trace_id)
     JOIN {{ result }}_rules r USING (rule)
     LEFT JOIN shown s USING (rule, trace_id)
     UNION ALL
-    SELECT t.run, t.rank, k.trace_id, k.rule, 'skipped', NULL, NULL, NULL, k.reason, NULL, NULL, r.fix, r.method,
+    SELECT t.run, t.rank, k.trace_id, k.rule, 'skipped', NULL, NULL, NULL, k.reason, NULL, NULL,
+           {{ rule_fix('r', 't') }}, r.method,
            NULL, r.position
     FROM skipped k
     JOIN traces t USING (trace_id)
@@ -117,7 +119,7 @@ ORDER BY run, rank NULLS LAST, trace_id,
 -- @notes
 WITH t AS (SELECT count(*) AS n FROM trace_files f WHERE TRUE {{ run_scope('f.') }}),
 r AS (SELECT count(*) AS n FROM {{ result }}_rules),
-fired AS (SELECT DISTINCT rule FROM {{ result }} WHERE severity <> 'skipped')
+fired AS (SELECT DISTINCT rule, fix FROM {{ result }} WHERE severity <> 'skipped')
 SELECT note, instead FROM (
     SELECT 0 AS k, 0 AS position,
            'no anti-pattern found by ' || r.n || ' rule(s) on ' || t.n || ' trace(s)' AS note,
@@ -125,7 +127,7 @@ SELECT note, instead FROM (
     FROM t, r
     WHERE NOT EXISTS (SELECT 1 FROM fired)
     UNION ALL
-    SELECT 1, u.position, 'fix (' || u.rule || '): ' || u.fix, false
-    FROM {{ result }}_rules u SEMI JOIN fired USING (rule)
+    SELECT 1, u.position, 'fix (' || u.rule || '): ' || f.fix, false
+    FROM {{ result }}_rules u JOIN fired f USING (rule)
 )
-ORDER BY k, position
+ORDER BY k, position, note

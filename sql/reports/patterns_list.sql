@@ -6,7 +6,7 @@
 -- lacks what the rule needs; reason says what.
 --
 -- variant of: patterns
--- requires: trace_files
+-- requires: trace_files, gpu_ops, trace_devices
 --
 -- Columns:
 -- run       VARCHAR  run label
@@ -20,15 +20,16 @@
 -- torch     VARCHAR  the TorchTidy pattern it reproduces (torch.profiler._pattern_matcher)
 -- summary   VARCHAR  what it detects
 -- options   VARCHAR  [wide]  its thresholds, with their defaults
--- fix       VARCHAR  [wide]  how to fix what it finds
+-- fix       VARCHAR  [wide]  how to fix what it finds on this trace (without a GPU: its fix-no-gpu, when it has one)
 {% from "templates/scope.sql" import run_scope with context %}
+{% from "templates/patterns.sql" import has_gpu, rule_fix with context %}
 WITH skipped AS (
     SELECT rule, trace_id, string_agg(reason, '; ' ORDER BY reason) AS reason
     FROM {{ result }}_skipped GROUP BY rule, trace_id
 )
 SELECT f.run, f.rank, f.trace_id, r.rule, s.reason IS NULL AS runs, s.reason, r.needs, r.severity, r.torch,
-       r.summary, r.options, r.fix
-FROM trace_files f
+       r.summary, r.options, {{ rule_fix('r', 'f') }} AS fix
+FROM (SELECT *, {{ has_gpu('trace_files') }} AS has_gpu FROM trace_files) f
 CROSS JOIN {{ result }}_rules r
 LEFT JOIN skipped s ON s.rule = r.rule AND s.trace_id = f.trace_id
 WHERE TRUE {{ run_scope('f.') }}

@@ -13,6 +13,11 @@
 --   reason) per trace of the run that lacks a capability in `needs` (a list of
 --   'gpu', 'kernels', 'shapes', 'stacks', 'steps').
 -- has_stacks(t): SQL predicate: trace t.trace_id has Python frames (host_events).
+-- has_gpu(t): SQL predicate: trace t.trace_id has a GPU: GPU activity, or a
+--   deviceProperties entry (a GPU recorded without its activity).
+-- rule_fix(r, t): a rule's fix on a trace: the rules table r's fix_no_gpu
+--   (the fix-no-gpu: of its header) when trace t has no GPU and the rule has one,
+--   else its fix (t: a row of trace_bases(gpu=true), or any row with has_gpu).
 -- user_frame(col): SQL predicate: col names a Python frame of user code,
 --   'file.py(line): function' outside torch/ (torch's source_code_location
 --   skips torch's own files the same way).
@@ -59,8 +64,9 @@
 -- stepped_hits(result): the rules' matches of the traces they could run on
 --   (the temp tables result_hits less result_skipped), each with the step its host
 --   time falls in (step, NULL outside the steps).
--- trace_bases(): per trace in the run: run, rank, first_ts_ns and base_ns,
---   the time findings are a share of: the sum of its steps, else wall_ns.
+-- trace_bases(gpu): per trace in the run: run, rank, first_ts_ns and base_ns,
+--   the time findings are a share of: the sum of its steps, else wall_ns; with
+--   gpu=true also has_gpu (has_gpu()).
 -- severity(stake, base, declared): 'high' when stake >= $high_pct % of base,
 --   'medium' when >= $medium_pct %, else 'low'; `declared` when stake is NULL.
 {% from "templates/scope.sql" import run_scope with context %}
@@ -79,6 +85,15 @@ WHERE cat IN ('user_annotation', 'cpu_op')
 
 {% macro has_stacks(t) -%}
 EXISTS (SELECT 1 FROM host_events py WHERE py.trace_id = {{ t }}.trace_id AND py.cat = 'python_function')
+{%- endmacro %}
+
+{% macro has_gpu(t) -%}
+(EXISTS (SELECT 1 FROM gpu_ops g WHERE g.trace_id = {{ t }}.trace_id)
+ OR EXISTS (SELECT 1 FROM trace_devices d WHERE d.trace_id = {{ t }}.trace_id))
+{%- endmacro %}
+
+{% macro rule_fix(r, t) -%}
+CASE WHEN {{ t }}.has_gpu THEN {{ r }}.fix ELSE coalesce({{ r }}.fix_no_gpu, {{ r }}.fix) END
 {%- endmacro %}
 
 {% macro user_frame(col) -%}
@@ -146,8 +161,9 @@ ASOF LEFT JOIN steps st ON st.trace_id = h.trace_id AND h.host_ts_ns >= st.ts_ns
 WHERE NOT EXISTS (SELECT 1 FROM {{ result }}_skipped s WHERE s.rule = h.rule AND s.trace_id = h.trace_id)
 {%- endmacro %}
 
-{% macro trace_bases() -%}
+{% macro trace_bases(gpu=false) -%}
 SELECT f.trace_id, f.run, f.rank, f.first_ts_ns, coalesce(s.step_ns, f.wall_ns) AS base_ns
+       {%- if gpu %}, {{ has_gpu('f') }} AS has_gpu{% endif %}
 FROM trace_files f
 LEFT JOIN (SELECT trace_id, sum(dur_ns) AS step_ns FROM steps GROUP BY trace_id) s USING (trace_id)
 WHERE TRUE {{ run_scope('f.') }}

@@ -4,8 +4,11 @@
 -- Why it matters: while the loop waits for a batch the GPU has nothing
 -- queued; with workers the wait is what loading could not hide.
 -- How to fix: more DataLoader workers (num_workers), prefetch_factor,
--- persistent_workers=True, pin_memory=True; a faster dataset (decode once,
--- cache, lighter transforms or transforms on the GPU).
+-- persistent_workers=True; a faster dataset (decode once, cache, lighter
+-- transforms or transforms on the GPU); with a GPU, pin_memory=True (pinned
+-- batches copy to the device faster, and asynchronously). A trace without a
+-- GPU (no GPU activity, no deviceProperties) gets no pin_memory or GPU advice
+-- (fix-no-gpu): pinning only speeds up host-to-device copies.
 -- The trace must contain: ProfilerStep#N annotations and the
 -- enumerate(DataLoader)#...__next__ annotations torch records around every
 -- batch it yields.
@@ -17,6 +20,7 @@
 --
 -- severity: medium
 -- fix: more DataLoader workers, prefetch_factor, persistent_workers=True, pin_memory=True, or a faster dataset
+-- fix-no-gpu: more DataLoader workers, prefetch_factor, persistent_workers=True, or a faster dataset
 -- method: the time in DataLoader __next__ inside the matching steps
 -- needs: steps, enumerate(DataLoader) annotations
 -- option: --data-loading-pct DOUBLE >= 0 = 10  data-loading: share of a step spent in DataLoader __next__, %

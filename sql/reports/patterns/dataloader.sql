@@ -4,7 +4,9 @@
 -- Why it matters: loading and collating a batch stops the loop; worker
 -- processes would prepare the next batches while this one trains.
 -- How to fix: DataLoader(..., num_workers=N, pin_memory=True,
--- persistent_workers=True), N about the CPU cores per GPU.
+-- persistent_workers=True), N about the CPU cores per GPU. A trace without a
+-- GPU (no GPU activity, no deviceProperties) gets the advice without
+-- pin_memory (fix-no-gpu), which only speeds up host-to-device copies.
 -- The trace must contain: Python stacks (with_stack=True) that hold the
 -- DataLoader's __iter__, or the enumerate(DataLoader)#...__next__
 -- annotations torch records around every batch.
@@ -25,6 +27,7 @@
 --
 -- severity: medium
 -- fix: DataLoader(..., num_workers=N, pin_memory=True, persistent_workers=True)
+-- fix-no-gpu: DataLoader(..., num_workers=N, persistent_workers=True)
 -- method: the duration of the single-process __next__ calls (the loading done on the loop's thread)
 -- needs: stacks or enumerate(DataLoader) annotations
 -- torch: SynchronizedDataLoaderPattern
