@@ -19,11 +19,14 @@ By step (an event belongs to the step its launch call started in):
 from __future__ import annotations
 
 import csv
+import gzip
 import io
+import json
+import re
 
 import pytest
 
-from conftest import REPO, corpus_path, invoke, needs_corpus, rows
+from conftest import REPO, corpus_path, invoke, loaded, needs_corpus, rows
 
 import duckprof
 from duckprof import sqlfiles
@@ -117,6 +120,67 @@ def test_miopen_helpers_get_none_of_the_convolutions_flops(corpus_session):
     assert rows(s, """SELECT count(*) FROM (SELECT op_event_id, any_value(op_flops) AS f, sum(flops) AS s
                       FROM kernel_estimates WHERE trace_id = $t AND op_flops IS NOT NULL AND op_kernels > 1
                       GROUP BY op_event_id) WHERE f <> s""", {"t": t}) == [(0,)]
+
+
+HELPERS = REPO / "fixtures" / "categories" / "miopen_helpers.json"
+BT = "batched_transpose_32x32_half"
+IGEMM = "igemm_fwd_gtcx3_nhwc_fp16_bx0_ex1_bt128x128x32_wt32x32x8_ws1x1_wr2x2_ta1x8x2x1_1x4x1x64_tb1x8x2x1_1x4x1x64"
+
+
+def test_miopen_helpers_outside_a_convolution_are_elementwise():
+    """fixtures/categories/miopen_helpers.json, by hand (µs after 1,000,000; one thread, one GPU):
+      aten::convolution [0,100] > aten::_convolution > aten::miopen_convolution [5,95]:
+        hipLaunchKernel -> batched_transpose_32x32_half [20,30] (10), igemm_fwd_... [50,80] (30)
+      aten::permute [200,205] (a view: no kernel); aten::contiguous [210,260] > aten::clone >
+        aten::copy_ [215,255]: hipLaunchKernel -> batched_transpose_32x32_half [230,242] (12)
+      batched_transpose_32x32_half [300,305] (5), correlation 99: no launch call, no op known
+      aten::zero_ [400,420]: hipLaunchKernel -> SubTensorOpWithScalar1d [412,416] (4)
+    The same helper name is conv inside the convolution and elementwise under aten::copy_; the one
+    without an op keeps its name's conv. Expected: conv 3 events, 10 + 30 + 5 = 45 µs; elementwise
+    2, 12 + 4 = 16 µs (before: conv 5, 61 µs)."""
+    with loaded(HELPERS) as s:
+        res = cats(s)
+        assert {r["category"]: (r["count"], r["total_us"]) for r in res} == {"conv": (3, 45.0), "elementwise": (2, 16.0)}
+        assert rows(s, "SELECT name, op_name, category FROM kernel_estimates ORDER BY ts_ns") == [
+            (BT, "aten::miopen_convolution", "conv"), (IGEMM, "aten::miopen_convolution", "conv"),
+            (BT, "aten::copy_", "elementwise"), (BT, None, "conv"),
+            ("SubTensorOpWithScalar1d", "aten::zero_", "elementwise")]
+        listed = s.report("categories", category="elementwise")
+        assert sorted((r[listed.columns.index("name")], r[listed.columns.index("total_us")])
+                      for r in listed.fetchall()) == [("SubTensorOpWithScalar1d", 4.0), (BT, 12.0)]
+        # the view, one row per name, keeps the name's category
+        assert dict(rows(s, "SELECT name, category FROM kernel_categories"))[BT] == "conv"
+        assert [r[3] for r in s.report("trend", metric="category", name="elementwise").fetchall()] == [16.0]
+        steps = s.report("steps")
+        assert steps.fetchall()[0][steps.columns.index("top_categories")] == "conv 73.8%, elementwise 26.2%"
+    from duckprof.diff import diff
+    with diff(str(HELPERS), str(HELPERS), by="category") as d:
+        cols = d.table.columns
+        got = {r[cols.index("name")]: (r[cols.index("a_count")], r[cols.index("b_total_us")]) for r in d.table.fetchall()}
+    assert got == {"conv": (3, 45.0), "elementwise": (2, 16.0)}
+
+
+@needs_corpus
+def test_miopen_helpers_on_the_amd_corpus_traces():
+    """The MI250 and MI300X corpus traces: every helper kernel (counted in the plain JSON) is
+    launched inside a convolution or has no launch call in the trace, so all stay conv; none is
+    elementwise. MI300X: 1,345 helpers (1,005 launched by aten::miopen_convolution /
+    convolution_backward, 340 without a launch call); MI250: none."""
+    helper = re.compile(r"^(batched_transpose_|transpose_(nchw|cnhw|nhwc)2(nchw|cnhw|nhwc)|subtensorop)")
+    for name, expected in (("mi300x_resnet_act_checkpoint.json.gz", 1345), ("mi250_rocm_train.json.gz", 0)):
+        path = corpus_path(name)
+        with gzip.open(path, "rt") as f:
+            events = json.load(f)["traceEvents"]
+        n = sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"
+                and helper.search(e["name"].lower()))
+        assert n == expected
+        with loaded(path) as s:
+            by_cat = dict(rows(s, """SELECT category, count(*) FROM kernel_estimates
+                                     WHERE regexp_matches(lower(name), $p) GROUP BY ALL""", {"p": helper.pattern}))
+            assert by_cat == ({"conv": n} if n else {})
+            listed = s.report("categories", category="elementwise")
+            names = [r[listed.columns.index("name")] for r in listed.fetchall()]
+            assert not [x for x in names if helper.search(x.lower())]
 
 
 def test_whole_trace_totals_by_hand(three):

@@ -29,10 +29,13 @@ from __future__ import annotations
 
 import collections
 import csv
+import gzip
+import json
+import re
 
 import pytest
 
-from conftest import REPO, as_dicts, invoke, loaded
+from conftest import CORPUS, REPO, as_dicts, invoke, loaded
 
 FIXTURE = REPO / "fixtures" / "launches" / "launch_stats.json"
 GOLDEN = REPO / "fixtures" / "golden" / "hta"
@@ -109,6 +112,82 @@ def test_per_launch_by_hand(hand):
     assert "launch_stats.json: the first 2 of 5 launches on device 0 (-n 0 for all)" in res.notes
     assert {r["device_launches"] for r in as_dicts(res.relation)} == {5}
     assert not [n for n in hand.report_result("launches", per_launch=True, limit=5).notes if "first" in n]
+
+
+# -- synchronous calls: no launches ---------------------------------------------------------
+# fixtures/launches/sync_copies.json, by hand: one GPU, host thread (pid 100, tid 1), µs after 1,000,000:
+#   cudaMemcpyAsync [10, 13]   corr 1 -> Memcpy HtoD (Pinned -> Device) [15, 25]  call 3, copy 10, delay 2
+#   cudaMemcpy [30, 80]        corr 2 -> Memcpy DtoH (Device -> Pageable) [40, 75] call 50, copy 35 (the call
+#                                        lasts the whole copy: it would be a 'short' launch, delay 0)
+#   cudaMemcpy [100, 130]      corr 3 -> Memcpy HtoD (Pinned -> Device) [105, 125] call 30, copy 20
+#   cudaMemset [140, 150]      corr 4 -> Memset (Device) [145, 148]                call 10, set 3
+#   cudaLaunchKernel [160, 165] corr 5 -> k_a [170, 180]                          call 5, kernel 10, delay 5
+# The synchronous calls (corr 2, 3, 4) are no launches: in sync_calls / sync_total_us only.
+SYNC = REPO / "fixtures" / "launches" / "sync_copies.json"
+HTOD, DTOH = "Memcpy HtoD (Pinned -> Device)", "Memcpy DtoH (Device -> Pageable)"
+
+
+def test_sync_calls_are_no_launches_by_hand():
+    with loaded(SYNC) as s:
+        rows, order = _summary(s)
+        # launch call time 5 (k_a), 3 (the async copy); then the rows without launches, by name
+        assert order == ["k_a", HTOD, DTOH, "Memset (Device)"]
+        got = {n: (r["launches"], r["launch_total_us"], r["kernel_total_us"], r["delay_max_us"],
+                   r["short"], r["slow_launches"], r["long_delays"], r["sync_calls"], r["sync_total_us"])
+               for n, r in rows.items()}
+        assert got == {
+            "k_a": (1, 5.0, 10.0, 5.0, 0, 0, 0, 0, None),
+            HTOD: (1, 3.0, 10.0, 2.0, 0, 0, 0, 1, 30.0),  # the cudaMemcpy's 30 µs call is not launch time
+            DTOH: (0, None, None, None, 0, 0, 0, 1, 50.0),  # was 1 launch, 'short' (35 < 50 <= 50)
+            "Memset (Device)": (0, None, None, None, 0, 0, 0, 1, 10.0),
+        }
+        per = [(r["correlation"], r["launch_name"], r["cpu_duration_us"], r["short"], r["slow_launch"],
+                r["long_delay"], r["sync_call"])
+               for r in as_dicts(s.report_result("launches", per_launch=True, runtime_cutoff=20).relation)]
+        # with a 20 µs cutoff the 50 and 30 µs synchronous calls would be slow launches: they are not launches
+        assert per == [(1, "cudaMemcpyAsync", 3.0, False, False, False, False),
+                       (2, "cudaMemcpy", 50.0, False, False, False, True),
+                       (3, "cudaMemcpy", 30.0, False, False, False, True),
+                       (4, "cudaMemset", 10.0, False, False, False, True),
+                       (5, "cudaLaunchKernel", 5.0, False, False, False, False)]
+        # HTA counts none of them either (only cudaMemcpyAsync and cudaLaunchKernel here)
+        rows, order = _summary(s, hta=True)
+        assert order == ["k_a", HTOD] and rows[HTOD]["launches"] == 1 and rows[HTOD]["sync_calls"] == 0
+
+
+def _sync_copies_in_json(path):
+    """(device, name) -> [device events, host ns in their synchronous calls], read from the trace's
+    plain JSON: runtime calls of the synchronous copy/set API (a name without Async) and the device
+    events with their correlation."""
+    with gzip.open(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    sync = {e["args"]["correlation"]: e["dur"] for e in events
+            if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "hip_runtime")
+            and re.match(r"(cuda|hip)Mem(cpy|set)", e["name"]) and "Async" not in e["name"]}
+    got = collections.defaultdict(lambda: [0, 0.0])
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") \
+                and e.get("args", {}).get("correlation") in sync:
+            got[(e["args"]["device"], e["name"])][0] += 1
+            got[(e["args"]["device"], e["name"])][1] += sync[e["args"]["correlation"]]
+    return dict(got)
+
+
+@pytest.mark.skipif(not (CORPUS / "mi250_rocm_train.json.gz").exists(), reason="corpus trace missing")
+def test_sync_copies_on_mi250_counted_apart():
+    """mi250_rocm_train: PyTorch's blocking copy_ on ROCm is hipMemcpyWithStream (2 calls, each lasting
+    its whole copy): sync_calls, not launches. The counts and host times from the plain JSON."""
+    path = CORPUS / "mi250_rocm_train.json.gz"
+    expected = _sync_copies_in_json(path)
+    assert sum(n for n, _ in expected.values()) == 2
+    with loaded(path) as s:
+        rows = {(r["device"], r["name"]): r for r in as_dicts(s.report_result("launches", limit=0).relation)}
+        every = {(r["device"], r["name"]): r["n"] for r in as_dicts(s.sql(
+            "SELECT device, name, count(*) AS n FROM launches WHERE launch_event_id IS NOT NULL GROUP BY ALL"))}
+    got = {k: [r["sync_calls"], r["sync_total_us"]] for k, r in rows.items() if r["sync_calls"]}
+    assert got == {k: [n, pytest.approx(us)] for k, (n, us) in expected.items()}
+    for k in got:
+        assert rows[k]["launches"] == every[k] - got[k][0]
 
 
 def test_cpu_only_and_no_launch_calls():

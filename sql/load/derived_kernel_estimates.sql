@@ -4,12 +4,14 @@
 -- FLOPs and bytes are shared among an op's kernels, and the dtype rules: see
 -- sql/views/base/kernel_estimates.sql.
 {% from "templates/op_signature.sql" import op_signature %}
-{% from "templates/categories.sql" import math_categories, miopen_conv_helpers, sql_list %}
+{% from "templates/categories.sql" import math_categories, miopen_conv_helpers, sql_list, helpers_outside_conv,
+                                          event_category %}
+{% set in_traces = 'l.trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, l.trace_id)' %}
 INSERT INTO derived_kernel_estimates
 WITH k0 AS (
     SELECT l.trace_id, l.event_id, l.name, l.device, l.stream, l.ts_ns, l.dur_ns,
            l.op_event_id, l.op_name, e.flops AS op_flops, e.bytes AS op_bytes, e.dtype AS op_dtype,
-           e.flops_formula, e.bytes_formula, c.category,
+           e.flops_formula, e.bytes_formula, {{ event_category() }} AS category,
            greatest(coalesce(l.dur_ns, 0), 0) AS d,
            coalesce(l.op_event_id, -l.event_id) AS op_key,  -- a kernel without op is its own group
            coalesce(c.category IN {{ sql_list(math_categories) }}
@@ -19,8 +21,8 @@ WITH k0 AS (
       ON l.op_event_id IS NOT NULL
      AND e.sig = {{ op_signature('l.', name='op_name') }}
     LEFT JOIN kernel_categories c ON c.kind = l.kind AND c.name = l.name
-    WHERE l.kind = 'kernel'
-      AND l.trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, l.trace_id)
+    LEFT JOIN ({{ helpers_outside_conv(launch_filter=in_traces) }}) x ON x.trace_id = l.trace_id AND x.event_id = l.event_id
+    WHERE l.kind = 'kernel' AND {{ in_traces }}
 ),
 per_op AS (  -- math kernels: those of a math category; every kernel of an op that has none
     SELECT trace_id, op_key, count(*) AS op_kernels, sum(d) AS op_dur, bool_or(is_math) AS any_math,

@@ -9,6 +9,10 @@
 -- normalization; other), or of the first matching rule of --rules FILE (a CSV
 -- with the columns pattern, category: pattern is a regex searched in the
 -- kernel name, case-insensitive; sql/templates/categories.sql, categorized).
+-- MIOpen's helper kernels (batched_transpose_*, SubTensorOp*, ...), conv by
+-- name, are elementwise when launched by an op that is no convolution nor
+-- inside one (a transpose of aten::copy_; templates/categories.sql
+-- helpers_outside_conv).
 -- Each event is counted once, so per device the categories' times add up to
 -- the device's GPU time (the sum of its events' durations).
 --
@@ -30,7 +34,7 @@
 -- option: --rules VARCHAR  CSV of your own rules (columns pattern, category), tried before the built-in ones
 -- option: --limit/-n INTEGER >= 0 = 20  with --category: kernels per device (0 = all)
 -- example: duckprof report categories trace.json.gz --by-step
--- requires: gpu_activity, kernel_categories, steps, trace_files, launches
+-- requires: gpu_activity, kernel_categories, steps, trace_files, launches, cpu_ops
 --
 -- Columns:
 -- run        VARCHAR  run label
@@ -51,7 +55,7 @@
 {% from "templates/scope.sql" import run_scope, device_scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
 {% from "templates/intervals.sql" import covered_lengths %}
-{% from "templates/categories.sql" import categorized %}
+{% from "templates/categories.sql" import categorized, helpers_outside_conv, event_category %}
 WITH scope AS (
     SELECT trace_id, run, rank, first_ts_ns, last_end_ns FROM trace_files WHERE TRUE {{ run_scope() }}
 ),
@@ -59,10 +63,12 @@ cats AS (
     {{ categorized(rules) | indent(4) }}
 ),
 a AS (
-    SELECT g.trace_id, g.device, g.ts_ns, g.end_ns, g.dur_ns, coalesce(g.launch_ts_ns, g.ts_ns) AS at_ns, c.category
+    SELECT g.trace_id, g.device, g.ts_ns, g.end_ns, g.dur_ns, coalesce(g.launch_ts_ns, g.ts_ns) AS at_ns,
+           {{ event_category() }} AS category
     FROM gpu_activity g
     JOIN scope USING (trace_id)
     JOIN cats c ON c.kind = g.kind AND c.name = g.name
+    LEFT JOIN ({{ helpers_outside_conv() }}) x ON x.trace_id = g.trace_id AND x.event_id = g.event_id
     WHERE TRUE {{ device_scope('g.') }}
 ),
 windows AS (  -- (trace, device, step, window) for every device with activity

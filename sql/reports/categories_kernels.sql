@@ -9,7 +9,7 @@
 -- events' durations) and % of the trace's profiled wall time
 -- (trace_files.wall_ns), ordered by time; --limit per device.
 --
--- requires: gpu_activity, kernel_categories, trace_files, launches
+-- requires: gpu_activity, kernel_categories, trace_files, launches, cpu_ops
 --
 -- Columns:
 -- run       VARCHAR  run label
@@ -25,7 +25,7 @@
 -- wall_pct  DOUBLE   total_us / the trace's profiled wall time, %
 {% from "templates/scope.sql" import run_scope, device_scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
-{% from "templates/categories.sql" import categorized %}
+{% from "templates/categories.sql" import categorized, helpers_outside_conv, event_category %}
 WITH scope AS (
     SELECT trace_id, run, rank, wall_ns FROM trace_files WHERE TRUE {{ run_scope() }}
 ),
@@ -33,10 +33,11 @@ cats AS (
     {{ categorized(rules) | indent(4) }}
 ),
 a AS (
-    SELECT g.trace_id, g.device, g.name, g.dur_ns, c.category
+    SELECT g.trace_id, g.device, g.name, g.dur_ns, {{ event_category() }} AS category
     FROM gpu_activity g
     JOIN scope USING (trace_id)
     JOIN cats c ON c.kind = g.kind AND c.name = g.name
+    LEFT JOIN ({{ helpers_outside_conv() }}) x ON x.trace_id = g.trace_id AND x.event_id = g.event_id
     WHERE TRUE {{ device_scope('g.') }}
 ),
 device_time AS (
@@ -63,9 +64,11 @@ ORDER BY s.run, s.rank NULLS LAST, k.trace_id, k.device, k.total_ns DESC, k.name
 -- @notes
 SELECT * FROM (
     SELECT 'no device events of category ''' || $category || ''' in this trace; its categories: '
-           || string_agg(DISTINCT c.category, ', ' ORDER BY c.category) AS note, false AS instead
+           || string_agg(DISTINCT {{ event_category() }}, ', ' ORDER BY {{ event_category() }}) AS note,
+           false AS instead
     FROM gpu_activity g
     JOIN ({{ categorized(rules) | indent(10) }}) c ON c.kind = g.kind AND c.name = g.name
+    LEFT JOIN ({{ helpers_outside_conv() }}) x ON x.trace_id = g.trace_id AND x.event_id = g.event_id
     WHERE NOT EXISTS (SELECT 1 FROM {{ result }})
       AND g.trace_id IN (SELECT trace_id FROM trace_files WHERE TRUE {{ run_scope() }}) {{ device_scope('g.') }}
     HAVING count(*) > 0

@@ -8,7 +8,8 @@
 --   op        every cpu_ops row but the ProfilerStep#N ones (steps: 2021 traces record
 --             them as operators), by operator name (and input_dims with `shapes`);
 --             time is inclusive CPU time (dur_ns), or self time with op_time = 'self'
---   category  gpu_ops by kernel_categories.category
+--   category  gpu_ops by kernel_categories.category (a MIOpen conv helper outside a
+--             convolution: elementwise; templates/categories.sql event_category)
 --   device    gpu_ops by device index ('device 0', ...): A's device 0 against B's device 0
 -- Name normalisation (template `normalize`, for kernel and op levels), applied in order:
 --   1. hexadecimal literals '0x' + hex digits            -> '0x?'
@@ -32,7 +33,7 @@
 -- (divisors when per_step), threshold_pct, min_delta_us, statuses (VARCHAR[] or NULL = all),
 -- row_limit (NULL = all). Template: by, shapes, op_time, normalize, collapse_templates,
 -- raw_names, per_step, sort, qa, qb (catalog prefix of each side: '' or 'dp_src.').
--- requires: gpu_ops, cpu_ops, kernel_categories, trace_files, steps
+-- requires: gpu_ops, cpu_ops, kernel_categories, trace_files, steps, launches
 --
 -- Columns:
 -- name            VARCHAR  kernel / operator name (normalised with `normalize`), category,
@@ -54,6 +55,7 @@
 -- b_raw_names     VARCHAR  (only with --raw-names) same for B
 
 {% from "templates/scope.sql" import in_run %}
+{% from "templates/categories.sql" import helpers_outside_conv, event_category %}
 {%- macro scope(q, s) -%}
 {{ in_run('run_' ~ s, catalog=q) }}
 {%- endmacro %}
@@ -73,13 +75,14 @@
       AND NOT EXISTS (SELECT 1 FROM {{ q }}steps st WHERE st.trace_id = o.trace_id AND st.event_id = o.event_id)
     GROUP BY ALL
 {%- elif by == 'category' %}
-    SELECT c.category AS key, NULL::VARCHAR AS shapes, sum(g.n) AS n, sum(g.total_ns) AS total_ns
-    FROM (SELECT kind, name, count(*) AS n, sum(dur_ns) AS total_ns
-          FROM {{ q }}gpu_ops
-          WHERE {{ scope(q, s) }}
-          GROUP BY kind, name) g
-    JOIN {{ q }}kernel_categories c ON c.kind = g.kind AND c.name = g.name
-    GROUP BY c.category
+    SELECT {{ event_category() }} AS key, NULL::VARCHAR AS shapes, sum(x.n) AS n, sum(x.total_ns) AS total_ns
+    FROM (SELECT g.kind, g.name, x.event_id, count(*) AS n, sum(g.dur_ns) AS total_ns
+          FROM {{ q }}gpu_ops g
+          LEFT JOIN ({{ helpers_outside_conv(q) }}) x ON x.trace_id = g.trace_id AND x.event_id = g.event_id
+          WHERE {{ in_run('run_' ~ s, alias='g.', catalog=q) }}
+          GROUP BY ALL) x
+    JOIN {{ q }}kernel_categories c ON c.kind = x.kind AND c.name = x.name
+    GROUP BY 1
 {%- elif by == 'device' %}
     SELECT 'device ' || coalesce(device::VARCHAR, '?') AS key, NULL::VARCHAR AS shapes,
            count(*) AS n, sum(dur_ns) AS total_ns

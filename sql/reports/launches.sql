@@ -19,8 +19,12 @@
 -- calls took the most host time first (--sort). Device events whose launch
 -- call is not in the trace are not counted (a note says how many).
 -- Without --hta every launch call counts (cuLaunchKernel, cudaGraphLaunch,
--- hipLaunchKernel, a synchronous cudaMemcpy, whose call lasts the whole
--- copy: its kernel is 'short' and never waits), times are exact ns. With
+-- hipLaunchKernel, ...), times are exact ns; a device event issued by a
+-- synchronous call (cudaMemcpy, cudaMemset, hipMemcpy, hipMemcpyWithStream,
+-- ...: templates/launch_stats.sql is_sync_call) is no launch: the call may
+-- last the whole copy and wait for earlier work, so it would be a 'short'
+-- launch that never waits. It is counted in sync_calls and sync_total_us
+-- only (HTA does not count these calls either). With
 -- --hta the launches are HTA 0.5's exactly: its launch calls only
 -- (cudaLaunchKernel, cudaLaunchKernelExC, cudaMemcpyAsync, cudaMemsetAsync,
 -- MTIA's runFunction; so none on AMD traces), its µs times and its last-step
@@ -40,7 +44,7 @@
 -- trace_id         INTEGER  trace
 -- device           INTEGER  GPU index
 -- name             VARCHAR  kernel name (or memcpy/memset kind)
--- launches         BIGINT   launches of it (device events with a launch call)
+-- launches         BIGINT   launches of it (device events with a launch call; a synchronous call is none)
 -- launch_mean_us   DOUBLE   mean launch call duration, µs (HTA's cpu_duration)
 -- launch_max_us    DOUBLE  [wide]  longest launch call, µs
 -- launch_total_us  DOUBLE  [wide]  host time in its launch calls, µs
@@ -53,21 +57,30 @@
 -- short            BIGINT   launches whose kernel ran shorter than its launch call (call <= --runtime-cutoff)
 -- slow_launches    BIGINT   launch calls longer than --runtime-cutoff µs
 -- long_delays      BIGINT   launch delays longer than --delay-cutoff µs
+-- sync_calls       BIGINT   device events of it issued by a synchronous call (cudaMemcpy, hipMemcpyWithStream,
+--                           cudaMemset, ...): no launches, in no other column
+-- sync_total_us    DOUBLE  [wide]  host time in those synchronous calls (waiting for the work included), µs
 {% from "templates/launch_stats.sql" import launch_rows, is_short, is_slow_launch, is_long_delay with context %}
 {%- set orders = {'launch': 'launch_total_us DESC', 'count': 'launches DESC, launch_total_us DESC',
                   'kernel': 'kernel_total_us DESC', 'delay': 'delay_total_us DESC, launch_total_us DESC',
                   'short': 'short DESC, launch_total_us DESC', 'name': 'name'} %}
 WITH {{ launch_rows() }},
 agg AS (
-    SELECT trace_id, device, name, count(*) AS launches,
-           avg(cpu_ns) / 1e3 AS launch_mean_us, max(cpu_ns) / 1e3 AS launch_max_us,
-           sum(cpu_ns)::BIGINT / 1e3 AS launch_total_us,
-           avg(gpu_ns) / 1e3 AS kernel_mean_us, sum(gpu_ns)::BIGINT / 1e3 AS kernel_total_us,
-           avg(delay_ns) / 1e3 AS delay_mean_us, quantile_cont(delay_ns, 0.95) / 1e3 AS delay_p95_us,
-           max(delay_ns) / 1e3 AS delay_max_us, sum(delay_ns)::BIGINT / 1e3 AS delay_total_us,
+    SELECT trace_id, device, name, count(*) FILTER (WHERE NOT sync_call) AS launches,
+           avg(cpu_ns) FILTER (WHERE NOT sync_call) / 1e3 AS launch_mean_us,
+           max(cpu_ns) FILTER (WHERE NOT sync_call) / 1e3 AS launch_max_us,
+           sum(cpu_ns) FILTER (WHERE NOT sync_call)::BIGINT / 1e3 AS launch_total_us,
+           avg(gpu_ns) FILTER (WHERE NOT sync_call) / 1e3 AS kernel_mean_us,
+           sum(gpu_ns) FILTER (WHERE NOT sync_call)::BIGINT / 1e3 AS kernel_total_us,
+           avg(delay_ns) FILTER (WHERE NOT sync_call) / 1e3 AS delay_mean_us,
+           quantile_cont(delay_ns, 0.95) FILTER (WHERE NOT sync_call) / 1e3 AS delay_p95_us,
+           max(delay_ns) FILTER (WHERE NOT sync_call) / 1e3 AS delay_max_us,
+           sum(delay_ns) FILTER (WHERE NOT sync_call)::BIGINT / 1e3 AS delay_total_us,
            count(*) FILTER (WHERE {{ is_short() }}) AS short,
            count(*) FILTER (WHERE {{ is_slow_launch() }}) AS slow_launches,
-           count(*) FILTER (WHERE {{ is_long_delay() }}) AS long_delays
+           count(*) FILTER (WHERE {{ is_long_delay() }}) AS long_delays,
+           count(*) FILTER (WHERE sync_call) AS sync_calls,
+           sum(cpu_ns) FILTER (WHERE sync_call)::BIGINT / 1e3 AS sync_total_us
     FROM launch_rows
     GROUP BY trace_id, device, name
 ),
@@ -78,7 +91,7 @@ ranked AS (
 SELECT tr.run, tr.rank, r.trace_id, r.device, r.name, r.launches,
        r.launch_mean_us, r.launch_max_us, r.launch_total_us, r.kernel_mean_us, r.kernel_total_us,
        r.delay_mean_us, r.delay_p95_us, r.delay_max_us, r.delay_total_us,
-       r.short, r.slow_launches, r.long_delays
+       r.short, r.slow_launches, r.long_delays, r.sync_calls, r.sync_total_us
 FROM ranked r
 JOIN trace_files tr USING (trace_id)
 WHERE $limit = 0 OR r.pos <= $limit

@@ -25,7 +25,7 @@
 -- option: --breakdown CHOICE(tensorboard)  TensorBoard profiler's step-time breakdown instead (sql/reports/steps_tensorboard.sql)
 -- option: --rules VARCHAR  CSV of your own kernel category rules (columns pattern, category), tried first
 -- example: duckprof report steps trace.json.gz --summary
--- requires: steps, trace_files, gpu_activity, kernel_categories, cpu_ops, user_annotations, gpu_ops
+-- requires: steps, trace_files, gpu_activity, kernel_categories, launches, cpu_ops, user_annotations, gpu_ops
 --
 -- Columns:
 -- run              VARCHAR  run label

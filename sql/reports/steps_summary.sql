@@ -13,7 +13,7 @@
 -- that one value.
 --
 -- option: --rules VARCHAR  CSV of your own kernel category rules (columns pattern, category), tried first
--- requires: steps, trace_files, gpu_activity, kernel_categories, cpu_ops, user_annotations
+-- requires: steps, trace_files, gpu_activity, kernel_categories, launches, cpu_ops, user_annotations
 --
 -- Columns:
 -- run                VARCHAR  run label

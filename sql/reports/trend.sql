@@ -7,8 +7,10 @@
 -- kernel / op / category = the summed duration of the kernels whose name
 -- matches --name (ILIKE: '%gemm%'), of the CPU operators whose name matches
 -- (inclusive time of each call), or of the device activity in the kernel
--- category --name (kernel_categories), over every trace of the run; 0 when
--- the run has none. --per-step divides those by the run's profiler steps
+-- category --name (kernel_categories; a MIOpen conv helper outside a
+-- convolution is elementwise: templates/categories.sql event_category), over
+-- every trace of the run; 0 when the run has none. --per-step divides those
+-- by the run's profiler steps
 -- (summed over its traces). Order: the tag's value, numerically when every
 -- value is a number, else as text; without --by, the run's first load time.
 -- change_pct compares each run with the one before it (busy, itself a %:
@@ -21,7 +23,7 @@
 -- option: --by VARCHAR  order the runs by this tag (duckprof tag); default: load time
 -- option: --threshold DOUBLE >= 0 = 10  flag a run whose value moved more than this % (busy: percentage points) from the run before
 -- option: --per-step FLAG  kernel, op, category: per profiler step instead of per run
--- requires: runs, kernels, cpu_ops, gpu_ops, kernel_categories, steps, trace_files
+-- requires: runs, kernels, cpu_ops, gpu_ops, kernel_categories, steps, trace_files, launches
 -- example: duckprof trend --db perf.duckdb --metric step_time --by commit
 --
 -- Columns:
@@ -33,6 +35,7 @@
 -- change_pct   DOUBLE     change from the run before, % (only with --metric step_time, kernel, op or category)
 -- change_pp    DOUBLE     change from the run before, percentage points (only with --metric busy)
 -- moved        VARCHAR    'up' or 'down' when the change is more than --threshold, else NULL
+{% from "templates/categories.sql" import helpers_outside_conv, event_category %}
 {% set unit = 'pct' if metric == 'busy' else 'us' %}
 {%- set change = 'pp' if metric == 'busy' else 'pct' %}
 WITH keyed AS (
@@ -66,9 +69,10 @@ metric AS (
     FROM cpu_ops x
     {%- else %}
     FROM gpu_ops x JOIN kernel_categories c USING (kind, name)
+    LEFT JOIN ({{ helpers_outside_conv() }}) h ON h.trace_id = x.trace_id AND h.event_id = x.event_id
     {%- endif %}
-    JOIN trace_files f USING (trace_id)
-    WHERE {% if metric == 'category' %}c.category = $name{% else %}x.name ILIKE $name{% endif %}
+    JOIN trace_files f ON f.trace_id = x.trace_id
+    WHERE {% if metric == 'category' %}{{ event_category(x='h') }} = $name{% else %}x.name ILIKE $name{% endif %}
     GROUP BY f.run
     {%- endif %}
 ),

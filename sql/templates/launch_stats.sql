@@ -8,11 +8,13 @@
 --   stream, event_id, kind, name, correlation, launch_event_id, launch_name,
 --   launch_ts_ns, ts_ns, cpu_ns (the launch call's duration), gpu_ns (the
 --   device event's), delay_ns (max(0, device event start - launch call end):
---   HTA's launch_delay).
+--   HTA's launch_delay), sync_call (the call is a synchronous one, no launch:
+--   is_sync_call).
 --   * Without hta: the launches view's rows that have a launch call in the
 --     trace (any runtime/driver call with the event's correlation:
 --     cudaLaunchKernel(ExC), cuLaunchKernel, cudaGraphLaunch, cudaMemcpyAsync,
---     synchronous cudaMemcpy, hipLaunchKernel, ...), exact ns. With
+--     hipLaunchKernel, ..., and the synchronous cudaMemcpy, cudaMemset,
+--     hipMemcpy, hipMemcpyWithStream, ..., flagged sync_call), exact ns. With
 --     exclude_last_step, in a trace with 2 or more ProfilerSteps, only events
 --     whose launch call started before the last step began (as gpu_activity).
 --   * With hta: HTA 0.5's get_cuda_kernel_launch_stats (include_memory_events
@@ -22,7 +24,21 @@
 --     job_prep_and_submit_for_execution; HTA's CPU events (stream -1) and its
 --     GPU events (any other stream: kernels, memcpys, memsets, and whatever
 --     else records a stream) with those correlations, inner-joined on
---     correlation (every pair).
+--     correlation (every pair). No sync_call: HTA's calls are all asynchronous.
+--
+-- is_sync_call(name): the runtime/driver call is of the synchronous API, not a
+--   launch: a copy or set without Async (cudaMemcpy, cudaMemcpy2D,
+--   cudaMemcpyToSymbol, cudaMemset, cuMemcpyDtoH_v2, cuMemsetD32_v2, hipMemcpy,
+--   hipMemcpyWithStream, hipMemcpyDtoH, hipMemset, ...) or a *Synchronize call.
+--   Such a call may wait for the stream's earlier work and (device to host,
+--   pinned memory, hipMemcpyWithStream: PyTorch's blocking copy_ on ROCm) for
+--   the copy itself, so its duration is no launch overhead and its device event
+--   never waits after it: HTA counts only the Async calls as launches
+--   (cuda_kernel_analysis.cuda_kernel_launch_stats) and lists cudaMemcpy with
+--   the blocking synchronisations (critical_path_analysis BLOCKING_SYNC_CALLS);
+--   TensorBoard's plugin counts such a call's host time as Memcpy (the device
+--   copy it overlaps), not Runtime. report launches counts these calls apart
+--   (sync_calls, sync_total_us), not in its launch statistics.
 {% from "templates/scope.sql" import scope, run_scope, device_scope with context %}
 {% from "templates/notes.sql" import gpu_notes with context %}
 {% set hta_launch_names = ['cudaLaunchKernel', 'cudaLaunchKernelExC', 'cudaMemcpyAsync', 'cudaMemsetAsync',
@@ -41,7 +57,8 @@ launch_rows AS (
     SELECT l.trace_id, l.device, l.stream, l.event_id, l.kind, l.name, l.correlation,
            l.launch_event_id, l.launch_name, l.launch_ts_ns, l.ts_ns,
            l.launch_dur_ns AS cpu_ns, l.dur_ns AS gpu_ns,
-           greatest(l.ts_ns - (l.launch_ts_ns + l.launch_dur_ns), 0) AS delay_ns
+           greatest(l.ts_ns - (l.launch_ts_ns + l.launch_dur_ns), 0) AS delay_ns,
+           {{ is_sync_call('l.launch_name') }} AS sync_call
     FROM launches l
     LEFT JOIN last_step s USING (trace_id)
     WHERE l.launch_event_id IS NOT NULL AND l.dur_ns IS NOT NULL AND l.launch_dur_ns IS NOT NULL
@@ -70,23 +87,29 @@ launch_rows AS (
                       ELSE g.cat END AS kind,
            g.name, g.correlation, c.event_id AS launch_event_id, c.name AS launch_name, c.ts_ns AS launch_ts_ns,
            g.ts_ns, c.dur_ns AS cpu_ns, g.dur_ns AS gpu_ns,
-           greatest(g.ts_ns - c.end_ns, 0) AS delay_ns
+           greatest(g.ts_ns - c.end_ns, 0) AS delay_ns, false AS sync_call
     FROM hta_cpu c JOIN hta_gpu g USING (trace_id, correlation)
     WHERE TRUE {{ scope('g.') }}
 )
 {%- endif %}
 {%- endmacro %}
 
+{% macro is_sync_call(name) -%}
+((regexp_matches({{ name }}, '^(cuda|hip|cu)Mem(cpy|set)') AND NOT contains({{ name }}, 'Async'))
+ OR regexp_matches({{ name }}, '^(cuda|hip|cu)[A-Za-z]*Synchronize$'))
+{%- endmacro %}
+
 {#- the three groups of HTA's plots (visualize_cuda_launch_kernel_info): a short kernel ran shorter
-    than its launch call took, the call itself not being a runtime outlier -#}
+    than its launch call took, the call itself not being a runtime outlier. A synchronous call is in
+    none (no launch). -#}
 {% macro is_short(r='') -%}
-({{ r }}gpu_ns < {{ r }}cpu_ns AND {{ r }}cpu_ns <= $runtime_cutoff * 1000)
+(NOT {{ r }}sync_call AND {{ r }}gpu_ns < {{ r }}cpu_ns AND {{ r }}cpu_ns <= $runtime_cutoff * 1000)
 {%- endmacro %}
 {% macro is_slow_launch(r='') -%}
-({{ r }}cpu_ns > $runtime_cutoff * 1000)
+(NOT {{ r }}sync_call AND {{ r }}cpu_ns > $runtime_cutoff * 1000)
 {%- endmacro %}
 {% macro is_long_delay(r='') -%}
-({{ r }}delay_ns > $delay_cutoff * 1000)
+(NOT {{ r }}sync_call AND {{ r }}delay_ns > $delay_cutoff * 1000)
 {%- endmacro %}
 
 {#- launch_notes(per_launch): the report's notes (templates/notes.sql gpu_notes, what the report does

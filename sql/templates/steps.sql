@@ -9,7 +9,8 @@
 --   kernel_ns, comm_ns, memcpy_ns, memset_ns, dataloader_ns, optimizer_ns,
 --   backward_ns, host_comm_ns, forward_ns, other_ns, top_categories.
 --   Device events (gpu_activity, categorized as kernel_categories or by the
---   --rules file, sql/templates/categories.sql) belong to the window in which
+--   --rules file, a MIOpen conv helper outside a convolution elementwise:
+--   sql/templates/categories.sql event_category) belong to the window in which
 --   their launch call started (their own start without one); busy_ns is the
 --   part of the window with any device event running (every device of the
 --   trace together). The host time of the window is split by priority, each
@@ -30,7 +31,7 @@
 --   on any thread in a trace without steps), other (the rest: Python, waiting).
 {% from "templates/scope.sql" import run_scope with context %}
 {% from "templates/intervals.sql" import covered_lengths %}
-{% from "templates/categories.sql" import categorized %}
+{% from "templates/categories.sql" import categorized, helpers_outside_conv, event_category %}
 {% from "templates/numbers.sql" import rounded %}
 
 {% macro step_figures(rules) -%}
@@ -52,10 +53,12 @@ cats AS (
     {{ categorized(rules) | indent(4) }}
 ),
 dev AS (
-    SELECT g.trace_id, g.kind, g.ts_ns, g.end_ns, g.dur_ns, coalesce(g.launch_ts_ns, g.ts_ns) AS at_ns, c.category
+    SELECT g.trace_id, g.kind, g.ts_ns, g.end_ns, g.dur_ns, coalesce(g.launch_ts_ns, g.ts_ns) AS at_ns,
+           {{ event_category() }} AS category
     FROM gpu_activity g
     JOIN scope USING (trace_id)
     JOIN cats c ON c.kind = g.kind AND c.name = g.name
+    LEFT JOIN ({{ helpers_outside_conv() }}) x ON x.trace_id = g.trace_id AND x.event_id = g.event_id
 ),
 dev_placed AS (
     SELECT d.*, w.window_id

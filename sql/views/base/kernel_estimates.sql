@@ -45,7 +45,8 @@
 -- op_event_id   BIGINT   cpu_ops.event_id of the launching op (NULL: none found)
 -- op_name       VARCHAR  e.g. 'aten::addmm'
 -- op_kernels    BIGINT   kernels launched by that op (1 when no op)
--- category      VARCHAR  kernel_categories.category of this kernel (gemm, conv, elementwise, ...)
+-- category      VARCHAR  this kernel's category (gemm, conv, elementwise, ...): kernel_categories.category, but
+--                         elementwise for a MIOpen conv helper outside a convolution (templates/categories.sql event_category)
 -- math_kernel   BOOLEAN  whether it gets a share of the op's FLOPs (see above); NULL: op_flops unknown
 -- op_flops      BIGINT   the op's FLOPs (op_estimates.flops; NULL: unknown)
 -- op_bytes      BIGINT   the op's minimum DRAM traffic, bytes (NULL: unknown)

@@ -30,7 +30,12 @@
 --                       'batched_transpose_', 'transpose_nchw2cnhw' (cnhw2nchw, ...) or
 --                       'subtensorop' (layout transforms; tensor set, scale and cast), as
 --                       TraceLens counts them (CONV_fwd / CONV_bwd, by their op); they get none
---                       of the op's FLOPs (kernel_estimates: no math kernel)
+--                       of the op's FLOPs (kernel_estimates: no math kernel). That is their
+--                       name's category, the one of this view; per event, one launched by an
+--                       op that is no convolution nor inside one (a transpose of aten::copy_)
+--                       is elementwise in the reports and kernel_estimates, which read the
+--                       launching op (templates/categories.sql helpers_outside_conv,
+--                       event_category)
 --   gemm                'gemm' (not 'fbgemm'), 'gemv', 'cublas', 'xmma', 'nvjet', 'matmul', 'cutlass::kernel',
 --                       'cutlass_<digit>', 'bmm_' at a word start, or starts with 'cijk_' (AMD Tensile)
 --   elementwise         'elementwise_kernel' (vectorized_/unrolled_/index_ elementwise kernels)
