@@ -26,7 +26,7 @@ import re
 
 import pytest
 
-from conftest import REPO, corpus_path, invoke, loaded, needs_corpus, rows
+from conftest import CORPUS, REPO, corpus_path, invoke, loaded, needs_corpus, read_trace, rows, trace_events
 
 import duckprof
 from duckprof import sqlfiles
@@ -121,6 +121,32 @@ def test_miopen_helpers_get_none_of_the_convolutions_flops(corpus_session):
                       FROM kernel_estimates WHERE trace_id = $t AND op_flops IS NOT NULL AND op_kernels > 1
                       GROUP BY op_event_id) WHERE f <> s""", {"t": t}) == [(0,)]
 
+
+
+@needs_corpus
+def test_cudnn_layout_transforms_in_a_convolution_are_conv(corpus_session):
+    """cuDNN's nchwToNhwcKernel / nhwcToNchwKernel (an NHWC kernel run on an NCHW tensor: the
+    transform in and back), launched by aten::cudnn_convolution / convolution_backward, are conv
+    time as MIOpen's helpers are (TraceLens's CONV_fwd / CONV_bwd count them by their op), with
+    none of the op's FLOPs. Expected: the corpus traces' counts of them in the plain JSON (200 or
+    more), every one conv (they were 'other'), no math kernel, 0 FLOPs."""
+    s, ids, _ = corpus_session
+    transform = re.compile(r"^(void )?(cudnn::ops::)?(nchwToNhwc|nhwcToNchw)Kernel<")
+    want = {}
+    for name in ids:
+        n = sum(1 for e in trace_events(read_trace(CORPUS / name))
+                if e.get("ph") == "X" and str(e.get("cat")).lower() == "kernel" and transform.search(str(e.get("name"))))
+        if n:
+            want[ids[name]] = n
+    assert sum(want.values()) >= 200
+    got = rows(s, """SELECT trace_id, count(*), list(DISTINCT category), bool_or(math_kernel), max(flops),
+                            list(DISTINCT op_name ORDER BY op_name)
+                     FROM kernel_estimates WHERE regexp_matches(name, $p) GROUP BY trace_id""",
+               {"p": transform.pattern})
+    assert {t: n for t, n, *_ in got} == want
+    for _, _, categories, math, flops, ops in got:
+        assert categories == ["conv"] and math in (False, None) and flops in (0, None)  # None: op FLOPs unknown
+        assert set(ops) <= {"aten::cudnn_convolution", "aten::convolution_backward"}
 
 HELPERS = REPO / "fixtures" / "categories" / "miopen_helpers.json"
 BT = "batched_transpose_32x32_half"

@@ -4,7 +4,7 @@
 -- FLOPs and bytes are shared among an op's kernels, and the dtype rules: see
 -- sql/views/base/kernel_estimates.sql.
 {% from "templates/op_signature.sql" import op_signature %}
-{% from "templates/categories.sql" import math_categories, miopen_conv_helpers, sql_list, helpers_outside_conv,
+{% from "templates/categories.sql" import math_categories, conv_helpers, sql_list, helpers_outside_conv,
                                           event_category %}
 {% set in_traces = 'l.trace_id BETWEEN list_min($trace_ids) AND list_max($trace_ids) AND list_contains($trace_ids, l.trace_id)' %}
 INSERT INTO derived_kernel_estimates
@@ -15,7 +15,7 @@ WITH k0 AS (
            greatest(coalesce(l.dur_ns, 0), 0) AS d,
            coalesce(l.op_event_id, -l.event_id) AS op_key,  -- a kernel without op is its own group
            coalesce(c.category IN {{ sql_list(math_categories) }}
-                    AND NOT regexp_matches(lower(l.name), '{{ miopen_conv_helpers }}'), false) AS is_math
+                    AND NOT regexp_matches(lower(l.name), '{{ conv_helpers }}'), false) AS is_math
     FROM launches l
     LEFT JOIN op_estimates e
       ON l.op_event_id IS NOT NULL

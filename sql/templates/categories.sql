@@ -13,14 +13,14 @@
 --                 (runtime view): CUDA, HIP, Intel XPU, PrivateUse1 backends, MTIA
 -- math_categories kernel_categories.category values of the kernels that do an
 --                 op's math: kernel_estimates gives them the op's FLOPs (but to
---                 miopen_conv_helpers, conv kernels that do no math)
--- miopen_conv_helpers  the names of MIOpen's layout-transform and tensor-op kernels
---                 that it launches inside its convolutions: category conv (by name,
+--                 conv_helpers, conv kernels that do no math)
+-- conv_helpers  the names of MIOpen's and cuDNN's layout-transform and tensor-op kernels
+--                 that they launch inside their convolutions: category conv (by name,
 --                 kernel_categories), but per event see helpers_outside_conv
 -- is_conv_op(name)  a cpu_op name that is a convolution (forward, backward,
 --                 transposed; aten's, cuDNN's, MIOpen's, autograd's *ConvolutionBackward*)
 -- helpers_outside_conv(q)  a SELECT of (trace_id, event_id): the device events named as
---                 miopen_conv_helpers whose launching op (launches.op_event_id) is known and
+--                 conv_helpers whose launching op (launches.op_event_id) is known and
 --                 is no convolution nor inside one (no convolution op encloses it on its
 --                 thread): a transpose or tensor op of its own, e.g. of aten::permute or copy_
 --                 (q: a catalog prefix, 'a.'; launch_filter: a condition on its launches l).
@@ -59,13 +59,14 @@
     'xpu_driver', 'privateuse1_runtime', 'privateuse1_driver', 'mtia_runtime'] %}
 {%- set not_host_cats = device_cats + ['gpu_user_annotation', 'trace'] %}
 {%- set math_categories = ['gemm', 'conv', 'attention', 'triton_template'] %}
-{#- MIOpen's helper kernels, which it launches inside its convolutions (forward and backward): layout
-    transforms for its NHWC and 1x1 solvers (batched_transpose_<tile>_<dtype>,
+{#- The helper kernels that MIOpen and cuDNN launch inside their convolutions (forward and
+    backward): MIOpen's layout transforms for its NHWC and 1x1 solvers (batched_transpose_<tile>_<dtype>,
     transpose_NCHW2CNHW_* / transpose_CNHW2NCHW_*) and tensor set, scale and cast of the output and
-    workspace (SubTensorOpWithScalar*, SubTensorOpWithCastTensor*). TraceLens counts them under its
-    CONV_fwd / CONV_bwd (by their op); they do none of the convolution's math. An RE2 regex on the
-    lowercased name. -#}
-{%- set miopen_conv_helpers = '^(batched_transpose_|transpose_(nchw|cnhw|nhwc)2(nchw|cnhw|nhwc)|subtensorop)' %}
+    workspace (SubTensorOpWithScalar*, SubTensorOpWithCastTensor*); cuDNN's layout transforms
+    ([cudnn::ops::]nchwToNhwcKernel / nhwcToNchwKernel, around an NHWC kernel of an NCHW tensor).
+    TraceLens counts them under its CONV_fwd / CONV_bwd (by their op); they do none of the
+    convolution's math. An RE2 regex on the lowercased name. -#}
+{%- set conv_helpers = '^(batched_transpose_|transpose_(nchw|cnhw|nhwc)2(nchw|cnhw|nhwc)|subtensorop|(void )?(cudnn::ops::)?(nchwtonhwc|nhwctonchw)kernel<)' %}
 {#- Tensor Cores, as TensorBoard's PyTorch profiler plugin decides them (torch-tb-profiler,
     kineto tb_plugin/torch_tb_profiler/profiler/tensor_core.py at 041e7ce99f, after NVIDIA PyProf's
     prof/tc.py): a kernel uses Tensor Cores when its name contains one of plugin_tensor_core_kernel_patterns
@@ -129,7 +130,7 @@ regexp_matches(lower({{ name }}), 'convolution|(^|::)(conv[123]d|conv_transpose[
 SELECT l.trace_id, l.event_id
 FROM {{ q }}launches l
 JOIN {{ q }}cpu_ops op ON op.trace_id = l.trace_id AND op.event_id = l.op_event_id
-WHERE l.kind = 'kernel' AND {{ launch_filter }} AND regexp_matches(l.name, '{{ miopen_conv_helpers }}', 'i')
+WHERE l.kind = 'kernel' AND {{ launch_filter }} AND regexp_matches(l.name, '{{ conv_helpers }}', 'i')
   AND NOT EXISTS (SELECT 1 FROM {{ q }}cpu_ops o  -- the op itself, or one around it on its thread
                   WHERE o.trace_id = op.trace_id AND o.pid = op.pid AND o.tid = op.tid
                     AND o.ts_ns <= op.ts_ns AND op.end_ns <= o.end_ns AND {{ is_conv_op('o.name') }})

@@ -5,8 +5,8 @@
 -- reduce, a layout transform + a convolution + the transform back, grad-input +
 -- grad-weight convs): FLOPs go to the kernels that do the math, the op's
 -- kernels whose kernel_categories.category is gemm, conv, attention or
--- triton_template (math_kernel), but MIOpen's helpers (conv by category:
--- templates/categories.sql miopen_conv_helpers); its other kernels (layout
+-- triton_template (math_kernel), but MIOpen's and cuDNN's conv helpers (conv by category:
+-- templates/categories.sql conv_helpers); its other kernels (layout
 -- transforms, split-K reductions, casts) get 0 FLOPs. An op none of whose kernels is in
 -- those categories (a GEMM kernel whose name says nothing) gives every kernel
 -- a share (math_kernel true for all). Bytes go to every kernel of the op. Each

@@ -26,9 +26,10 @@
 --                       kernel's 'xdlops_bwd_weight' / 'xdlops_bwd_data' (its convolutions' backward as
 --                       a batched GEMM: kernel_batched_gemm_xdlops_bwd_weight, TraceLens's CONV_bwd)
 --                       (tested before gemm: implicit-GEMM convolutions also say 'gemm'); and
---                       MIOpen's helpers that it runs inside its convolutions: starts with
+--                       MIOpen's and cuDNN's helpers that they run inside their convolutions: starts with
 --                       'batched_transpose_', 'transpose_nchw2cnhw' (cnhw2nchw, ...) or
---                       'subtensorop' (layout transforms; tensor set, scale and cast), as
+--                       'subtensorop' (layout transforms; tensor set, scale and cast), or
+--                       cuDNN's '[cudnn::ops::]nchwToNhwcKernel' / 'nhwcToNchwKernel', as
 --                       TraceLens counts them (CONV_fwd / CONV_bwd, by their op); they get none
 --                       of the op's FLOPs (kernel_estimates: no math kernel). That is their
 --                       name's category, the one of this view; per event, one launched by an
@@ -58,7 +59,7 @@
 --                            (nvjet, tensorop, gmma, flash_fwd, fmhaSm, E4m3, Tensile's _MI..., xdlops,
 --                            mfma, ...; templates/categories.sql tensor_core_kernel_patterns);
 --                            false for memcpys, memsets and other activity
-{% from "templates/categories.sql" import miopen_conv_helpers, uses_tensor_cores %}
+{% from "templates/categories.sql" import conv_helpers, uses_tensor_cores %}
 CREATE OR REPLACE VIEW kernel_categories AS
 SELECT kind, name,
        CASE
@@ -76,7 +77,7 @@ SELECT kind, name,
            WHEN starts_with(lname, 'triton_per_') THEN 'triton_persistent_reduction'
            WHEN starts_with(lname, 'triton_tem_') THEN 'triton_template'
            WHEN starts_with(lname, 'triton') THEN 'triton_other'
-           WHEN regexp_matches(lname, '{{ miopen_conv_helpers }}') THEN 'conv'
+           WHEN regexp_matches(lname, '{{ conv_helpers }}') THEN 'conv'
            WHEN regexp_matches(lname, 'convolution|convolve|conv_|conv[23]d|winograd|fprop|dgrad|wgrad|scudnn|im2col|igemm_(fwd|bwd|wrw)|xdlops_bwd_(weight|data)')
                THEN 'conv'
            WHEN regexp_matches(lname, '(^|[^b])gemm|gemv|cublas|xmma|nvjet|matmul|cutlass::kernel|cutlass_[0-9]|(^|[^a-z0-9_])bmm_|^cijk_')
