@@ -312,6 +312,7 @@ _BUFFER_MB = -(-2 * _MIN_OBJECT // 10**6)  # one JSON parse buffer (_MIN_OBJECT)
 # the smallest scaled limit: one chunk parsing (its buffer) and the blocks it
 # writes; a parse that runs out of memory goes on under 1 GB (_read)
 _MIN_LIMIT_MB = 56
+_MAX_LIMIT_MB = 1000  # the largest scaled limit (from 570 MB of JSON): UNSCALED_MEMORY's
 
 
 def _json_bytes(path: str) -> int:
@@ -373,7 +374,7 @@ def load_memory_limit(json_bytes: int) -> int | None:
     for ~0.1 GB."""
     if json_bytes < SCALED_MEMORY_BYTES:
         return None
-    return min(1000, max(_MIN_LIMIT_MB, 2 * json_bytes // 10**6 - 140))
+    return min(_MAX_LIMIT_MB, max(_MIN_LIMIT_MB, 2 * json_bytes // 10**6 - 140))
 
 
 def parse_workers(limit_mb: int, threads: int) -> int:
@@ -1041,7 +1042,7 @@ class Loader:
         if self.memory_limit:
             con.execute("SET memory_limit = $m", {"m": self.memory_limit})
         self.threads, buffered = threads, None
-        if grow_to:
+        if grow_to and scaled < _MAX_LIMIT_MB:  # at 1 GB a load writes as without a scaled limit
             buffered = con.execute("SELECT current_setting('write_buffer_row_group_count')").fetchall()[0][0]
             self._write_one_row_group(True)
         stager = _ChunkStager(con, workers, grow_to=grow_to)

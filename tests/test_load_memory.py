@@ -102,8 +102,8 @@ def test_under_the_scaled_limit_the_events_are_written_a_row_group_at_a_time(tmp
     trace (~130 MB) did not fit in its scaled limit (~60MB) and the load went
     on under 1 GB. Under a scaled limit the events are inserted on one
     thread, each row group written once full; the other statements keep
-    every thread, and a load under 1 GB (DUCKPROF_LOAD_MEMORY unset) keeps
-    DuckDB's buffering."""
+    every thread, and a load under 1 GB (DUCKPROF_LOAD_MEMORY unset, or the
+    scaled limit of a big load) keeps DuckDB's buffering."""
     seen: list = []
     init = load.Loader.__init__
     monkeypatch.setattr(load.Loader, "__init__", lambda self, con, *a, **kw: init(self, _InsertSettings(con, seen), *a, **kw))
@@ -114,6 +114,11 @@ def test_under_the_scaled_limit_the_events_are_written_a_row_group_at_a_time(tmp
     seen.clear()
     monkeypatch.delenv("DUCKPROF_LOAD_MEMORY")
     session.load_into(tmp_path / "u.duckdb", [str(NESTING3)], threads=2)
+    assert seen == [(2, 5), (2, 5)]
+    seen.clear()  # the scaled limit of 570 MB of JSON and more, 1 GB: as unset
+    monkeypatch.setenv("DUCKPROF_LOAD_MEMORY", "auto")
+    monkeypatch.setattr(load, "load_memory_limit", lambda json_bytes: 1000)
+    session.load_into(tmp_path / "g.duckdb", [str(NESTING3)], threads=2)
     assert seen == [(2, 5), (2, 5)]
     rows = []
     for db in ("a", "u"):  # the same rows either way
