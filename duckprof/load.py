@@ -312,6 +312,7 @@ _BUFFER_MB = -(-2 * _MIN_OBJECT // 10**6)  # one JSON parse buffer (_MIN_OBJECT)
 # the smallest scaled limit: one chunk parsing (its buffer) and the blocks it
 # writes; a parse that runs out of memory goes on under 1 GB (_read)
 _MIN_LIMIT_MB = 56
+_MAX_LIMIT_MB = 1000  # the largest scaled limit (from 570 MB of JSON): UNSCALED_MEMORY's
 
 
 def _json_bytes(path: str) -> int:
@@ -373,7 +374,7 @@ def load_memory_limit(json_bytes: int) -> int | None:
     for ~0.1 GB."""
     if json_bytes < SCALED_MEMORY_BYTES:
         return None
-    return min(1000, max(_MIN_LIMIT_MB, 2 * json_bytes // 10**6 - 140))
+    return min(_MAX_LIMIT_MB, max(_MIN_LIMIT_MB, 2 * json_bytes // 10**6 - 140))
 
 
 def parse_workers(limit_mb: int, threads: int) -> int:
@@ -999,6 +1000,10 @@ class Loader:
         # it; set: the load changed it (reset to the default when it ends)
         self.insertion_order = True
         self.insertion_order_set = False
+        self.threads = 1  # DuckDB's threads during the load
+        # under a scaled limit (AUTO_MEMORY): the events are written a row group
+        # at a time (_write_one_row_group)
+        self.one_row_group = False
 
     def _phase(self, name: str):
         interrupts.check()  # a signal whose interrupt DuckDB let pass: the load stops here
@@ -1036,6 +1041,10 @@ class Loader:
                 workers, grow_to = parse_workers(scaled, threads), UNSCALED_MEMORY
         if self.memory_limit:
             con.execute("SET memory_limit = $m", {"m": self.memory_limit})
+        self.threads, buffered = threads, None
+        if grow_to and scaled < _MAX_LIMIT_MB:  # at 1 GB a load writes as without a scaled limit
+            buffered = con.execute("SELECT current_setting('write_buffer_row_group_count')").fetchall()[0][0]
+            self._write_one_row_group(True)
         stager = _ChunkStager(con, workers, grow_to=grow_to)
         done = False
         try:
@@ -1079,6 +1088,7 @@ class Loader:
                     fr.notes = kept
                 self.memory_limit = grow_to
                 con.execute("SET memory_limit = $m", {"m": grow_to})
+                self._write_one_row_group(False, buffered)
                 self._write(batches, run, len(prepared), target, report)
             self._phase("checkpoint")
             target.finish(con)
@@ -1101,9 +1111,28 @@ class Loader:
                 shutil.rmtree(tmp, ignore_errors=True)
                 if self.memory_limit:
                     _quietly(lambda: con.execute("SET memory_limit = $m", {"m": old_limit}))
+                if buffered is not None:
+                    _quietly(lambda: self._write_one_row_group(False, buffered))
                 target.release(con, report.committed or report.commit_failed)
         self._phase("done")
         return report
+
+    def _write_one_row_group(self, on: bool, buffered=None):
+        """Under a scaled limit the insert of a batch's events must not hold
+        them all in memory: DuckDB buffers the rows a transaction inserts
+        (write_buffer_row_group_count, 5 row groups of 122,880 rows, on each
+        thread) before writing them to the file, and a 100 MB trace's events
+        (~300k rows of ~450 bytes) stayed in memory whole, ~130 MB under a
+        limit of ~60MB: the insert ran out of memory and the load went on
+        under 1 GB (the safety net of _write) in most loads
+        (benchmarks/README.md). On: each row group written once full, and
+        the events inserted on one thread (_insert), so one row group is in
+        memory at a time; off: `buffered` (the setting found) and all threads
+        again."""
+        self.one_row_group = on
+        self.con.execute(f"SET write_buffer_row_group_count = {1 if on else int(buffered)}")
+        if not on:
+            self.con.execute(f"SET threads = {self.threads}")
 
     def _split_all(self, paths, files, report, tmp, stager, salvage, threads, known) -> list:
         """Split every file (their chunks parse in the background); files
@@ -1551,10 +1580,17 @@ class Loader:
             self.insertion_order, self.insertion_order_set = order, True
         sql = sqlfiles.render("load/insert_events.sql", raws=self._sources(batch), exact=b.exact, nest=b.nest)
         direct = [p for p, _ in batch if p.chunk is not None]
-        if not direct:
-            con.execute(sql, {"first_trace_id": b.first, "base_ns": b.base})
-        else:
-            self._insert_direct(sql, b, direct[0])
+        one_thread = self.one_row_group and self.threads > 1  # (_write_one_row_group)
+        if one_thread:
+            con.execute("SET threads = 1")
+        try:
+            if not direct:
+                con.execute(sql, {"first_trace_id": b.first, "base_ns": b.base})
+            else:
+                self._insert_direct(sql, b, direct[0])
+        finally:
+            if one_thread:  # (after a failure: load() sets it again once rolled back)
+                _quietly(lambda: con.execute(f"SET threads = {self.threads}"))
         windows = {t: (lo, hi) for t, lo, hi in con.execute(
             sqlfiles.read("load/trace_windows.sql"),
             {"first_trace_id": b.first, "last_trace_id": b.first + len(batch) - 1}).fetchall()}

@@ -78,6 +78,55 @@ def test_a_load_into_a_file_runs_under_the_scaled_limit(tmp_path, monkeypatch):
     assert seen.seen == {"190.7 MiB"}
 
 
+class _InsertSettings:
+    """The loader's connection, noting DuckDB's threads and
+    write_buffer_row_group_count at the insert of the events and at the
+    statement after it (trace_windows.sql)."""
+
+    def __init__(self, con, seen):
+        self.con, self.seen = con, seen
+
+    def execute(self, sql, *params):
+        if "INSERT INTO events BY NAME" in sql or "stored in traces: the earliest start" in sql:
+            self.seen.append(self.con.execute(
+                "SELECT current_setting('threads'), current_setting('write_buffer_row_group_count')").fetchall()[0])
+        return self.con.execute(sql, *params)
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+
+
+def test_under_the_scaled_limit_the_events_are_written_a_row_group_at_a_time(tmp_path, monkeypatch):
+    """DuckDB kept the rows of the events' insert in memory, 5 row groups on
+    each thread, before writing them to the file: the events of a 100 MB
+    trace (~130 MB) did not fit in its scaled limit (~60MB) and the load went
+    on under 1 GB. Under a scaled limit the events are inserted on one
+    thread, each row group written once full; the other statements keep
+    every thread, and a load under 1 GB (DUCKPROF_LOAD_MEMORY unset, or the
+    scaled limit of a big load) keeps DuckDB's buffering."""
+    seen: list = []
+    init = load.Loader.__init__
+    monkeypatch.setattr(load.Loader, "__init__", lambda self, con, *a, **kw: init(self, _InsertSettings(con, seen), *a, **kw))
+    monkeypatch.setattr(load, "SCALED_MEMORY_BYTES", 0)
+    monkeypatch.setenv("DUCKPROF_LOAD_MEMORY", "auto")
+    session.load_into(tmp_path / "a.duckdb", [str(NESTING3)], threads=2)
+    assert seen == [(1, 1), (2, 1)]
+    seen.clear()
+    monkeypatch.delenv("DUCKPROF_LOAD_MEMORY")
+    session.load_into(tmp_path / "u.duckdb", [str(NESTING3)], threads=2)
+    assert seen == [(2, 5), (2, 5)]
+    seen.clear()  # the scaled limit of 570 MB of JSON and more, 1 GB: as unset
+    monkeypatch.setenv("DUCKPROF_LOAD_MEMORY", "auto")
+    monkeypatch.setattr(load, "load_memory_limit", lambda json_bytes: 1000)
+    session.load_into(tmp_path / "g.duckdb", [str(NESTING3)], threads=2)
+    assert seen == [(2, 5), (2, 5)]
+    rows = []
+    for db in ("a", "u"):  # the same rows either way
+        with duckprof.connect(tmp_path / f"{db}.duckdb", read_only=True) as s:
+            rows.append(s.sql("SELECT * EXCLUDE (trace_id) FROM events ORDER BY event_id").fetchall())
+    assert len(rows[0]) == 19 and rows[0] == rows[1]
+
+
 class _BlockAllocator(_Limits):
     """A progress callback that records the size of DuckDB's block allocator."""
 
@@ -218,7 +267,8 @@ def test_a_transaction_out_of_memory_under_a_scaled_limit_runs_again_under_1gb(t
     real, calls = load.Loader._insert, []
 
     def insert(self, b, run, say=lambda what: None, **kw):
-        calls.append(self.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+        calls.append(self.con.execute("SELECT current_setting('memory_limit'), "
+                                      "current_setting('write_buffer_row_group_count')").fetchall()[0])
         if len(calls) == 1:
             real(self, b, run, say, **kw)  # its rows are rolled back
             raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate data of size 512.0 KiB")
@@ -227,7 +277,8 @@ def test_a_transaction_out_of_memory_under_a_scaled_limit_runs_again_under_1gb(t
     salvaged = tmp_path / "cut.json"
     salvaged.write_bytes(NESTING3.read_bytes()[:-40])  # truncated: loaded with a note
     report = session.load_into(tmp_path / "r.duckdb", [str(NESTING3), str(salvaged)], threads=2, salvage=True)
-    assert calls == ["53.4 MiB", "953.6 MiB"]
+    # under 1 GB as a load without a scaled limit: DuckDB's buffering of rows
+    assert calls == [("53.4 MiB", 1), ("953.6 MiB", 5)]
     assert [len(f.notes) for f in report.files] == [0, 1]
     with duckprof.connect(tmp_path / "r.duckdb", read_only=True) as s:
         assert s.sql("SELECT count(*), count(DISTINCT trace_id) FROM events").fetchall()[0][1] == 2
