@@ -209,6 +209,122 @@ def test_miopen_helpers_on_the_amd_corpus_traces():
             assert not [x for x in names if helper.search(x.lower())]
 
 
+FAMILIES = REPO / "fixtures" / "categories" / "other_families.json"
+
+
+def test_embedding_optimizer_pooling_sort_and_cat_kernels_by_hand():
+    """fixtures/categories/other_families.json, by hand: 11 kernels on one stream, 10 µs apart
+    from 1,000,000 µs (window 226 µs; GPU time 126 µs, busy 55.8%), each of a family that fell in
+    'other', and near misses: FBGEMM's table-batched embedding forward (40 µs) and its backward
+    fused with rowwise Adagrad (30: embedding, not optimizer though its name says adagrad), its
+    permute_pooled_embs (5: embedding, not pooling though it says pooled); vLLM's
+    rotary_embedding (7: no lookup, stays other); apex's multi_tensor_apply AdamFunctor (20:
+    optimizer); max_pool_forward_nchw (6: pooling); cub's DeviceRadixSortOnesweep (4: sort_scan)
+    and DeviceReduceSingleTile (8: a reduction, stays other); torch.cat's CatArrayBatchedCopy (3)
+    and a direct_copy vectorized_elementwise_kernel (1): both elementwise, as copies are;
+    FBGEMM's permute_2D_data (2: a sparse-feature shuffle, stays other).
+    Expected: embedding 3 kernels 75 µs (59.5% of GPU time, 33.2% of the window), optimizer 1
+    20, other 3 17 (7 + 8 + 2), pooling 1 6, elementwise 2 4, sort_scan 1 4.
+    Before: other 10 kernels 125 µs, elementwise 1 1 µs."""
+    with loaded(FAMILIES) as s:
+        got = {r["category"]: (r["count"], r["total_us"]) for r in cats(s)}
+        assert got == {"embedding": (3, 75.0), "optimizer": (1, 20.0), "other": (3, 17.0),
+                       "pooling": (1, 6.0), "elementwise": (2, 4.0), "sort_scan": (1, 4.0)}
+        by_name = dict(rows(s, "SELECT name, category FROM kernel_categories"))
+        first_word = {re.match(r"(void )?([\w:]+::)?(\w+)", n.replace("(anonymous namespace)::", "")).group(3): c
+                      for n, c in by_name.items()}
+        assert first_word == {
+            "split_embedding_codegen_forward_unweighted_kernel": "embedding",
+            "split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel_cta_per_row_1": "embedding",
+            "permute_pooled_embs_kernel": "embedding", "rotary_embedding_kernel": "other",
+            "multi_tensor_apply_kernel": "optimizer", "max_pool_forward_nchw": "pooling",
+            "DeviceRadixSortOnesweepKernel": "sort_scan", "DeviceReduceSingleTileKernel": "other",
+            "CatArrayBatchedCopy": "elementwise", "vectorized_elementwise_kernel": "elementwise",
+            "permute_2D_data_kernel": "other"}
+        r = s.report("categories", category="embedding")
+        assert sorted(x[r.columns.index("total_us")] for x in r.fetchall()) == [5.0, 30.0, 40.0]
+
+
+def test_embedding_optimizer_pooling_sort_names():
+    """Names of these families from the libraries that launch them (PyTorch, FBGEMM, apex, cuDNN,
+    MIOpen, cub), and names that only look alike: they keep the category they had."""
+    names = {
+        # torch's embedding (backward) and EmbeddingBag kernels
+        "void at::native::(anonymous namespace)::embedding_backward_feature_kernel<float, float, long>(long const*, float const*, float*, int, long, int)": "embedding",
+        "void at::native::(anonymous namespace)::EmbeddingBag_updateOutputKernel_sum_mean<float, long>(long const*, long const*)": "embedding",
+        "void at::native::(anonymous namespace)::EmbeddingBag_accGradParametersKernel_max<float, long>(long const*, float const*)": "embedding",
+        "void bounds_check_indices_kernel<long, false>(at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>)": "embedding",
+        "void linearize_index_kernel<long>(at::GenericPackedTensorAccessor<long, 1ul, at::RestrictPtrTraits, int>)": "embedding",
+        "split_embedding_backward_codegen_find_long_segments(at::GenericPackedTensorAccessor<int, 1ul, at::RestrictPtrTraits, int>)": "embedding",
+        # torch's foreach and fused optimizers, apex's LAMB
+        "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float>(at::native::(anonymous namespace)::TensorListMetadata<2>)": "optimizer",
+        "void at::native::(anonymous namespace)::multi_tensor_apply_for_fused_optimizer<5, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, float*>(at::native::(anonymous namespace)::FusedOptimizerTensorListMetadata<4>)": "optimizer",
+        "void multi_tensor_apply_kernel<TensorListMetadata<4>, LAMBStage1Functor<float, float>, float, float>(int, int volatile*, TensorListMetadata<4>)": "optimizer",
+        # pooling: torch's, cuDNN's, MIOpen's
+        "void at::native::(anonymous namespace)::max_pool_backward_nchw<float, float>(float const*, long const*, int, long)": "pooling",
+        "void at::native::(anonymous namespace)::adaptive_average_pool<float>(float const*, float*, int, int, int, int, long, long, long)": "pooling",
+        "void at::native::(anonymous namespace)::avg_pool2d_out_cuda_frame<float, float, true>(int, float const*, long)": "pooling",
+        "void cudnn::ops::pooling_fw_4d_kernel<float, float, cudnn::maxpooling_func<float, (cudnnNanPropagation_t)0>, (cudnnPoolingMode_t)0, false>(cudnnTensorStruct)": "pooling",
+        "mloPoolingNDFwd": "pooling",
+        # sort, scan, select, top-k
+        "void at_cuda_detail::cub::DeviceScanKernel<at_cuda_detail::cub::AgentScanPolicy<128, 15, long>, long const*, long*>(long const*, long*)": "sort_scan",
+        "void cub::DeviceScanInitKernel<cub::ScanTileState<int, true> >(cub::ScanTileState<int, true>, int)": "sort_scan",
+        "void cub::DeviceSelectSweepKernel<cub::DispatchSelectIf<long*, long*, int*>::PtxSelectIfPolicyT, long*>(long*)": "sort_scan",
+        "void cub::DeviceReduceByKeyKernel<cub::DispatchReduceByKey<long*, long*, cub::ConstantInputIterator<int, int>, int*, int*, cub::Equality, cub::Sum, int>::PtxReduceByKeyPolicy>(long*)": "sort_scan",
+        "void at::native::bitonicSortKVInPlace<2, -1, 16, 16, float, long, at::native::LTOp<float, true>, unsigned int>(at::cuda::detail::TensorInfo<float, unsigned int>)": "sort_scan",
+        "void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(at::cuda::detail::TensorInfo<float const, unsigned int>)": "sort_scan",
+        "void at::native::tensor_kernel_scan_innermost_dim<float, 16, 32>(float*, float const*, unsigned int, unsigned int, float, std::plus<float>)": "sort_scan",
+        # near misses: their own category as before
+        "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, float, 4> >(at::native::ReduceOp<float>)": "reduction",
+        "void topkGatingSoftmax<8, 256, 4, 16, int>(float const*, bool const*, float*, int, int*, int*, int, int, int)": "reduction",
+        "triton_poi_fused_sort_0": "triton_pointwise",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::lambda_functor_like<float>, std::array<char*, 2ul> >(int)": "elementwise",
+        "void cub::DeviceReduceKernel<cub::DeviceReducePolicy<float, int, cub::Sum>::Policy600, float*, float*, int, cub::Sum>(float*, float*, int)": "other",
+        "void at::native::(anonymous namespace)::indexSelectLargeIndex<float, long, unsigned int, 2, 2, -2, true>(at::cuda::detail::TensorInfo<float, unsigned int>)": "other",
+        "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*)": "other",
+        "void at::native::(anonymous namespace)::lpnorm_cleanup<float, (at::native::(anonymous namespace)::NormType)1, float, float>(float const*, at::native::(anonymous namespace)::TensorListAddresses, int)": "other",
+    }
+    assert categories_of(names) == names
+
+
+# What each new rule takes on the corpus, by family, written apart from the view's regexes:
+# the kernels (cat kernel in the plain JSON) whose name holds one of these.
+CORPUS_FAMILIES = {
+    "embedding": ("split_embedding_", "permute_pooled_embs_kernel", "bounds_check_indices_kernel", "linearize_index_kernel"),
+    "optimizer": ("multi_tensor_apply_kernel",),
+    "pooling": ("max_pool_forward_nchw", "max_pool_backward_nchw", "adaptive_average_pool"),
+    "sort_scan": ("cub::DeviceRadixSort", "cub::DeviceScan", "cub::DeviceReduceByKey", "cub::DeviceCompactInit"),
+    "elementwise": ("CatArrayBatchedCopy",),
+}
+
+
+@needs_corpus
+def test_embedding_optimizer_pooling_sort_and_cat_on_the_corpus(corpus_session):
+    """Every corpus kernel of these families (counted by name in the plain JSON) gets its family's
+    category, and each new category holds only those: embedding 107 kernels (61 on
+    a100_train_rank0, 30 and 16 on sampled_rank0/1), optimizer 173 (108 apex AdamFunctor on
+    a100_train_rank0; torch's foreach add/mul of SGD on a100_nccl_train 27, mi250 1, mi300x 5,
+    sampled 16 + 16), pooling 46, sort_scan 386, torch.cat's copies 279 (elementwise). All of
+    them were 'other' before; no kernel of another category moved (the rules come last)."""
+    s, ids, _ = corpus_session
+    want = {}
+    for name, t in ids.items():
+        for e in trace_events(read_trace(CORPUS / name)):
+            if e.get("ph") != "X" or str(e.get("cat")).lower() != "kernel":
+                continue
+            for family, needles in CORPUS_FAMILIES.items():
+                if any(x in str(e.get("name")) for x in needles):
+                    want[(t, family)] = want.get((t, family), 0) + 1
+    got = dict(((t, c), n) for t, c, n in rows(s, """
+        SELECT k.trace_id, c.category, count(*) FROM kernels k JOIN kernel_categories c ON c.kind = 'kernel' AND c.name = k.name
+        WHERE c.category IN ('embedding', 'optimizer', 'pooling', 'sort_scan')
+           OR (c.category = 'elementwise' AND k.name LIKE '%CatArrayBatchedCopy%') GROUP BY ALL"""))
+    assert got == want
+    totals = {f: sum(n for (_, c), n in want.items() if c == f) for f in CORPUS_FAMILIES}
+    assert totals == {"embedding": 107, "optimizer": 173, "pooling": 46, "sort_scan": 386, "elementwise": 279}
+    assert want[(ids["a100_train_rank0.json.gz"], "optimizer")] == 108
+
+
 def test_whole_trace_totals_by_hand(three):
     got = {r["category"]: (r["count"], r["total_us"]) for r in cats(three)}
     assert got == {"communication": (1, 50.0), "gemm": (1, 40.0), "triton_template": (1, 30.0),
@@ -299,7 +415,9 @@ def test_h100_split_against_tracelens():
     ours the kernel name's; they agree within 1% where both name the same work,
     and each difference is one of these kernels, checked by name:
     - attention: the 12 flash_fwd kernels (122.848 µs), which TraceLens files
-      under 'other' with aten::cat's CatArrayBatchedCopy kernel (7.264 µs);
+      under 'other' with aten::cat's CatArrayBatchedCopy kernel (7.264 µs; ours
+      elementwise, a copy, as TraceLens's own kernel-name classifier,
+      Agent/Analysis/utils/classify_kernels.py, files it);
     - conv: the cuDNN fprop kernel (98.176 µs); TraceLens's CONV_fwd also holds
       the convolution's NCHW<->NHWC layout kernels (20.864 + 2.208 µs, our
       'other') and its two memsets (4.384 µs, our 'memset');
@@ -319,17 +437,19 @@ def test_h100_split_against_tracelens():
         per_name = dict(rows(s, """SELECT c.name, sum(g.dur_ns) / 1e3 FROM gpu_ops g
                                    JOIN kernel_categories c USING (kind, name) GROUP BY 1"""))
         span = rows(s, "SELECT (max(end_ns) - min(ts_ns)) / 1e3 FROM gpu_ops")[0][0]
-    for mine, theirs in (("gemm", "GEMM"), ("elementwise", "elementwise"), ("normalization", "NORM_fwd")):
+    for mine, theirs in (("gemm", "GEMM"), ("normalization", "NORM_fwd")):
         assert ours[mine]["total_us"] == pytest.approx(tl[theirs], rel=0.01), mine
     flash = sum(float(k["Kernel duration (µs)_sum"]) for k in kernels if "flash_fwd_kernel" in k["Kernel name"])
     cat_copy = sum(float(k["Kernel duration (µs)_sum"]) for k in kernels if "CatArrayBatchedCopy" in k["Kernel name"])
     assert ours["attention"]["total_us"] == pytest.approx(flash, abs=1e-3) == pytest.approx(122.848, abs=1e-3)
     assert tl["other"] == pytest.approx(flash + cat_copy, abs=1e-3)
+    assert ours["elementwise"]["total_us"] == pytest.approx(tl["elementwise"] + cat_copy, rel=0.01)
+    assert cat_copy == pytest.approx(7.264, abs=1e-3)
     layout = sum(float(k["Kernel duration (µs)_sum"]) for k in kernels
                  if k["Parent op category"] == "CONV_fwd" and "fprop" not in k["Kernel name"])
     assert layout == pytest.approx(20.864 + 2.208, abs=1e-3)
     assert tl["CONV_fwd"] == pytest.approx(ours["conv"]["total_us"] + layout + ours["memset"]["total_us"], abs=1e-3)
-    assert ours["other"]["total_us"] == pytest.approx(layout + cat_copy, abs=1e-3)
+    assert ours["other"]["total_us"] == pytest.approx(layout, abs=1e-3)
     assert sum(v for k, v in per_name.items() if "fprop" in k) == ours["conv"]["total_us"]
     busy = ours["gemm"]["busy_us"]
     assert busy == pytest.approx(timeline["busy_time"], abs=1e-2)

@@ -194,13 +194,18 @@ def test_roofline_shapes_match_tracelens(corpus_session, trace):
 # the kernels aten::addmm/mm launch, CONV_fwd = all of a convolution's kernels, layout transposes and
 # cuDNN's implicit-GEMM kernels included); duckprof's (kernel_categories) the kernel name's. Where
 # both name the same work the totals agree; (our category, TraceLens's categories) per trace.
+# optimizer is TraceLens's multi_tensor_apply (its category of at::native's multi_tensor_apply kernels)
+# where every such kernel has its op (the MI300X trace has two without a launch call: not compared).
 SAME_WORK = {
-    "a100_nccl_train": [("normalization", ("NORM_fwd", "NORM_bwd"))],
+    "a100_nccl_train": [("normalization", ("NORM_fwd", "NORM_bwd")), ("optimizer", ("multi_tensor_apply",))],
     "a100_triton_kernel": [("triton_pointwise", ("triton",))],
     "b200_eager_stack": [("attention", ("InferenceAttention",)), ("triton_pointwise", ("triton",))],
     "h100_vit_inference": [("gemm", ("GEMM",)), ("normalization", ("NORM_fwd",)), ("elementwise", ("elementwise",))],
-    "mi250_rocm_train": [("reduction", ("reduce",))],
+    "mi250_rocm_train": [("reduction", ("reduce",)), ("optimizer", ("multi_tensor_apply",))],
 }
+# Kernels of ours in such a category that TraceLens files elsewhere, µs: aten::cat's
+# CatArrayBatchedCopy (a copy: our elementwise; TraceLens's 'other', aten::cat's category).
+OURS_ELSEWHERE_US = {("h100_vit_inference", "elementwise"): 7.264}
 # The sum of TraceLens's categories is, over the operators, the union of each operator's device
 # events (overlapping kernels of one call count once: 62 µs less than the plain sum on
 # a100_alexnet_train's cudnn_convolution), NCCL/RCCL kernels left out (its collective analysis has
@@ -218,7 +223,8 @@ def test_category_totals_against_tracelens(corpus_session, trace):
     ours = dict(rows(s, """SELECT c.category, sum(g.dur_ns) / 1e3 FROM gpu_ops g JOIN kernel_categories c USING (kind, name)
                            WHERE g.trace_id = $t GROUP BY 1""", {"t": tid}))
     for mine, theirs in SAME_WORK.get(trace, []):
-        assert ours[mine] == pytest.approx(sum(tl[c] for c in theirs), abs=0.01), (mine, theirs)
+        assert ours[mine] - OURS_ELSEWHERE_US.get((trace, mine), 0.0) == pytest.approx(sum(tl[c] for c in theirs), abs=0.01), \
+            (mine, theirs)
     per_op = collections.defaultdict(list)
     for op, a, b in rows(s, """SELECT op_event_id, ts_ns, end_ns FROM launches WHERE trace_id = $t AND op_event_id IS NOT NULL
                                AND NOT (kind = 'kernel' AND regexp_matches(name, '(?i)nccl|rccl'))""", {"t": tid}):

@@ -6,7 +6,7 @@
 -- events) gets the category of the kernel_categories view (Triton pointwise,
 -- reduction, persistent reduction, template; GEMM; conv; attention;
 -- communication; memcpy by direction; memset; elementwise; reduction;
--- normalization; other), or of the first matching rule of --rules FILE (a CSV
+-- normalization; embedding; optimizer; pooling; sort_scan; other), or of the first matching rule of --rules FILE (a CSV
 -- with the columns pattern, category: pattern is a regex searched in the
 -- kernel name, case-insensitive; sql/templates/categories.sql, categorized).
 -- MIOpen's helper kernels (batched_transpose_*, SubTensorOp*, ...), conv by

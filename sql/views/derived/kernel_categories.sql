@@ -3,7 +3,9 @@
 -- (kind, name):
 --   SELECT c.category, sum(g.dur_ns) FROM gpu_ops g JOIN kernel_categories c USING (kind, name) GROUP BY 1
 --
--- Rule: the first match wins, tested in this order on lower(name) (kernels only):
+-- Rule: the first match wins, tested in this order on lower(name) (kernels only; the last
+-- five, from 'catarraybatchedcopy' on, come after normalization: they take only names that
+-- no earlier rule takes, which were 'other'):
 --   memcpy_htod, memcpy_dtoh, memcpy_dtod, memcpy_peer
 --                       gpu_ops.kind is 'memcpy', by the direction Kineto writes in the name
 --                       ('Memcpy HtoD (Pageable -> Device)', 'DtoH', 'DtoD', 'PtoP' peer-to-peer);
@@ -43,6 +45,28 @@
 --   reduction           'reduce_kernel' or 'softmax'
 --   normalization       'layer_norm', 'layernorm', 'batch_norm', 'rms_norm', 'group_norm', 'bn_fw', 'bn_bw',
 --                       'gammabetabackward', 'rowwisemoments'
+--   elementwise         also 'catarraybatchedcopy' (torch.cat's copy kernels: a copy, as PyTorch's own
+--                       strided copies, direct_copy elementwise_kernel, are; TraceLens's Elementwise)
+--   embedding           embedding lookups and their gradients: FBGEMM's table-batched embeddings
+--                       ('split_embedding', 'embedding_codegen': forward, backward with its fused
+--                       optimizer update, grad_indice_weights), its 'permute_pooled_embs',
+--                       'bounds_check_indices' and 'linearize_index_kernel' (TorchRec's DLRM-style
+--                       models' main cost), torch's 'embedding_backward' and 'embeddingbag' kernels
+--                       (not rotary_embedding: no lookup)
+--   optimizer           'multi_tensor_apply' (the foreach kernels of torch's optimizers, on CUDA by
+--                       default, and of clip_grad_norm_ / AMP's unscale around them; torch's fused
+--                       Adam(W) / SGD / Adagrad; apex's, Transformer Engine's and DeepSpeed's
+--                       multi_tensor_* optimizers: TraceLens's multi_tensor_apply), or a functor named
+--                       for an optimizer ('adam', 'sgd', 'lamb', 'lars', 'lion', 'adagrad', 'novograd',
+--                       'rmsprop'). A per-parameter (foreach=False) update runs elementwise kernels:
+--                       elementwise
+--   pooling             'max_pool', 'avg_pool', 'average_pool', 'adaptive_..pool', 'pooling' (torch's,
+--                       cuDNN's pooling_fw/bw, MIOpen's mloPooling)
+--   sort_scan           sort, scan (prefix sum), select (compaction) and top-k: cub's 'DeviceRadixSort',
+--                       'DeviceSegmented(Radix)Sort', 'DeviceMergeSort', 'DeviceScan', 'DeviceSelect',
+--                       'DeviceCompact', 'DeviceReduceByKey', 'DeviceRunLength' (also under torch's
+--                       at_cuda_detail::cub), torch's 'radixsort', 'bitonicsort', 'mergesort',
+--                       'sort_postprocess', 'segmented_sort', 'topk' and cumsum's 'tensor_kernel_scan'
 --   other               everything else
 -- A report can put its own rules before these (report categories / steps --rules FILE:
 -- the first matching rule of the file wins; sql/templates/categories.sql, categorized).
@@ -86,6 +110,14 @@ SELECT kind, name,
            WHEN contains(lname, 'reduce_kernel') OR contains(lname, 'softmax') THEN 'reduction'
            WHEN regexp_matches(lname, 'layer_?norm|batch_norm|rms_norm|group_norm|bn_fw|bn_bw|gammabetabackward|rowwisemoments')
                THEN 'normalization'
+           WHEN contains(lname, 'catarraybatchedcopy') THEN 'elementwise'
+           WHEN regexp_matches(lname, 'split_embedding|embedding_codegen|embedding_?bag|embedding_backward|permute_pooled_embs|bounds_check_indices|linearize_index_kernel')
+               THEN 'embedding'
+           WHEN regexp_matches(lname, 'multi_tensor_apply|(adam|sgd|lars|lion|adagrad|novograd|rmsprop)[a-z0-9_]*functor|lamb(stage[0-9])?functor')
+               THEN 'optimizer'
+           WHEN regexp_matches(lname, '(max|avg|average)_?pool|adaptive_[a-z0-9_]*pool|pooling') THEN 'pooling'
+           WHEN regexp_matches(lname, 'cub::device(radix_?sort|segmented_?(radix_?)?sort|merge_?sort|scan|select|compact|reduce_?by_?key|run_?length)|radix_?sort|bitonic_?sort|merge_?sort|sort_postprocess|segmented_sort|topk|tensor_kernel_scan')
+               THEN 'sort_scan'
            ELSE 'other'
        END AS category,
        kind = 'kernel' AND {{ uses_tensor_cores() }} AS uses_tensor_cores
