@@ -131,7 +131,7 @@ def test_cudnn_layout_transforms_in_a_convolution_are_conv(corpus_session):
     none of the op's FLOPs. Expected: the corpus traces' counts of them in the plain JSON (200 or
     more), every one conv (they were 'other'), no math kernel, 0 FLOPs."""
     s, ids, _ = corpus_session
-    transform = re.compile(r"^(void )?(cudnn::ops::)?(nchwToNhwc|nhwcToNchw)Kernel<")
+    transform = re.compile(r"^(void )?(cudnn::[a-z_]+::)?(nchwToNhwc|nhwcToNchw)Kernel<")
     want = {}
     for name in ids:
         n = sum(1 for e in trace_events(read_trace(CORPUS / name))
@@ -418,9 +418,9 @@ def test_h100_split_against_tracelens():
       under 'other' with aten::cat's CatArrayBatchedCopy kernel (7.264 µs; ours
       elementwise, a copy, as TraceLens's own kernel-name classifier,
       Agent/Analysis/utils/classify_kernels.py, files it);
-    - conv: the cuDNN fprop kernel (98.176 µs); TraceLens's CONV_fwd also holds
-      the convolution's NCHW<->NHWC layout kernels (20.864 + 2.208 µs, our
-      'other') and its two memsets (4.384 µs, our 'memset');
+    - conv: the cuDNN fprop kernel (98.176 µs) and the convolution's NCHW<->NHWC
+      layout kernels (20.864 + 2.208 µs: conv helpers), as TraceLens's CONV_fwd,
+      which also holds its two memsets (4.384 µs, our 'memset');
     - busy: the same 1,225.31 µs (union of device events), but TraceLens divides
       by the span of the GPU events (7,559.844 µs), we by the profiled window
       (8,193.56 µs), so 16.21% there and 14.95% here."""
@@ -448,9 +448,9 @@ def test_h100_split_against_tracelens():
     layout = sum(float(k["Kernel duration (µs)_sum"]) for k in kernels
                  if k["Parent op category"] == "CONV_fwd" and "fprop" not in k["Kernel name"])
     assert layout == pytest.approx(20.864 + 2.208, abs=1e-3)
-    assert tl["CONV_fwd"] == pytest.approx(ours["conv"]["total_us"] + layout + ours["memset"]["total_us"], abs=1e-3)
-    assert ours["other"]["total_us"] == pytest.approx(layout, abs=1e-3)
-    assert sum(v for k, v in per_name.items() if "fprop" in k) == ours["conv"]["total_us"]
+    assert tl["CONV_fwd"] == pytest.approx(ours["conv"]["total_us"] + ours["memset"]["total_us"], abs=1e-3)
+    assert "other" not in ours
+    assert sum(v for k, v in per_name.items() if "fprop" in k) + layout == pytest.approx(ours["conv"]["total_us"])
     busy = ours["gemm"]["busy_us"]
     assert busy == pytest.approx(timeline["busy_time"], abs=1e-2)
     assert timeline["total_time"] == pytest.approx(span, abs=1e-2)

@@ -133,16 +133,19 @@ def test_corpus_flops_only_on_math_kernels(corpus_session):
     """issue 13 item 4 (Done when): on every corpus trace no kernel outside the math
     categories (gemm, conv, attention, triton_template) has FLOPs, and every op's
     FLOPs still add up exactly (test above). On h100_vit_inference the cuDNN
-    convolution's layout transforms (nchwToNhwc, nhwcToNchw) get 0 FLOPs and its
-    cutlass fprop kernel all 924,844,032 (the op's), where main gave the transforms
-    their share by duration (24.7 TFLOP/s on a transform)."""
+    convolution's layout transforms (nchwToNhwc, nhwcToNchw: conv helpers, conv time)
+    get 0 FLOPs and its cutlass fprop kernel all 924,844,032 (the op's), where main
+    gave the transforms their share by duration (24.7 TFLOP/s on a transform)."""
     s, ids, _ = corpus_session
     assert scalar(s, """SELECT count(*) FROM kernel_estimates WHERE flops > 0
                         AND category NOT IN ('gemm', 'conv', 'attention', 'triton_template')""") == 0
     conv = rows(s, """SELECT category, count(*), sum(flops)::BIGINT, any_value(op_flops) FROM kernel_estimates
                       WHERE trace_id = $t AND op_name = 'aten::cudnn_convolution' GROUP BY 1 ORDER BY 1""",
                 {"t": ids["h100_vit_inference.json.gz"]})
-    assert conv == [("conv", 1, 924_844_032, 924_844_032), ("other", 3, 0, 924_844_032)]
+    assert conv == [("conv", 4, 924_844_032, 924_844_032)]
+    assert rows(s, """SELECT count(*), max(flops) FROM kernel_estimates WHERE trace_id = $t
+                      AND op_name = 'aten::cudnn_convolution' AND name LIKE '%To%Kernel<%'""",
+                {"t": ids["h100_vit_inference.json.gz"]}) == [(3, 0)]
 
 
 @needs_corpus

@@ -63,10 +63,10 @@
     backward): MIOpen's layout transforms for its NHWC and 1x1 solvers (batched_transpose_<tile>_<dtype>,
     transpose_NCHW2CNHW_* / transpose_CNHW2NCHW_*) and tensor set, scale and cast of the output and
     workspace (SubTensorOpWithScalar*, SubTensorOpWithCastTensor*); cuDNN's layout transforms
-    ([cudnn::ops::]nchwToNhwcKernel / nhwcToNchwKernel, around an NHWC kernel of an NCHW tensor).
+    ([cudnn::ops::] or [cudnn::engines_precompiled::]nchwToNhwcKernel / nhwcToNchwKernel, around an NHWC kernel of an NCHW tensor).
     TraceLens counts them under its CONV_fwd / CONV_bwd (by their op); they do none of the
     convolution's math. An RE2 regex on the lowercased name. -#}
-{%- set conv_helpers = '^(batched_transpose_|transpose_(nchw|cnhw|nhwc)2(nchw|cnhw|nhwc)|subtensorop|(void )?(cudnn::ops::)?(nchwtonhwc|nhwctonchw)kernel<)' %}
+{%- set conv_helpers = '^(batched_transpose_|transpose_(nchw|cnhw|nhwc)2(nchw|cnhw|nhwc)|subtensorop|(void )?(cudnn::[a-z_]+::)?(nchwtonhwc|nhwctonchw)kernel<)' %}
 {#- Tensor Cores, as TensorBoard's PyTorch profiler plugin decides them (torch-tb-profiler,
     kineto tb_plugin/torch_tb_profiler/profiler/tensor_core.py at 041e7ce99f, after NVIDIA PyProf's
     prof/tc.py): a kernel uses Tensor Cores when its name contains one of plugin_tensor_core_kernel_patterns

@@ -31,7 +31,7 @@
 --                       MIOpen's and cuDNN's helpers that they run inside their convolutions: starts with
 --                       'batched_transpose_', 'transpose_nchw2cnhw' (cnhw2nchw, ...) or
 --                       'subtensorop' (layout transforms; tensor set, scale and cast), or
---                       cuDNN's '[cudnn::ops::]nchwToNhwcKernel' / 'nhwcToNchwKernel', as
+--                       cuDNN's '[cudnn::<ns>::]nchwToNhwcKernel' / 'nhwcToNchwKernel', as
 --                       TraceLens counts them (CONV_fwd / CONV_bwd, by their op); they get none
 --                       of the op's FLOPs (kernel_estimates: no math kernel). That is their
 --                       name's category, the one of this view; per event, one launched by an
