@@ -1,0 +1,65 @@
+"""Lightning training loops as users run them (fixtures/lightning_loops/, recorded by
+record_lightning_loops.py with Lightning 2.6.6 and torch 2.13 on CPU): what the reports say
+against the traces read with json."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from conftest import REPO, as_dicts, loaded
+
+LOOPS = REPO / "fixtures" / "lightning_loops"
+
+
+def _events(name):
+    return json.load(gzip.open(LOOPS / name))["traceEvents"]
+
+
+def _profiler_steps(events):
+    """The ProfilerStep#N ranges in time order: (N, start µs, end µs)."""
+    return sorted(((int(e["name"].split("#")[1]), e["ts"], e["ts"] + e["dur"]) for e in events
+                   if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")), key=lambda s: s[1])
+
+
+def test_repeated_step_numbers_are_told_apart():
+    """val_accumulate.json.gz: Lightning numbers training and validation steps each from its own
+    counter, so the validation loop inside the profiled steps repeats ProfilerStep#3 and #4 (and
+    the first step is #2, then #1). Steps are then numbered in time order, 1 to 10, each its own
+    range; ops-by-step counts each step's operators (those starting in its range, from the
+    JSON). Before: steps 2, 3 and 4 came twice, and ops-by-step added up both steps of a number
+    (step 2: 4 aten::addmm instead of 2)."""
+    events = _events("val_accumulate.json.gz")
+    ranges = _profiler_steps(events)
+    assert [n for n, _, _ in ranges] == [2, 1, 2, 3, 4, 3, 4, 5, 6, 7]
+    ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"
+           and not e["name"].startswith("ProfilerStep#")]
+    want_calls = {k: sum(1 for e in ops if t0 <= e["ts"] < t1) for k, (_, t0, t1) in enumerate(ranges, 1)}
+    want_addmm = {k: sum(1 for e in ops if t0 <= e["ts"] < t1 and e["name"] == "aten::addmm")
+                  for k, (_, t0, t1) in enumerate(ranges, 1)}
+    with loaded(LOOPS / "val_accumulate.json.gz") as s:
+        steps = as_dicts(s.report("steps"))
+        by_step = as_dicts(s.report("ops-by-step", limit=0))
+        view = s.con.execute("SELECT step FROM steps ORDER BY ts_ns").fetchall()
+    assert [r[0] for r in view] == list(range(1, 11))
+    assert [(r["step"], r["step_us"]) for r in steps] == [
+        (k, pytest.approx(t1 - t0, abs=1e-3)) for k, (_, t0, t1) in enumerate(ranges, 1)]
+    calls, addmm = {}, {}
+    for r in by_step:
+        calls[r["step"]] = calls.get(r["step"], 0) + r["calls"]
+        if r["name"] == "aten::addmm":
+            addmm[r["step"]] = r["calls"]
+    assert calls == want_calls
+    assert addmm == {k: v for k, v in want_addmm.items() if v} and addmm[3] == 2
+
+
+def test_increasing_step_numbers_are_kept(tmp_path):
+    """Numbers that only grow (a schedule's repeats skip some) stay the N of ProfilerStep#N."""
+    events = [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1, "tid": 1,
+               "ts": 100 * i, "dur": 90, "args": {}} for i, n in enumerate([2, 3, 7, 8])]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    with loaded(path) as s:
+        assert s.con.execute("SELECT step FROM steps ORDER BY ts_ns").fetchall() == [(2,), (3,), (7,), (8,)]
