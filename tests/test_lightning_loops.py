@@ -63,3 +63,25 @@ def test_increasing_step_numbers_are_kept(tmp_path):
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
     with loaded(path) as s:
         assert s.con.execute("SELECT step FROM steps ORDER BY ts_ns").fetchall() == [(2,), (3,), (7,), (8,)]
+
+
+def test_manual_optimization_steps_are_optimizer():
+    """gan_manual.json.gz: with automatic_optimization=False the two Adam optimizers' zero_grad
+    and step run inside Lightning's training_step range; they are the step's optimizer time (the
+    length of the Optimizer.* ranges in each step, from the JSON: about 1 ms), no longer the
+    step's forward. Before: optimizer 0 in every step."""
+    events = _events("gan_manual.json.gz")
+    opt = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("ph") == "X"
+           and e["name"].startswith(("Optimizer.step#Adam.step", "Optimizer.zero_grad#Adam.zero_grad"))]
+    lightning = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("ph") == "X"
+                 and e["name"].endswith("Strategy.training_step")]
+    assert all(any(l0 <= o0 and o1 <= l1 for l0, l1 in lightning) for o0, o1 in opt) and len(opt) == 12
+    want = {n: sum(max(0.0, min(o1, t1) - max(o0, t0)) for o0, o1 in opt)
+            for n, t0, t1 in _profiler_steps(events)}
+    with loaded(LOOPS / "gan_manual.json.gz") as s:
+        got = {r["step"]: r for r in as_dicts(s.report("steps"))}
+    assert sorted(got) == [2, 3, 4] and all(v > 900 for v in want.values())
+    assert {n: r["optimizer_us"] for n, r in got.items()} == {n: pytest.approx(v, abs=1e-3) for n, v in want.items()}
+    for r in got.values():  # the split still adds up to the step
+        parts = ("dataloader_us", "optimizer_us", "backward_us", "host_comm_us", "forward_us", "other_us")
+        assert sum(r[c] for c in parts) == pytest.approx(r["step_us"], abs=1e-3)
