@@ -149,3 +149,29 @@ def test_single_tensor_optimizer_by_hand(tmp_path):
         got = [(r["at_stake_us"], r["dur_us"]) for r in as_dicts(s.report("patterns", events=True))
                if r["rule"] == "single-tensor-optimizer"]
     assert got == [(150.0, 800.0)]
+
+
+def test_with_stack_modules_have_their_operators():
+    """stack_modules.json.gz (with_stack=True): nn.Module events and Lightning's [pl][module]
+    ranges, each range inside its module's call. The modules are the nn.Module events; each
+    one's operators are the cpu_ops directly in its range (in it, in no operator nor inner
+    range), from the JSON: an aten::linear per Linear call, an aten::relu per ReLU call, 0 for
+    the Sequential. Before: 0 for every module (the range took them)."""
+    events = _events("stack_modules.json.gz")
+    xs = [e for e in events if e.get("ph") == "X"]
+    nn = [e for e in xs if e["name"].startswith("nn.Module: ")]
+    ranges = [e for e in xs if e["name"].startswith("[pl][module]")]
+    ops = [e for e in xs if e.get("cat") == "cpu_op"]
+
+    def inside(a, b):
+        return a is not b and a["tid"] == b["tid"] and b["ts"] <= a["ts"] and a["ts"] + a["dur"] <= b["ts"] + b["dur"]
+    want = {}
+    for r in ranges:
+        module = min((m for m in nn if inside(r, m)), key=lambda m: m["dur"])["name"][len("nn.Module: "):]
+        direct = [o for o in ops if inside(o, r) and min((p for p in ops + ranges if inside(o, p)),
+                                                           key=lambda p: p["dur"]) is r]
+        want[module] = want.get(module, 0) + len(direct)
+    with loaded(LOOPS / "stack_modules.json.gz") as s:
+        got = {r["path"].rsplit("/", 1)[-1]: r["operators"] for r in as_dicts(s.report("modules"))}
+    assert want == {"Sequential_0": 0, "Linear_0": 2, "ReLU_0": 2, "Linear_1": 2}
+    assert {m: got[m] for m in want} == want
