@@ -515,10 +515,12 @@ def report_table(columns, rows, documented, fmt="table", wide=False, name_width=
         keep = told_apart(columns, rows, keep)
     kinds = {i: column_kind(columns[i]) for i in keep}
     headers = [kinds[i][1] for i in keep]
-    # busy_us and busy_pct: "busy" and "busy %"; then step and step_us: "step" and "step time"
+    # busy_us and busy_pct: "busy" and "busy %"; then step and step_us: "step" and "step time",
+    # also when step is left out (empty: a trace without steps), as said_label says it
     for kind, suffix in (("pct", " %"), ("time", " time")):
         for k, i in enumerate(keep):
-            if kinds[i][0] == kind and headers.count(headers[k]) > 1:
+            if kinds[i][0] == kind and (headers.count(headers[k]) > 1
+                                        or kind == "time" and headers[k] != columns[i] and headers[k] in columns):
                 headers[k] += suffix
     table_rows = [[_human(r[i], kinds[i][0], columns[i]) for i in keep] for r in rows]
     # kernel names: "void " says nothing

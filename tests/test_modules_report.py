@@ -198,15 +198,21 @@ def test_lightning_module_ranges_by_hand(tmp_path):
 
 
 def test_nn_module_events_win_over_lightning_ranges(tmp_path):
-    """A trace with both (with_modules=True under Lightning's profiler): the nn.Module events
-    are the modules, a Lightning range only a range (a direct child of the module around it)."""
+    """A trace with both (with_stack=True under Lightning's profiler): the nn.Module events are
+    the modules, and a Lightning range is looked through like a Python frame. Lightning opens it
+    in a forward pre-hook, inside the module's call (nn.Module: Linear_0, _call_impl, inner, then
+    the range, then linear.py's forward and aten::linear, in a recorded trace): its operators
+    are the module's own, so the figures are the tree's without the range. Before: the range
+    was a direct child of Linear_1 holding its aten::linear: Linear_1 had 0 operators, self
+    host 200 - 196 = 4, self device 0 (on a with_stack Lightning trace: every module 0
+    operators)."""
     path = tmp_path / "both.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": EVENTS + [
-        _pl("torch.nn.modules.linear.Linear", "net.fc2", 395, 605)]}))
+        _pl("torch.nn.modules.linear.Linear", "net.fc2", 402, 598)]}))
     with loaded(path) as s:
         got = [tuple(r[c] for c in COLS) for r in as_dicts(s.report("modules"))]
     assert got == [
-        ("Net_0", 1, "Net_0", 1, 1, 780, 780 - (200 + 60 + 210 + 10 + 30), 115, 30),
+        ("Net_0", 1, "Net_0", 1, 1, 780, 280, 115, 30),
         ("· Linear_0", 2, "Net_0/Linear_0", 1, 1, 200, 30, 50, 50),
         ("· Linear_1", 2, "Net_0/Linear_1", 1, 1, 200, 20, 30, 30),
     ]

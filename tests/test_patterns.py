@@ -5,7 +5,8 @@
   record_torchtidy.py): every pattern class's matched_events() equals the
   events duckprof matches, event for event (name and start in ns), on every
   trace recorded with Python stacks; where duckprof differs on purpose (torch
-  is wrong: FP32MatMulPattern on a CPU-only machine; torch finds nothing
+  is wrong: FP32MatMulPattern on a CPU-only machine; MatMulDimInFP16Pattern's
+  tensor-core advice cannot apply to one; torch finds nothing
   without stacks and duckprof's fallbacks do) the difference is tested
   explicitly.
 - ForLoopIndexingPattern's matching, run by torch on 312 random sibling lists
@@ -62,6 +63,9 @@ STEM = {"ExtraCUDACopyPattern": "extra_cuda_copy", "ForLoopIndexingPattern": "fo
         "SynchronizedDataLoaderPattern": "dataloader", "GradNotSetToNonePattern": "zero_grad",
         "Conv2dBiasFollowedByBatchNorm2dPattern": "conv_bias_bn", "MatMulDimInFP16Pattern": "fp16_matmul_dims"}
 #: torch's names in report_all_anti_patterns' summary lines
+#: torch's rules duckprof skips on a CPU-only trace (as the torchtidy fixtures are), where torch
+#: matches: test_fp32_matmul_is_skipped_where_torch_is_wrong, test_fp16_matmul_dims_needs_a_gpu
+CPU_SKIPPED = ("FP32MatMulPattern", "MatMulDimInFP16Pattern")
 TORCH_NAMES = {
     "Extra CUDA Copy Pattern": "ExtraCUDACopyPattern",
     "FP32 MatMul Pattern": "FP32MatMulPattern",
@@ -118,8 +122,8 @@ def torch_agreement(v: Verdicts, case: str) -> int:
     g = golden(case)
     compared = 0
     for cls, want in g["matched_events"].items():
-        if cls == "FP32MatMulPattern":
-            continue  # torch is wrong on a CPU-only machine: test_fp32_matmul_is_skipped_where_torch_is_wrong
+        if cls in CPU_SKIPPED:
+            continue  # not on a CPU-only machine: test_fp32_matmul_is_skipped_where_torch_is_wrong, ...
         if not g["with_stack"] and cls in FALLBACKS:
             assert want == [], (case, cls)  # torch sees nothing without stacks: test_fallbacks_without_stacks
             continue
@@ -144,7 +148,7 @@ def test_two_rules_match_torch_event_for_event():
 def test_rules_match_torch_event_for_event(tt, case):
     g = golden(case)
     compared = torch_agreement(tt, case)
-    own = [cls for cls, stem in STEM.items() if case == f"{stem}_yes" and cls != "FP32MatMulPattern"]
+    own = [cls for cls, stem in STEM.items() if case == f"{stem}_yes" and cls not in CPU_SKIPPED]
     assert compared >= sum(len(g["matched_events"][cls]) for cls in own) > 0 or not own, case
 
 
@@ -172,7 +176,7 @@ def test_report_all_anti_patterns_summary_counts(tt, case):
     assert counts == {cls: len(v) for cls, v in g["matched_events"].items()
                       if v and cls != "ForLoopIndexingPattern"}  # the golden is self-consistent
     for cls, n in counts.items():
-        if cls != "FP32MatMulPattern":
+        if cls not in CPU_SKIPPED:
             assert len(tt.matches(case, RULE_OF[cls])) == n, (case, cls)
 
 
@@ -183,7 +187,7 @@ def test_sources_are_in_torchs_files(tt, case):
     no call-site line); duckprof names the innermost user frame: the same file."""
     g = golden(case)
     for cls, want in g["matched_events"].items():
-        if cls == "FP32MatMulPattern" or not want:
+        if cls in CPU_SKIPPED or not want:
             continue
         by_event = {(m[0], m[1]): m[2] for m in tt.matches(case, RULE_OF[cls])}
         for e in want:
@@ -240,6 +244,18 @@ def test_fp32_matmul_finds_full_fp32_kernels_on_a_tf32_gpu(tmp_path):
                                  (["c10::BFloat16", "c10::BFloat16"], SQUARE, "ampere_bf16_s16816gemm_bf16_64x64_nn")])
     assert [(m[0], m[1], m[3]) for m in got.get("fp32-matmul", [])] == \
         [("aten::mm", T0 * 1000, 160 * (1 - 19.5 / 156))]  # 140 µs
+
+
+@pytest.mark.slow
+def test_fp16_matmul_dims_needs_a_gpu(tt):
+    """torch's MatMulDimInFP16Pattern matches the bf16 matmuls of its CPU-only recording; their
+    advice (pad to multiples of 8 so tensor cores apply) cannot apply to a trace without a GPU
+    (a CPU job's bf16 autocast): duckprof skips the rule there, with the reason. Before: 1
+    match on fp16_matmul_dims_yes and a tensor-core fix."""
+    assert len(golden("fp16_matmul_dims_yes")["matched_events"]["MatMulDimInFP16Pattern"]) >= 1
+    for case in CASES:
+        assert tt.matches(case, "fp16-matmul-dims") == []
+        assert tt.skipped[case]["fp16-matmul-dims"] == "no GPU activity in this trace", case
 
 
 @pytest.mark.slow  # a trace of its own
@@ -406,7 +422,7 @@ def test_thresholds_are_options(gpu):
 def test_rules_that_cannot_run_are_listed_with_the_reason(gpu, tt):
     cpu = tt.skipped["for_loop_indexing_yes"]
     assert set(cpu) == {"sync", "pageable-memcpy", "launch-bound", "gpu-idle", "comm-overlap", "tiny-memcpy",
-                        "fp32-matmul", "data-loading"}
+                        "fp32-matmul", "fp16-matmul-dims", "data-loading"}
     assert cpu["sync"] == "no GPU activity in this trace"
     assert cpu["launch-bound"] == "no GPU kernels in this trace"
     assert "enumerate(DataLoader)" in cpu["data-loading"]

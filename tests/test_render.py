@@ -308,3 +308,13 @@ def test_a_time_named_as_another_column_says_time():
     text = render.report_table(columns, [(4, 222_368.4, 22.2), (5, 220_100.0, 22.6)], documented)
     assert text.splitlines()[0].split() == ["step", "step", "time", "GPU", "busy"]
     assert text.splitlines()[2].split() == ["4", "222", "ms", "22.2%"]
+
+
+def test_a_time_named_as_a_column_left_out_says_time():
+    """report steps of a trace without steps (a serving loop): one row, its step empty and
+    left out; the time was headed 'step' as if it were the step's number."""
+    columns = ["step", "step_us", "gpu_busy_pct", "forward_us"]
+    documented = [sqlfiles.Column(c, "VARCHAR", "") for c in columns]
+    text = render.report_table(columns, [(None, 132_810.9, 0.0, 132_345.2)], documented)
+    assert text.splitlines()[0].split() == ["step", "time", "GPU", "busy", "forward"]
+    assert text.splitlines()[2].split() == ["133", "ms", "0.00%", "132", "ms"]

@@ -28,6 +28,12 @@
 -- (record_module_names, its default): the module is '<name> (<class>)',
 -- e.g. 'encoder.0.fc (Linear)', without a module id; its parent, as above,
 -- the innermost enclosing module (Lightning's dotted names give the same tree).
+-- A trace with both (with_stack under Lightning's profiler): the nn.Module
+-- events are the modules, and a '[pl][module]' range, which Lightning opens in
+-- a forward pre-hook inside the module's call, is looked through like a
+-- Python frame: it is the module's own forward, so the operators in it are
+-- the module's direct operators (as a range, it took them all: every module
+-- had 0 operators, and on a GPU 0 self device time).
 --
 -- option: --depth INTEGER >= 0 = 0  module levels shown (1: the root modules; 0 = all)
 -- example: duckprof report modules trace.json.gz --depth 2
@@ -53,11 +59,13 @@
 WITH RECURSIVE nn_traces AS (  -- traces with nn.Module events (with_stack / with_modules)
     SELECT DISTINCT trace_id FROM python_functions WHERE name LIKE 'nn.Module: %' {{ run_scope() }}
 ),
-lightning AS (  -- Lightning's module ranges, in a trace without nn.Module events
-    SELECT h.trace_id, h.event_id
+pl_ranges AS (  -- Lightning's module ranges
+    SELECT h.trace_id, h.event_id, h.parent_event_id
     FROM host_events h
-    WHERE h.cat IN ('user_annotation', 'cpu_op') AND starts_with(h.name, '[pl][module]')
-      AND h.trace_id NOT IN (SELECT trace_id FROM nn_traces) {{ run_scope('h.') }}
+    WHERE h.cat IN ('user_annotation', 'cpu_op') AND starts_with(h.name, '[pl][module]') {{ run_scope('h.') }}
+),
+lightning AS (  -- Lightning's module ranges, in a trace without nn.Module events: the modules
+    SELECT trace_id, event_id FROM pl_ranges WHERE trace_id NOT IN (SELECT trace_id FROM nn_traces)
 ),
 mods AS (  -- the module calls
     SELECT p.trace_id, p.event_id, p.pid, p.tid, p.ts_ns, p.end_ns, p.dur_ns, p.parent_event_id,
@@ -75,17 +83,20 @@ mods AS (  -- the module calls
           FROM host_events) h
     SEMI JOIN lightning l ON l.trace_id = h.trace_id AND l.event_id = h.event_id
 ),
-frames AS (  -- the Python frames that are not modules: the plugin's tree has no node for them
+frames AS (  -- the Python frames that are not modules: the plugin's tree has no node for them; nor
+            -- for Lightning's module ranges inside the nn.Module calls of a trace with both
     SELECT trace_id, event_id, parent_event_id
     FROM python_functions
     WHERE name NOT LIKE 'nn.Module: %' {{ run_scope() }}
+    UNION ALL
+    SELECT trace_id, event_id, parent_event_id FROM pl_ranges WHERE trace_id IN (SELECT trace_id FROM nn_traces)
 ),
 nodes AS (  -- the plugin's tree nodes and runtime calls: op marks the operators it counts, own what
             -- counts in a module's self device time (those operators and the runtime calls)
     SELECT h.trace_id, h.event_id, h.parent_event_id, h.pid, h.tid, h.ts_ns, h.end_ns, h.dur_ns,
            h.cat = 'cpu_op' AND h.name NOT IN ('DataParallel.forward', 'DistributedDataParallel.forward')
                AND h.name NOT LIKE 'Optimizer.%' AS op, op AS own
-    FROM host_events h ANTI JOIN lightning l ON l.trace_id = h.trace_id AND l.event_id = h.event_id
+    FROM host_events h ANTI JOIN pl_ranges l ON l.trace_id = h.trace_id AND l.event_id = h.event_id
     WHERE h.cat IN ('cpu_op', 'user_annotation') AND h.parent_event_id IS NOT NULL {{ run_scope('h.') }}
     UNION ALL
     SELECT trace_id, event_id, parent_event_id, pid, tid, ts_ns, end_ns, dur_ns, false, true FROM runtime

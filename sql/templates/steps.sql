@@ -17,7 +17,9 @@
 --   instant counted once: dataloader (enumerate(DataLoader)* /
 --   enumerate(DataPipe)* ranges, Lightning's *dataloader_next), backward
 --   (autograd::engine::evaluate_function: ... and *Backward* operators, on
---   any thread; Lightning's [pl][profile]*.backward), the forward of a
+--   any thread; Lightning's [pl][profile]*.backward), optimizer inside a
+--   Lightning step (Optimizer.step* / Optimizer.zero_grad* ranges inside one of
+--   the step ranges below: manual optimization calls them there), the forward of a
 --   Lightning step (its [pl][profile]*.training_step / validation_step /
 --   test_step / predict_step ranges), optimizer (Optimizer.step* /
 --   Optimizer.zero_grad*: what of them the above leave, since an optimizer
@@ -84,17 +86,17 @@ top_cats AS (
           QUALIFY row_number() OVER (PARTITION BY trace_id, window_id ORDER BY ns DESC, category) <= 3)
     GROUP BY ALL
 ),
-host AS (  -- host ranges by priority: 1 dataloader, 2 backward, 3 a Lightning step's forward, 4 optimizer,
-            -- 5 host communication, 6 forward
+host AS (  -- host ranges by priority: 1 dataloader, 2 backward, (3 optimizer inside a Lightning step: host_kept),
+            -- 4 a Lightning step's forward, 5 optimizer, 6 host communication, 7 forward
     SELECT trace_id, ts_ns, end_ns,
            CASE WHEN name LIKE 'enumerate(DataLoader)%' OR name LIKE 'enumerate(DataPipe)%'
                      OR name LIKE '[pl][profile]%dataloader_next' THEN 1
                 WHEN name LIKE 'autograd::engine::evaluate_function:%' OR name LIKE '%Backward%'
                      OR name LIKE '[pl][profile]%.backward' THEN 2
-                WHEN regexp_matches(name, '^\[pl\]\[profile\].*\.(training|validation|test|predict)_step$') THEN 3
-                WHEN name LIKE 'Optimizer.step%' OR name LIKE 'Optimizer.zero_grad%' THEN 4
-                WHEN name LIKE 'gloo:%' THEN 5
-                ELSE 6 END AS r, pid, tid, outermost
+                WHEN regexp_matches(name, '^\[pl\]\[profile\].*\.(training|validation|test|predict)_step$') THEN 4
+                WHEN name LIKE 'Optimizer.step%' OR name LIKE 'Optimizer.zero_grad%' THEN 5
+                WHEN name LIKE 'gloo:%' THEN 6
+                ELSE 7 END AS r, pid, tid, outermost
     FROM (SELECT trace_id, name, ts_ns, end_ns, pid, tid,
                  op_event_id IS NULL OR op_event_id IN (SELECT window_id FROM windows) AS outermost
           FROM cpu_ops
@@ -108,9 +110,17 @@ host_kept AS (
     FROM host h
     LEFT JOIN step_threads st ON st.trace_id = h.trace_id AND st.pid IS NOT DISTINCT FROM h.pid
                              AND st.tid IS NOT DISTINCT FROM h.tid
-    WHERE h.r < 6
+    WHERE h.r < 7
        OR (h.outermost AND (st.trace_id IS NOT NULL
                             OR h.trace_id NOT IN (SELECT trace_id FROM step_threads)))
+    UNION ALL
+    -- the optimizer ranges inside a Lightning step's range on their thread, once more as class 3
+    -- (above the step's forward): manual optimization steps its optimizers inside training_step
+    SELECT o.trace_id, o.ts_ns, o.end_ns, 3
+    FROM (SELECT * FROM host WHERE r = 5) o
+    SEMI JOIN (SELECT * FROM host WHERE r = 4) l
+         ON l.trace_id = o.trace_id AND l.pid IS NOT DISTINCT FROM o.pid AND l.tid IS NOT DISTINCT FROM o.tid
+        AND l.ts_ns <= o.ts_ns AND o.end_ns <= l.end_ns
 ),
 covered AS (  -- each window with busy_ns (device events) and uK_ns: the union of the host ranges of priority <= K
     {{ covered_lengths('windows',
@@ -118,7 +128,8 @@ covered AS (  -- each window with busy_ns (device events) and uK_ns: the union o
                          UNION ALL
                          SELECT trace_id, ts_ns, end_ns, r FROM host_kept)', ['trace_id'],
                        sets={'busy_ns': [0], 'u1_ns': [1], 'u2_ns': [1, 2], 'u3_ns': [1, 2, 3], 'u4_ns': [1, 2, 3, 4],
-                             'u5_ns': [1, 2, 3, 4, 5], 'u6_ns': [1, 2, 3, 4, 5, 6]})
+                             'u5_ns': [1, 2, 3, 4, 5], 'u6_ns': [1, 2, 3, 4, 5, 6],
+                             'u7_ns': [1, 2, 3, 4, 5, 6, 7]})
        | indent(4) }}
 ),
 figures AS (
@@ -127,11 +138,11 @@ figures AS (
            coalesce(d.kernel_ns, 0) AS kernel_ns, coalesce(d.comm_ns, 0) AS comm_ns,
            coalesce(d.memcpy_ns, 0) AS memcpy_ns, coalesce(d.memset_ns, 0) AS memset_ns,
            w.u1_ns AS dataloader_ns,
-           w.u4_ns - w.u3_ns AS optimizer_ns,
+           w.u3_ns - w.u2_ns + w.u5_ns - w.u4_ns AS optimizer_ns,
            w.u2_ns - w.u1_ns AS backward_ns,
-           w.u5_ns - w.u4_ns AS host_comm_ns,
-           w.u3_ns - w.u2_ns + w.u6_ns - w.u5_ns AS forward_ns,
-           w.end_ns - w.ts_ns - w.u6_ns AS other_ns,
+           w.u6_ns - w.u5_ns AS host_comm_ns,
+           w.u4_ns - w.u3_ns + w.u7_ns - w.u6_ns AS forward_ns,
+           w.end_ns - w.ts_ns - w.u7_ns AS other_ns,
            t.top_categories
     FROM covered w
     LEFT JOIN dev_sums d USING (trace_id, window_id)

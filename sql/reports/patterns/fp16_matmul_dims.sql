@@ -6,13 +6,16 @@
 -- How to fix: pad the dimensions to multiples of 8 (vocabulary, hidden and
 -- batch sizes), e.g. round the vocabulary up to a multiple of 64.
 -- The trace must contain: CPU operators with their input shapes and types
--- (record_shapes=True).
+-- (record_shapes=True), and GPU activity: tensor cores are a GPU's, so on a
+-- host-only trace (a CPU job's bf16 autocast) the advice cannot apply and the
+-- rule is skipped.
 --
 -- Matching is torch's MatMulDimInFP16Pattern: aten::mm, aten::bmm or
 -- aten::addmm whose first input is bf16 or fp16 (c10::BFloat16, c10::Half)
 -- and whose inputs have a dimension, among the last two of each, that is not
--- a multiple of 8. Difference from torch: torch also requires Python stacks
--- (with_stack=True); this rule does not.
+-- a multiple of 8. Differences from torch: torch also requires Python stacks
+-- (with_stack=True); this rule does not. torch matches a CPU-only trace's
+-- matmuls too; this rule needs GPU activity in the trace.
 -- Time at stake: the GPU time of the op's kernels (launched from inside it): the time spent
 -- on the misaligned shape, an upper bound of what padding saves; NULL on a
 -- host-only trace.
@@ -20,7 +23,7 @@
 -- severity: low
 -- fix: pad matmul dimensions to multiples of 8 (16 bytes) so tensor cores apply
 -- method: the GPU time of the matched ops' kernels (upper bound)
--- needs: shapes
+-- needs: shapes, gpu
 -- torch: MatMulDimInFP16Pattern
 -- shared: matmuls
 -- requires: host_events, runtime, gpu_ops, trace_files, cpu_ops
@@ -43,7 +46,8 @@ WITH mms AS (
     SELECT o.trace_id, o.event_id, o.name, o.pid, o.tid, o.ts_ns, o.dur_ns, o.input_types->>0 AS dtype,
            o.input_dims, try_cast(o.input_dims AS BIGINT[][]) AS dims
     FROM ({{ matmuls() | indent(10) }}) o
-    WHERE o.name IN ('aten::mm', 'aten::bmm', 'aten::addmm')
+    WHERE EXISTS (SELECT 1 FROM gpu_ops g WHERE g.trace_id = o.trace_id)
+      AND o.name IN ('aten::mm', 'aten::bmm', 'aten::addmm')
       AND (starts_with(o.input_types::VARCHAR, '["c10::BFloat16"') OR starts_with(o.input_types::VARCHAR, '["c10::Half"'))
 ),
 unaligned AS (
@@ -66,4 +70,4 @@ FROM unaligned u
 LEFT JOIN gpu g USING (trace_id, event_id)
 
 -- @skipped
-{{ skipped_unless(['shapes']) }}
+{{ skipped_unless(['gpu', 'shapes']) }}
