@@ -41,9 +41,13 @@ def test_repeated_step_numbers_are_told_apart():
                   for k, (_, t0, t1) in enumerate(ranges, 1)}
     with loaded(LOOPS / "val_accumulate.json.gz") as s:
         steps = as_dicts(s.report("steps"))
+        notes = s.report_result("steps").notes
         by_step = as_dicts(s.report("ops-by-step", limit=0))
         view = s.con.execute("SELECT step FROM steps ORDER BY ts_ns").fetchall()
     assert [r[0] for r in view] == list(range(1, 11))
+    # and the report says so (the numbers shown are not those of the trace)
+    assert "val_accumulate.json.gz: its ProfilerStep numbers repeat or go back (Lightning numbers validation " \
+           "steps apart): steps numbered 1-10 in time order" in notes
     assert [(r["step"], r["step_us"]) for r in steps] == [
         (k, pytest.approx(t1 - t0, abs=1e-3)) for k, (_, t0, t1) in enumerate(ranges, 1)]
     calls, addmm = {}, {}
@@ -63,6 +67,7 @@ def test_increasing_step_numbers_are_kept(tmp_path):
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
     with loaded(path) as s:
         assert s.con.execute("SELECT step FROM steps ORDER BY ts_ns").fetchall() == [(2,), (3,), (7,), (8,)]
+        assert not [n for n in s.report_result("steps").notes if "repeat or go back" in n]
 
 
 def test_manual_optimization_steps_are_optimizer():

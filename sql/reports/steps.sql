@@ -77,6 +77,13 @@ SELECT note FROM (
     FROM trace_files f
     WHERE NOT EXISTS (SELECT 1 FROM steps s WHERE s.trace_id = f.trace_id) {{ run_scope('f.') }}
     UNION ALL
+    SELECT 1, f.trace_id, f.file_name || ': its ProfilerStep numbers repeat or go back (Lightning numbers '
+           || 'validation steps apart): steps numbered 1-' || count(*) || ' in time order'
+    FROM trace_files f JOIN steps s USING (trace_id)
+    WHERE TRUE {{ run_scope('f.') }}
+    GROUP BY f.trace_id, f.file_name
+    HAVING bool_or(s.step IS DISTINCT FROM s.recorded)
+    UNION ALL
     SELECT 2, f.trace_id,
            f.file_name || ': ' || count(*) || ' steps; step time mean ' || {{ rounded('avg(r.step_us) / 1e3', 3) }}
            || ' ms, coefficient of variation ' || {{ rounded('100.0 * stddev_pop(r.step_us) / nullif(avg(r.step_us), 0)', 1) }}
