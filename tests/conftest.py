@@ -405,6 +405,11 @@ def loaded(*paths, run: str = "r"):
         s.close()
 
 
+def host_range(name: str, ts, end, cat: str = "user_annotation") -> dict:
+    """A complete event [ts, end] µs on process 1, thread 1 (hand-made host traces)."""
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": end - ts, "args": {}}
+
+
 def as_dicts(rel) -> list[dict]:
     """A relation's rows as dicts by column name."""
     return [dict(zip(rel.columns, r)) for r in rel.fetchall()]

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from conftest import REPO, as_dicts, loaded
+from conftest import REPO, as_dicts, host_range, loaded
 
 LOOPS = REPO / "fixtures" / "lightning_loops"
 
@@ -138,16 +138,14 @@ def test_single_tensor_optimizer_by_hand(tmp_path):
     optimizer's), and the update's aten::add_ [820, 880]. Matched (no multi-tensor op of the
     optimizer's own), at stake 800 - 290 - 280 - 80 = 150. Before: not matched (the clipping's
     _foreach_norm counted as the optimizer's)."""
-    def x(name, ts, end, cat="user_annotation"):
-        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": end - ts, "args": {}}
-    events = [x("ProfilerStep#1", 0, 1000), x("Optimizer.step#SGD.step", 100, 900),
-              x("[pl][profile][Strategy]SingleDeviceStrategy.training_step", 110, 400),
-              x("aten::linear", 120, 390, "cpu_op"),
-              x("[pl][profile][Strategy]SingleDeviceStrategy.backward", 420, 700),
-              x("autograd::engine::evaluate_function: AddmmBackward0", 430, 690, "cpu_op"),
-              x("[pl][profile][LightningModule]Lit.configure_gradient_clipping", 720, 800),
-              x("aten::_foreach_norm", 730, 790, "cpu_op"),
-              x("aten::add_", 820, 880, "cpu_op")]
+    events = [host_range("ProfilerStep#1", 0, 1000), host_range("Optimizer.step#SGD.step", 100, 900),
+              host_range("[pl][profile][Strategy]SingleDeviceStrategy.training_step", 110, 400),
+              host_range("aten::linear", 120, 390, "cpu_op"),
+              host_range("[pl][profile][Strategy]SingleDeviceStrategy.backward", 420, 700),
+              host_range("autograd::engine::evaluate_function: AddmmBackward0", 430, 690, "cpu_op"),
+              host_range("[pl][profile][LightningModule]Lit.configure_gradient_clipping", 720, 800),
+              host_range("aten::_foreach_norm", 730, 790, "cpu_op"),
+              host_range("aten::add_", 820, 880, "cpu_op")]
     path = tmp_path / "closure.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
     with loaded(path) as s:

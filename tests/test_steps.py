@@ -28,7 +28,7 @@ import math
 
 import pytest
 
-from conftest import REPO, as_dicts, corpus_path, invoke, loaded, needs_corpus, synth_ranks
+from conftest import REPO, as_dicts, corpus_path, host_range, invoke, loaded, needs_corpus, synth_ranks
 
 import duckprof
 
@@ -207,10 +207,6 @@ def test_outlier_of_two_steps_is_the_slower(tmp_path):
         assert "ProfilerStep#2 (the outlier step)" in s.html().html  # the operators listed under the steps
 
 
-def _ann(name, ts, end, cat="user_annotation"):
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": end - ts, "args": {}}
-
-
 def test_an_optimizer_step_with_a_closure_leaves_its_forward_and_backward(tmp_path):
     """Lightning's automatic optimization (as LBFGS) runs the step's forward and backward in a
     closure inside Optimizer.step: they are forward and backward, the optimizer what of its
@@ -226,15 +222,15 @@ def test_an_optimizer_step_with_a_closure_leaves_its_forward_and_backward(tmp_pa
       optimizer 800 - 250 - 380 = 170; other 1000 - 80 - 250 - 380 - 170 = 120.
     Before: optimizer 800, backward 0, dataloader 60 (the Lightning range's 20 µs around
     enumerate(DataLoader) as forward)."""
-    events = [_ann("ProfilerStep#1", 0, 1000),
-              _ann("[pl][profile][_TrainingEpochLoop].train_dataloader_next", 10, 90),
-              _ann("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 20, 80),
-              _ann("Optimizer.step#SGD.step", 100, 900),
-              _ann("[pl][profile][Strategy]SingleDeviceStrategy.training_step", 150, 400),
-              _ann("aten::linear", 160, 390, "cpu_op"),
-              _ann("[pl][profile][Strategy]SingleDeviceStrategy.backward", 420, 800),
-              _ann("autograd::engine::evaluate_function: AddmmBackward0", 450, 780, "cpu_op"),
-              _ann("aten::add_", 820, 880, "cpu_op")]
+    events = [host_range("ProfilerStep#1", 0, 1000),
+              host_range("[pl][profile][_TrainingEpochLoop].train_dataloader_next", 10, 90),
+              host_range("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 20, 80),
+              host_range("Optimizer.step#SGD.step", 100, 900),
+              host_range("[pl][profile][Strategy]SingleDeviceStrategy.training_step", 150, 400),
+              host_range("aten::linear", 160, 390, "cpu_op"),
+              host_range("[pl][profile][Strategy]SingleDeviceStrategy.backward", 420, 800),
+              host_range("autograd::engine::evaluate_function: AddmmBackward0", 450, 780, "cpu_op"),
+              host_range("aten::add_", 820, 880, "cpu_op")]
     path = tmp_path / "closure.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
     cols = ["step", "step_us", "dataloader_us", "optimizer_us", "backward_us", "forward_us", "other_us"]
