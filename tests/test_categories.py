@@ -18,7 +18,9 @@ By step (an event belongs to the step its launch call started in):
 
 from __future__ import annotations
 
+import collections
 import csv
+import functools
 import gzip
 import io
 import json
@@ -123,6 +125,14 @@ def test_miopen_helpers_get_none_of_the_convolutions_flops(corpus_session):
 
 
 
+
+@functools.cache
+def corpus_kernel_names(name: str) -> collections.Counter:
+    """A corpus trace's kernels (complete events of category kernel, any case) per name, from
+    the plain JSON: read once per process for the corpus tests below."""
+    return collections.Counter(str(e.get("name")) for e in trace_events(read_trace(CORPUS / name))
+                               if e.get("ph") == "X" and str(e.get("cat")).lower() == "kernel")
+
 @needs_corpus
 def test_cudnn_layout_transforms_in_a_convolution_are_conv(corpus_session):
     """cuDNN's nchwToNhwcKernel / nhwcToNchwKernel (an NHWC kernel run on an NCHW tensor: the
@@ -134,8 +144,7 @@ def test_cudnn_layout_transforms_in_a_convolution_are_conv(corpus_session):
     transform = re.compile(r"^(void )?(cudnn::[a-z_]+::)?(nchwToNhwc|nhwcToNchw)Kernel<")
     want = {}
     for name in ids:
-        n = sum(1 for e in trace_events(read_trace(CORPUS / name))
-                if e.get("ph") == "X" and str(e.get("cat")).lower() == "kernel" and transform.search(str(e.get("name"))))
+        n = sum(k for kernel, k in corpus_kernel_names(name).items() if transform.search(kernel))
         if n:
             want[ids[name]] = n
     assert sum(want.values()) >= 200
@@ -309,12 +318,10 @@ def test_embedding_optimizer_pooling_sort_and_cat_on_the_corpus(corpus_session):
     s, ids, _ = corpus_session
     want = {}
     for name, t in ids.items():
-        for e in trace_events(read_trace(CORPUS / name)):
-            if e.get("ph") != "X" or str(e.get("cat")).lower() != "kernel":
-                continue
+        for kernel, n in corpus_kernel_names(name).items():
             for family, needles in CORPUS_FAMILIES.items():
-                if any(x in str(e.get("name")) for x in needles):
-                    want[(t, family)] = want.get((t, family), 0) + 1
+                if any(x in kernel for x in needles):
+                    want[(t, family)] = want.get((t, family), 0) + n
     got = dict(((t, c), n) for t, c, n in rows(s, """
         SELECT k.trace_id, c.category, count(*) FROM kernels k JOIN kernel_categories c ON c.kind = 'kernel' AND c.name = k.name
         WHERE c.category IN ('embedding', 'optimizer', 'pooling', 'sort_scan')
