@@ -55,6 +55,25 @@ def test_bus_bandwidth_equals_the_hand_computed_value():
     assert (ag["nccl_algorithm"], ag["nccl_protocol"]) == ("RING", "LL")
 
 
+
+def test_a_group_of_no_rank_has_no_bus_bandwidth(tmp_path):
+    """Found by test_fuzz_values: the fixture above with its all_reduce kernel's 'Group size' 0
+    (a damaged value): its bus bandwidth factor 2(n-1)/n is -inf, and report collectives failed
+    ("Could not cast value -inf to DECIMAL(38,9)"). Now no factor, no bus bandwidth; the
+    message size and algorithm bandwidth stay (40 GB/s), the all_gather untouched (30 GB/s)."""
+    doc = json.loads(FIXTURE.read_text())
+    for e in (doc["traceEvents"] if isinstance(doc, dict) else doc):
+        if str(e.get("name", "")).startswith("ncclDevKernel_AllReduce"):
+            e["args"]["Group size"] = 0
+    path = tmp_path / "zero_group.json"
+    path.write_text(json.dumps(doc))
+    with duckprof.connect() as s:
+        s.load([str(path)], run="r")
+        got = {r["collective"]: r for r in report_rows(s, "collectives")}
+    ar, ag = got["all_reduce"], got["all_gather"]
+    assert ar["busbw_gbps"] is None and ar["msg_bytes"] == 4_000_000 and ar["algbw_gbps"] == pytest.approx(40.0)
+    assert ag["busbw_gbps"] == pytest.approx(30.0)
+
 # -- every NCCL kernel exactly once on the real A100 NCCL trace ------------------------
 
 @pytest.mark.slow

@@ -61,7 +61,7 @@
 -- in_nelems       BIGINT   'In msg nelems'
 -- out_nelems      BIGINT   'Out msg nelems'
 -- msg_bytes       BIGINT   greatest(in_nelems, out_nelems) x dtype_bytes
--- busbw_factor    DOUBLE   bus bandwidth / algorithm bandwidth for this type and n
+-- busbw_factor    DOUBLE   bus bandwidth / algorithm bandwidth for this type and n (NULL: n < 1)
 -- nccl_algorithm  VARCHAR  from the kernel name: RING, TREE, COLLNET_DIRECT, NVLS, PAT, ... (NULL: not named)
 -- nccl_protocol   VARCHAR  from the kernel name: LL, LL128 or SIMPLE (NULL: not named)
 {% from "templates/collectives.sql" import host_signature %}
@@ -232,7 +232,8 @@ SELECT trace_id, event_id, name, device, stream, ts_ns, dur_ns, end_ns, op_event
                           ORDER BY ts_ns, event_id) AS occurrence,
        n AS group_size, dtype, dtype_bytes, in_nelems, out_nelems,
        (greatest(in_nelems, out_nelems) * dtype_bytes)::BIGINT AS msg_bytes,
-       CASE WHEN collective = 'all_reduce' THEN 2.0 * (n - 1) / n
+       CASE WHEN n < 1 THEN NULL  -- a group of no rank (a damaged 'Group size'): n - 1 over 0 is -inf
+            WHEN collective = 'all_reduce' THEN 2.0 * (n - 1) / n
             WHEN collective IN ('all_gather', 'reduce_scatter', 'all_to_all') THEN 1.0 * (n - 1) / n
             WHEN collective IN ('broadcast', 'reduce', 'send', 'recv', 'send_recv', 'gather', 'scatter') THEN 1.0
        END AS busbw_factor,
