@@ -41,7 +41,7 @@
 -- rank       INTEGER  rank of the trace
 -- trace_id   INTEGER  trace
 -- device     INTEGER  GPU index
--- step       BIGINT   N of ProfilerStep#N (with --by-step; empty: the whole trace)
+-- step       BIGINT   N of ProfilerStep#N, or its place in time order where N repeat (the steps view); with --by-step; empty: the whole trace
 -- category   VARCHAR  kernel category
 -- count      BIGINT   device events (kernels, copies, memsets) of the category
 -- total_us   DOUBLE   their total duration, µs

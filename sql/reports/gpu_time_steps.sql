@@ -15,7 +15,7 @@
 -- rank      INTEGER  rank of the trace
 -- trace_id  INTEGER  trace
 -- device    INTEGER  GPU index
--- step      BIGINT   N of ProfilerStep#N
+-- step      BIGINT   N of ProfilerStep#N, or its place in time order where N repeat (the steps view)
 -- start_ms  DOUBLE  [wide]  the step's start, ms after the trace's first event (trace_files.first_ts_ns)
 -- step_us   DOUBLE   the step's host-side duration, µs
 -- busy_us   DOUBLE   device busy inside the step window, µs

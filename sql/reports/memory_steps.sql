@@ -16,7 +16,7 @@
 -- run                   VARCHAR  run label
 -- rank                  INTEGER  rank of the trace
 -- trace_id              INTEGER  trace
--- step                  BIGINT   N of ProfilerStep#N
+-- step                  BIGINT   N of ProfilerStep#N, or its place in time order where N repeat (the steps view)
 -- device_kind           VARCHAR  'CPU', 'CUDA', ... (c10::DeviceType)
 -- device                INTEGER  device index (-1: the host)
 -- events                BIGINT   [memory] events in the step

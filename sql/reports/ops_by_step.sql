@@ -14,7 +14,7 @@
 -- run       VARCHAR  run label
 -- rank      INTEGER  rank of the trace
 -- trace_id  INTEGER  trace
--- step      BIGINT   N of ProfilerStep#N
+-- step      BIGINT   N of ProfilerStep#N, or its place in time order where N repeat (the steps view)
 -- op_rank   BIGINT   1, 2, ... by self time within the step
 -- name      VARCHAR  operator name
 -- calls     BIGINT   calls that started in the step

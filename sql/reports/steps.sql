@@ -31,7 +31,7 @@
 -- run              VARCHAR  run label
 -- rank             INTEGER  rank of the trace
 -- trace_id         INTEGER  trace
--- step             BIGINT   N of ProfilerStep#N (empty: the whole trace, which has no steps)
+-- step             BIGINT   N of ProfilerStep#N, or its place in time order where N repeat (the steps view); empty: the whole trace, which has no steps
 -- step_us          DOUBLE   the step's host-side duration (wall time), µs
 -- vs_median_pct    DOUBLE   step_us relative to the median step, % (+5: 5% slower)
 -- gpu_busy_pct     DOUBLE   part of the step with a device event running, %

@@ -37,7 +37,7 @@
 -- run               VARCHAR  run label
 -- rank              INTEGER  rank of the trace
 -- trace_id          INTEGER  trace
--- step              BIGINT   N of ProfilerStep#N (0: the trace has no steps)
+-- step              BIGINT   N of ProfilerStep#N, or its place in time order where N repeat (the steps view); 0: the trace has no steps
 -- total_us          DOUBLE   the step's duration on the device-adjusted clock, µs
 -- kernel_us         DOUBLE   Kernel, µs
 -- memcpy_us         DOUBLE   Memcpy, µs
