@@ -59,29 +59,25 @@
 WITH RECURSIVE nn_traces AS (  -- traces with nn.Module events (with_stack / with_modules)
     SELECT DISTINCT trace_id FROM python_functions WHERE name LIKE 'nn.Module: %' {{ run_scope() }}
 ),
-pl_ranges AS (  -- Lightning's module ranges
-    SELECT h.trace_id, h.event_id, h.parent_event_id
+pl_ranges AS (  -- Lightning's module ranges: '[pl][module]torch.nn.modules.linear.Linear: encoder.0.fc'
+    SELECT h.trace_id, h.event_id, h.pid, h.tid, h.ts_ns, h.end_ns, h.dur_ns, h.parent_event_id,
+           regexp_extract(h.name, '([^.]*): ', 1) AS class_part, substr(h.name, strpos(h.name, ': ') + 2) AS name_part
     FROM host_events h
     WHERE h.cat IN ('user_annotation', 'cpu_op') AND starts_with(h.name, '[pl][module]') {{ run_scope('h.') }}
 ),
-lightning AS (  -- Lightning's module ranges, in a trace without nn.Module events: the modules
-    SELECT trace_id, event_id FROM pl_ranges WHERE trace_id NOT IN (SELECT trace_id FROM nn_traces)
-),
-mods AS (  -- the module calls
+mods AS (  -- the module calls: nn.Module events, else (a trace without them) Lightning's ranges
     SELECT p.trace_id, p.event_id, p.pid, p.tid, p.ts_ns, p.end_ns, p.dur_ns, p.parent_event_id,
            substr(p.name, 12) AS module, module AS path_name,
            try_cast(json_extract_string(p.args, '$."Python module id"') AS BIGINT) AS module_id
     FROM python_functions p
     WHERE p.name LIKE 'nn.Module: %' {{ run_scope('p.') }}
     UNION ALL
-    SELECT h.trace_id, h.event_id, h.pid, h.tid, h.ts_ns, h.end_ns, h.dur_ns, h.parent_event_id,
-           -- '[pl][module]torch.nn.modules.linear.Linear: encoder.0.fc' -> 'encoder.0.fc (Linear)'
+    SELECT trace_id, event_id, pid, tid, ts_ns, end_ns, dur_ns, parent_event_id,
+           -- 'encoder.0.fc (Linear)'
            CASE WHEN name_part = '' THEN class_part ELSE name_part || ' (' || class_part || ')' END,
            CASE WHEN name_part = '' THEN class_part ELSE name_part END, NULL
-    FROM (SELECT *, regexp_extract(name, '([^.]*): ', 1) AS class_part,
-                 substr(name, strpos(name, ': ') + 2) AS name_part
-          FROM host_events) h
-    SEMI JOIN lightning l ON l.trace_id = h.trace_id AND l.event_id = h.event_id
+    FROM pl_ranges
+    WHERE trace_id NOT IN (SELECT trace_id FROM nn_traces)
 ),
 frames AS (  -- the Python frames that are not modules: the plugin's tree has no node for them; nor
             -- for Lightning's module ranges inside the nn.Module calls of a trace with both
