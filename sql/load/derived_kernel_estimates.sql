@@ -21,7 +21,7 @@ WITH k0 AS (
       ON l.op_event_id IS NOT NULL
      AND e.sig = {{ op_signature('l.', name='op_name') }}
     LEFT JOIN kernel_categories c ON c.kind = l.kind AND c.name = l.name
-    LEFT JOIN ({{ helpers_outside_conv(launch_filter=in_traces) }}) x ON x.trace_id = l.trace_id AND x.event_id = l.event_id
+    {{ helpers_outside_conv('l', launch_filter=in_traces) }}
     WHERE l.kind = 'kernel' AND {{ in_traces }}
 ),
 per_op AS (  -- math kernels: those of a math category; every kernel of an op that has none

@@ -37,7 +37,7 @@ a AS (
     FROM gpu_activity g
     JOIN scope USING (trace_id)
     JOIN cats c ON c.kind = g.kind AND c.name = g.name
-    LEFT JOIN ({{ helpers_outside_conv() }}) x ON x.trace_id = g.trace_id AND x.event_id = g.event_id
+    {{ helpers_outside_conv('g') }}
     WHERE TRUE {{ device_scope('g.') }}
 ),
 device_time AS (
@@ -68,7 +68,7 @@ SELECT * FROM (
            false AS instead
     FROM gpu_activity g
     JOIN ({{ categorized(rules) | indent(10) }}) c ON c.kind = g.kind AND c.name = g.name
-    LEFT JOIN ({{ helpers_outside_conv() }}) x ON x.trace_id = g.trace_id AND x.event_id = g.event_id
+    {{ helpers_outside_conv('g') }}
     WHERE NOT EXISTS (SELECT 1 FROM {{ result }})
       AND g.trace_id IN (SELECT trace_id FROM trace_files WHERE TRUE {{ run_scope() }}) {{ device_scope('g.') }}
     HAVING count(*) > 0

@@ -78,7 +78,7 @@
     SELECT {{ event_category() }} AS key, NULL::VARCHAR AS shapes, sum(x.n) AS n, sum(x.total_ns) AS total_ns
     FROM (SELECT g.kind, g.name, x.event_id, count(*) AS n, sum(g.dur_ns) AS total_ns
           FROM {{ q }}gpu_ops g
-          LEFT JOIN ({{ helpers_outside_conv(q) }}) x ON x.trace_id = g.trace_id AND x.event_id = g.event_id
+          {{ helpers_outside_conv('g', q=q) }}
           WHERE {{ in_run('run_' ~ s, alias='g.', catalog=q) }}
           GROUP BY ALL) x
     JOIN {{ q }}kernel_categories c ON c.kind = x.kind AND c.name = x.name

@@ -69,7 +69,7 @@ metric AS (
     FROM cpu_ops x
     {%- else %}
     FROM gpu_ops x JOIN kernel_categories c USING (kind, name)
-    LEFT JOIN ({{ helpers_outside_conv() }}) h ON h.trace_id = x.trace_id AND h.event_id = x.event_id
+    {{ helpers_outside_conv('x', x='h') }}
     {%- endif %}
     JOIN trace_files f ON f.trace_id = x.trace_id
     WHERE {% if metric == 'category' %}{{ event_category(x='h') }} = $name{% else %}x.name ILIKE $name{% endif %}

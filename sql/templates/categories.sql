@@ -19,19 +19,19 @@
 --                 kernel_categories), but per event see helpers_outside_conv
 -- is_conv_op(name)  a cpu_op name that is a convolution (forward, backward,
 --                 transposed; aten's, cuDNN's, MIOpen's, autograd's *ConvolutionBackward*)
--- helpers_outside_conv(q)  a SELECT of (trace_id, event_id): the device events named as
+-- helpers_outside_conv(e, x, q)  a LEFT JOIN of the device events `e` (an alias with
+--                 trace_id, event_id) to x (trace_id, event_id: NULL but for the events named as
 --                 conv_helpers whose launching op (launches.op_event_id) is known and
 --                 is no convolution nor inside one (no convolution op encloses it on its
 --                 thread): a transpose or tensor op of its own, e.g. of aten::permute or copy_
---                 (q: a catalog prefix, 'a.'; launch_filter: a condition on its launches l).
+--                 (q: a catalog prefix, 'a.'; launch_filter: a condition on its launches l)).
 --                 Their category is not conv but elementwise
 --                 (event_category): the category of the strided copies that PyTorch's own
 --                 copy_ / contiguous run (direct_copy elementwise_kernel); TraceLens also
 --                 counts the helpers by their op. A helper without a known op (its launch
 --                 call is not in the trace) keeps its name's category, conv.
 -- event_category(c, x)  a device event's category: c.category, but elementwise for a
---                 conv helper outside a convolution (x: the event's row of a LEFT JOIN
---                 on helpers_outside_conv, NULL when it is none)
+--                 conv helper outside a convolution (x: the alias helpers_outside_conv joined)
 -- device_kind(cat, name)  the kind of a device event (a row of device_cats):
 --                 'kernel', 'memcpy' or 'memset'. Kineto's kernel / gpu_memcpy /
 --                 gpu_memset, and for other vendors' accelerator activity
@@ -126,14 +126,16 @@ coalesce({{ p }}device, try_cast({{ p }}pid AS INTEGER))
 {% macro is_conv_op(name) -%}
 regexp_matches(lower({{ name }}), 'convolution|(^|::)(conv[123]d|conv_transpose[123]d|conv_tbc|_?slow_conv|thnn_conv)')
 {%- endmacro %}
-{% macro helpers_outside_conv(q='', launch_filter='TRUE') -%}
-SELECT l.trace_id, l.event_id
-FROM {{ q }}launches l
-JOIN {{ q }}cpu_ops op ON op.trace_id = l.trace_id AND op.event_id = l.op_event_id
-WHERE l.kind = 'kernel' AND {{ launch_filter }} AND regexp_matches(l.name, '{{ conv_helpers }}', 'i')
-  AND NOT EXISTS (SELECT 1 FROM {{ q }}cpu_ops o  -- the op itself, or one around it on its thread
-                  WHERE o.trace_id = op.trace_id AND o.pid = op.pid AND o.tid = op.tid
-                    AND o.ts_ns <= op.ts_ns AND op.end_ns <= o.end_ns AND {{ is_conv_op('o.name') }})
+{% macro helpers_outside_conv(e, x='x', q='', launch_filter='TRUE') -%}
+LEFT JOIN (
+    SELECT l.trace_id, l.event_id
+    FROM {{ q }}launches l
+    JOIN {{ q }}cpu_ops op ON op.trace_id = l.trace_id AND op.event_id = l.op_event_id
+    WHERE l.kind = 'kernel' AND {{ launch_filter }} AND regexp_matches(l.name, '{{ conv_helpers }}', 'i')
+      AND NOT EXISTS (SELECT 1 FROM {{ q }}cpu_ops o  -- the op itself, or one around it on its thread
+                      WHERE o.trace_id = op.trace_id AND o.pid = op.pid AND o.tid = op.tid
+                        AND o.ts_ns <= op.ts_ns AND op.end_ns <= o.end_ns AND {{ is_conv_op('o.name') }})
+) {{ x }} ON {{ x }}.trace_id = {{ e }}.trace_id AND {{ x }}.event_id = {{ e }}.event_id
 {%- endmacro %}
 {% macro event_category(c='c', x='x') -%}
 CASE WHEN {{ x }}.event_id IS NOT NULL AND {{ c }}.category = 'conv' THEN 'elementwise' ELSE {{ c }}.category END

@@ -60,7 +60,7 @@ dev AS (
     FROM gpu_activity g
     JOIN scope USING (trace_id)
     JOIN cats c ON c.kind = g.kind AND c.name = g.name
-    LEFT JOIN ({{ helpers_outside_conv() }}) x ON x.trace_id = g.trace_id AND x.event_id = g.event_id
+    {{ helpers_outside_conv('g') }}
 ),
 dev_placed AS (
     SELECT d.*, w.window_id
